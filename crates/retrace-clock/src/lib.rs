@@ -1,0 +1,2 @@
+//! # retrace-clock
+#![deny(missing_docs)]

@@ -1,0 +1,21 @@
+//! # retrace-isa
+//!
+//! The one RISC-V decoder of retrace: RV32 and RV64 with the I, M, A, C,
+//! Zicsr and Zifencei extensions (plus the privileged `mret`/`sret`/`wfi`/
+//! `sfence.vma`). Every other part — the functional and cycle-level engines,
+//! the CFG builder, the timing model, the disassembler — reads the same
+//! [`Inst`] value produced here, so they cannot disagree about what an
+//! encoding means.
+//!
+//! ```
+//! use retrace_isa::{decode, Xlen, Op, Flow};
+//! // 0x00008067 is `jalr x0, 0(ra)`, i.e. `ret`.
+//! let inst = decode(0x0000_8067, Xlen::Rv64).unwrap();
+//! assert_eq!(inst.op, Op::Jalr);
+//! assert_eq!(inst.flow(), Flow::Return);
+//! assert_eq!(retrace_isa::disasm(&inst, 0x1000, Xlen::Rv64).to_string(), "ret");
+//! ```
+#![deny(missing_docs)]
+
+mod inst;
+pub use inst::{Class, Flow, Inst, Op, Xlen};

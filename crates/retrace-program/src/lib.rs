@@ -1,0 +1,2 @@
+//! # retrace-program
+#![deny(missing_docs)]

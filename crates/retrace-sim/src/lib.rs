@@ -1,0 +1,2 @@
+//! # retrace-sim
+#![deny(missing_docs)]

@@ -1,0 +1,51 @@
+//! The subcommands, one module each, and the top-level argument parser.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+pub mod clock;
+pub mod demo;
+pub mod disasm;
+pub mod run;
+
+/// retrace: how long a program takes on a RISC-V core that you do not have.
+#[derive(Parser, Debug)]
+#[command(name = "retrace", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the bundled example programs and show what retrace does.
+    Demo(demo::Args),
+    /// Run a RISC-V ELF program in the functional simulator.
+    Run(run::Args),
+    /// Disassemble a RISC-V ELF file (objdump -d format).
+    Disasm(disasm::Args),
+    /// Put many processors' cycle counters on one clock.
+    #[command(subcommand)]
+    Clock(clock::Command),
+}
+
+/// Run one parsed command line; the result is the process exit status.
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Demo(a) => demo::main(a),
+        Command::Run(a) => run::main(a),
+        Command::Disasm(a) => disasm::main(a),
+        Command::Clock(c) => clock::main(c),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

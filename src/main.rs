@@ -1,0 +1,21 @@
+//! `retrace`: the command-line front of the retrace toolkit.
+//!
+//! This binary only parses arguments, shows progress and prints results; the
+//! work lives in the library crates under `crates/` (see `DESIGN.md`). Each
+//! subcommand is one module under `cmd/`.
+
+mod cmd;
+mod status;
+
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    let cli = cmd::Cli::parse();
+    match cmd::dispatch(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("retrace: error: {err:#}");
+            status::of_error(&err).into()
+        }
+    }
+}
