@@ -326,7 +326,7 @@ where
             memsz,
             filesz,
         };
-        if filesz > memsz || paddr.checked_add(memsz).map_or(true, |end| end > limit) {
+        if filesz > memsz || !matches!(paddr.checked_add(memsz), Some(end) if end <= limit) {
             return Err(out_of_range);
         }
         let bytes = ph.data(endian, data).map_err(|()| {
@@ -353,7 +353,7 @@ where
     let sections = header.sections(endian, data).map_err(truncated)?;
     let mut code_sections = Vec::new();
     let mut code_index = Vec::new();
-    for (i, sh) in sections.iter().enumerate() {
+    for sh in sections.iter() {
         let flags: u64 = sh.sh_flags(endian).into();
         let is_code = sh.sh_type(endian) == elf::SHT_PROGBITS
             && flags & u64::from(elf::SHF_EXECINSTR) != 0
