@@ -14,6 +14,14 @@ pub enum Xlen {
 }
 
 impl Xlen {
+    /// Mask of the bits an address or register holds (`0xffff_ffff` on RV32).
+    pub fn mask(self) -> u64 {
+        match self {
+            Xlen::Rv32 => u32::MAX as u64,
+            Xlen::Rv64 => u64::MAX,
+        }
+    }
+
     /// Register width in bits (32 or 64).
     pub fn bits(self) -> u32 {
         match self {
@@ -87,8 +95,14 @@ ops! {
 /// - CSR: `rd`, `rs1` (for the `*i` forms: the 5-bit zero-extended immediate),
 ///   `imm` = CSR number (0..4096).
 /// - AMO / LR / SC: `rd`, `rs1` (address), `rs2`, `imm` = `aq << 1 | rl`.
-/// - `fence`: `imm` = `fm << 8 | pred << 4 | succ`.
+/// - `fence`: `imm` = `fm << 8 | pred << 4 | succ`; `rd` and `rs1` hold the
+///   fields the ISA reserves and tells implementations to ignore (normally 0).
+/// - `fence.i`: `rd`, `rs1`, `imm` likewise hold the ignored fields (normally 0).
+/// - `fence.tso`, `pause`, `ecall`, `ebreak`, `mret`, `sret`, `wfi`: no fields.
 /// - `sfence.vma`: `rs1`, `rs2`.
+///
+/// Compressed encodings use the fields of the instruction they expand to
+/// (`c.li a0, 1` is `addi` with `rd = 10`, `rs1 = 0`, `imm = 1`).
 ///
 /// `len` is 2 for a compressed encoding and 4 otherwise; `raw` holds the
 /// encoding as it was in memory (16 bits zero-extended for compressed).
@@ -171,4 +185,319 @@ pub enum Flow {
     Ebreak,
     /// Trap return (`mret`, `sret`).
     TrapReturn,
+}
+
+/// What kind of memory access an instruction makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemKind {
+    /// An ordinary load.
+    Load,
+    /// An ordinary store.
+    Store,
+    /// `lr.w` / `lr.d`: a load that sets a reservation.
+    LoadReserved,
+    /// `sc.w` / `sc.d`: a store that succeeds only while the reservation holds.
+    StoreConditional,
+    /// An atomic read-modify-write (`amoadd.w`, …).
+    Amo,
+}
+
+/// The memory access an instruction makes: address `x[rs1] + imm` for loads
+/// and stores, `x[rs1]` for LR/SC/AMOs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MemAccess {
+    /// Access width in bytes: 1, 2, 4 or 8.
+    pub bytes: u8,
+    /// Whether a loaded value is sign-extended to XLEN (true for `lb`, `lh`,
+    /// `lw`, `ld` and for LR/AMO results; false for `lbu`, `lhu`, `lwu` and
+    /// for stores, which extend nothing).
+    pub signed: bool,
+    /// Load, store, or one of the atomic kinds.
+    pub kind: MemKind,
+}
+
+impl Op {
+    /// Whether the operation exists only on RV64 (`ld`, `addw`, `amoadd.d`, …).
+    pub fn is_rv64_only(self) -> bool {
+        use Op::*;
+        matches!(
+            self,
+            Ld | Lwu
+                | Sd
+                | Addiw
+                | Slliw
+                | Srliw
+                | Sraiw
+                | Addw
+                | Subw
+                | Sllw
+                | Srlw
+                | Sraw
+                | Mulw
+                | Divw
+                | Divuw
+                | Remw
+                | Remuw
+                | LrD
+                | ScD
+                | AmoswapD
+                | AmoaddD
+                | AmoxorD
+                | AmoandD
+                | AmoorD
+                | AmominD
+                | AmomaxD
+                | AmominuD
+                | AmomaxuD
+        )
+    }
+
+    /// The memory access of a load, store, LR, SC or AMO; `None` otherwise.
+    pub fn mem(self) -> Option<MemAccess> {
+        use MemKind::*;
+        use Op::*;
+        let (bytes, signed, kind) = match self {
+            Lb => (1, true, Load),
+            Lbu => (1, false, Load),
+            Lh => (2, true, Load),
+            Lhu => (2, false, Load),
+            Lw => (4, true, Load),
+            Lwu => (4, false, Load),
+            Ld => (8, true, Load),
+            Sb => (1, false, Store),
+            Sh => (2, false, Store),
+            Sw => (4, false, Store),
+            Sd => (8, false, Store),
+            LrW => (4, true, LoadReserved),
+            LrD => (8, true, LoadReserved),
+            ScW => (4, true, StoreConditional),
+            ScD => (8, true, StoreConditional),
+            AmoswapW | AmoaddW | AmoxorW | AmoandW | AmoorW | AmominW | AmomaxW | AmominuW
+            | AmomaxuW => (4, true, Amo),
+            AmoswapD | AmoaddD | AmoxorD | AmoandD | AmoorD | AmominD | AmomaxD | AmominuD
+            | AmomaxuD => (8, true, Amo),
+            _ => return None,
+        };
+        Some(MemAccess {
+            bytes,
+            signed,
+            kind,
+        })
+    }
+}
+
+/// `ra` and `t0`: the registers the ISA manual's return-address-stack hints
+/// treat as link registers.
+#[inline]
+fn is_link(r: u8) -> bool {
+    r == 1 || r == 5
+}
+
+/// Keeps a register number unless it is `x0`, which never carries a value
+/// and so never creates a dependency.
+#[inline]
+fn nz(r: u8) -> Option<u8> {
+    (r != 0).then_some(r)
+}
+
+impl Inst {
+    /// Whether this came from a 16-bit compressed encoding.
+    #[inline]
+    pub fn is_compressed(&self) -> bool {
+        self.len == 2
+    }
+
+    /// The address of the next instruction in memory (`pc + len`).
+    #[inline]
+    pub fn fallthrough(&self, pc: u64) -> u64 {
+        pc.wrapping_add(self.len as u64)
+    }
+
+    /// How this instruction changes control flow.
+    ///
+    /// `jal` linking `ra` or `t0` is a call, any other `jal` a jump; `jalr`
+    /// linking `ra`/`t0` is an indirect call; `jalr x0, 0(ra)` (or `t0`) is
+    /// a return; every other `jalr` (including `jalr x0, 8(ra)` and `jalr`
+    /// linking a non-link register) is an indirect jump.
+    #[inline]
+    pub fn flow(&self) -> Flow {
+        use Op::*;
+        match self.op {
+            Jal if is_link(self.rd) => Flow::Call,
+            Jal => Flow::Jump,
+            Jalr if is_link(self.rd) => Flow::IndirectCall,
+            Jalr if self.rd == 0 && is_link(self.rs1) && self.imm == 0 => Flow::Return,
+            Jalr => Flow::IndirectJump,
+            Beq | Bne | Blt | Bge | Bltu | Bgeu => Flow::CondBranch,
+            Ecall => Flow::Ecall,
+            Ebreak => Flow::Ebreak,
+            Mret | Sret => Flow::TrapReturn,
+            _ => Flow::Next,
+        }
+    }
+
+    /// The instruction class used by timing models.
+    pub fn class(&self) -> Class {
+        use Op::*;
+        match self.op {
+            Lui | Auipc | Addi | Slti | Sltiu | Xori | Ori | Andi | Add | Sub | Slt | Sltu
+            | Xor | Or | And | Addiw | Addw | Subw => Class::Alu,
+            Slli | Srli | Srai | Sll | Srl | Sra | Slliw | Srliw | Sraiw | Sllw | Srlw | Sraw => {
+                Class::Shift
+            }
+            Mul | Mulw => Class::Mul,
+            Mulh | Mulhsu | Mulhu => Class::MulH,
+            Div | Divu | Rem | Remu | Divw | Divuw | Remw | Remuw => Class::Div,
+            Lb | Lh | Lw | Ld | Lbu | Lhu | Lwu => Class::Load,
+            Sb | Sh | Sw | Sd => Class::Store,
+            Beq | Bne | Blt | Bge | Bltu | Bgeu => Class::Branch,
+            Jal | Jalr => match self.flow() {
+                Flow::Call | Flow::IndirectCall => Class::Call,
+                Flow::Return => Class::Return,
+                Flow::Jump => Class::Jump,
+                _ => Class::Indirect,
+            },
+            Csrrw | Csrrs | Csrrc | Csrrwi | Csrrsi | Csrrci => Class::Csr,
+            Fence | FenceTso | Pause | FenceI | SfenceVma => Class::Fence,
+            Ecall | Ebreak | Mret | Sret | Wfi => Class::System,
+            LrW | ScW | AmoswapW | AmoaddW | AmoxorW | AmoandW | AmoorW | AmominW | AmomaxW
+            | AmominuW | AmomaxuW | LrD | ScD | AmoswapD | AmoaddD | AmoxorD | AmoandD | AmoorD
+            | AmominD | AmomaxD | AmominuD | AmomaxuD => Class::Amo,
+        }
+    }
+
+    /// The target of a conditional branch or `jal`: `pc + imm`, wrapped to
+    /// 64 bits. On RV32 mask the result with [`Xlen::mask`].
+    #[inline]
+    pub fn direct_target(&self, pc: u64) -> Option<u64> {
+        match self.flow() {
+            Flow::CondBranch | Flow::Jump | Flow::Call => {
+                Some(pc.wrapping_add(self.imm as i64 as u64))
+            }
+            _ => None,
+        }
+    }
+
+    /// The integer registers read, `x0` left out (reading `x0` creates no
+    /// dependency). Implicit reads are not listed: `ecall`'s arguments are
+    /// the environment's business.
+    #[inline]
+    pub fn reads(&self) -> [Option<u8>; 2] {
+        use Op::*;
+        match self.op {
+            Lui | Auipc | Jal | Fence | FenceTso | Pause | FenceI | Ecall | Ebreak | Mret
+            | Sret | Wfi | Csrrwi | Csrrsi | Csrrci => [None, None],
+            Addi | Slti | Sltiu | Xori | Ori | Andi | Slli | Srli | Srai | Addiw | Slliw
+            | Srliw | Sraiw | Jalr | Lb | Lh | Lw | Ld | Lbu | Lhu | Lwu | LrW | LrD | Csrrw
+            | Csrrs | Csrrc => [nz(self.rs1), None],
+            _ => [nz(self.rs1), nz(self.rs2)],
+        }
+    }
+
+    /// The integer register written, `None` for `x0` and for instructions
+    /// that write none.
+    #[inline]
+    pub fn writes(&self) -> Option<u8> {
+        use Op::*;
+        match self.op {
+            Sb | Sh | Sw | Sd | Beq | Bne | Blt | Bge | Bltu | Bgeu | Fence | FenceTso | Pause
+            | FenceI | Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma => None,
+            _ => nz(self.rd),
+        }
+    }
+
+    /// The memory access this instruction makes, if any.
+    #[inline]
+    pub fn mem(&self) -> Option<MemAccess> {
+        self.op.mem()
+    }
+
+    /// For LR/SC/AMOs: the acquire (`aq`) and release (`rl`) bits.
+    pub fn aq_rl(&self) -> Option<(bool, bool)> {
+        self.op
+            .mem()
+            .filter(|m| !matches!(m.kind, MemKind::Load | MemKind::Store))
+            .map(|_| (self.imm & 2 != 0, self.imm & 1 != 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode;
+
+    fn d(bits: u32) -> Inst {
+        decode(bits, Xlen::Rv64).unwrap()
+    }
+
+    #[test]
+    fn control_flow_kinds() {
+        let cases = [
+            (0x0000_8067, Flow::Return),       // ret
+            (0x0000_8082, Flow::Return),       // c.jr ra
+            (0x0000_8367, Flow::IndirectJump), // jalr t1, ra
+            (0x0080_8067, Flow::IndirectJump), // jr 8(ra)
+            (0x0002_8067, Flow::Return),       // jr t0
+            (0x0005_00e7, Flow::IndirectCall), // jalr a0
+            (0x0005_02e7, Flow::IndirectCall), // jalr t0, a0
+            (0x0005_0567, Flow::IndirectJump), // jalr a0, a0
+            (0x0000_9502, Flow::IndirectCall), // c.jalr a0
+            (0x0080_00ef, Flow::Call),         // jal ra, +8
+            (0x0080_02ef, Flow::Call),         // jal t0, +8
+            (0x0080_006f, Flow::Jump),         // j +8
+            (0x0080_056f, Flow::Jump),         // jal a0, +8
+            (0x0000_a001, Flow::Jump),         // c.j 0
+            (0x00b5_0463, Flow::CondBranch),   // beq a0, a1, +8
+            (0x0000_c111, Flow::CondBranch),   // c.beqz a0, +4
+            (0x0000_0073, Flow::Ecall),
+            (0x0010_0073, Flow::Ebreak),
+            (0x0000_9002, Flow::Ebreak), // c.ebreak
+            (0x3020_0073, Flow::TrapReturn),
+            (0x1020_0073, Flow::TrapReturn),
+            (0x0000_0013, Flow::Next),
+        ];
+        for (bits, flow) in cases {
+            assert_eq!(d(bits).flow(), flow, "{bits:#x}");
+        }
+        assert_eq!(d(0x0080_00ef).direct_target(0x1000), Some(0x1008));
+        assert_eq!(d(0xfe00_0ee3).direct_target(0x1000), Some(0x0ffc)); // beqz zero, -4
+        assert_eq!(d(0x0000_8067).direct_target(0x1000), None);
+    }
+
+    #[test]
+    fn classes_registers_and_memory() {
+        let ret = d(0x0000_8067);
+        assert_eq!(
+            (ret.class(), ret.reads(), ret.writes()),
+            (Class::Return, [Some(1), None], None)
+        );
+        let sw = d(0x00a1_2623); // sw a0, 12(sp)
+        assert_eq!(
+            (sw.class(), sw.reads(), sw.writes()),
+            (Class::Store, [Some(2), Some(10)], None)
+        );
+        assert_eq!(
+            sw.mem(),
+            Some(MemAccess {
+                bytes: 4,
+                signed: false,
+                kind: MemKind::Store
+            })
+        );
+        let lbu = d(0x0005_4503); // lbu a0, 0(a0)
+        assert_eq!(lbu.mem().map(|m| (m.bytes, m.signed)), Some((1, false)));
+        let amo = d(0x06b5_27af); // amoadd.w.aqrl a5, a1, (a0)
+        assert_eq!((amo.class(), amo.aq_rl()), (Class::Amo, Some((true, true))));
+        assert_eq!(amo.reads(), [Some(10), Some(11)]);
+        let li = d(0x0000_4505); // c.li a0, 1
+        assert_eq!(
+            (li.reads(), li.writes(), li.is_compressed()),
+            ([None, None], Some(10), true)
+        );
+        assert_eq!(d(0x0000_0013).writes(), None); // nop writes x0
+        assert_eq!(d(0x02b5_0533).class(), Class::Mul);
+        assert_eq!(d(0x02b5_1533).class(), Class::MulH);
+        assert_eq!(d(0x02b5_453b).class(), Class::Div);
+        assert_eq!(d(0x3004_7073).reads(), [None, None]); // csrci mstatus, 8
+    }
 }
