@@ -1,0 +1,138 @@
+//! A core in motion: pipeline plus predictor, return-address stack and
+//! caches, advanced one retired instruction at a time. This is what the
+//! cycle-level engine drives.
+
+use crate::cache::Cache;
+use crate::model::CoreModel;
+use crate::path::Events;
+use crate::pipeline::Pipeline;
+use crate::predict::{BranchPredictor, ReturnStack};
+use retrace_isa::{Flow, Inst};
+
+/// What the functional execution of one instruction decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// Address of the next instruction executed.
+    pub next_pc: u64,
+    /// For a conditional branch: whether it was taken.
+    pub taken: bool,
+    /// For a load/store/AMO: the address accessed.
+    pub mem_addr: u64,
+}
+
+impl Outcome {
+    /// An instruction that continued at `next_pc` without a memory access.
+    pub fn fall_through(next_pc: u64) -> Outcome {
+        Outcome {
+            next_pc,
+            taken: false,
+            mem_addr: 0,
+        }
+    }
+}
+
+/// Event counts of a cycle-level run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CoreStats {
+    /// Instructions retired.
+    pub instructions: u64,
+    /// Conditional branches retired.
+    pub branches: u64,
+    /// Conditional branches whose direction was mispredicted.
+    pub mispredicts: u64,
+    /// Returns the return-address stack predicted wrongly.
+    pub return_mispredicts: u64,
+    /// Instruction-cache hits and misses.
+    pub icache_hits: u64,
+    /// Instruction-cache misses.
+    pub icache_misses: u64,
+    /// Data-cache hits.
+    pub dcache_hits: u64,
+    /// Data-cache misses.
+    pub dcache_misses: u64,
+}
+
+/// The complete timing state of one core.
+#[derive(Clone, Debug)]
+pub struct CoreState {
+    model: CoreModel,
+    pipeline: Pipeline,
+    predictor: BranchPredictor,
+    ras: ReturnStack,
+    icache: Option<Cache>,
+    dcache: Option<Cache>,
+    stats: CoreStats,
+}
+
+impl CoreState {
+    /// A core at reset: idle pipeline, cold predictor and caches.
+    pub fn new(model: &CoreModel) -> CoreState {
+        CoreState {
+            model: model.clone(),
+            pipeline: Pipeline::new(),
+            predictor: BranchPredictor::new(model.branch.predictor),
+            ras: ReturnStack::new(model.branch.ras_depth),
+            icache: model.icache.as_ref().map(Cache::new),
+            dcache: model.dcache.as_ref().map(Cache::new),
+            stats: CoreStats::default(),
+        }
+    }
+
+    /// The model this core follows.
+    pub fn model(&self) -> &CoreModel {
+        &self.model
+    }
+
+    /// Cycles elapsed so far.
+    pub fn cycles(&self) -> u64 {
+        self.pipeline.cycle()
+    }
+
+    /// Event counts so far.
+    pub fn stats(&self) -> CoreStats {
+        let mut s = self.stats;
+        if let Some(c) = &self.icache {
+            s.icache_hits = c.hits;
+            s.icache_misses = c.misses;
+        }
+        if let Some(c) = &self.dcache {
+            s.dcache_hits = c.hits;
+            s.dcache_misses = c.misses;
+        }
+        s
+    }
+
+    /// Account for one retired instruction at `pc`.
+    #[inline]
+    pub fn step(&mut self, pc: u64, inst: &Inst, outcome: Outcome) {
+        let mut ev = Events::default();
+        if let Some(ic) = &mut self.icache {
+            ev.fetch_miss = !ic.access(pc);
+        }
+        if let Some(dc) = &mut self.dcache {
+            if inst.mem().is_some() {
+                ev.data_miss = !dc.access(outcome.mem_addr);
+            }
+        }
+        match inst.flow() {
+            Flow::CondBranch => {
+                let backward = inst.imm < 0;
+                let predicted = self
+                    .predictor
+                    .predict_and_update(pc, backward, outcome.taken);
+                ev.taken = outcome.taken;
+                ev.mispredict = predicted != outcome.taken;
+                self.stats.branches += 1;
+                self.stats.mispredicts += u64::from(ev.mispredict);
+            }
+            Flow::Call | Flow::IndirectCall => self.ras.push(inst.fallthrough(pc)),
+            Flow::Return if self.model.branch.ras_depth > 0 => {
+                ev.mispredict = self.ras.pop() != Some(outcome.next_pc);
+                self.stats.return_mispredicts += u64::from(ev.mispredict);
+            }
+            _ => {}
+        }
+        self.stats.instructions += 1;
+        self.pipeline.issue(&self.model, inst, ev);
+    }
+}

@@ -1,0 +1,612 @@
+//! Core descriptions: what a target core costs, per instruction class and per
+//! control-flow event, read from TOML and validated.
+//!
+//! The TOML schema is documented field by field in `docs/TIMING.md`; the
+//! built-in presets in `presets/*.toml` are complete examples.
+
+use retrace_isa::{Inst, MemKind, Op, Xlen};
+use serde::Deserialize;
+use std::fmt;
+use std::path::Path;
+
+/// Timing classes: the rows of a core's latency and occupancy tables. Finer
+/// than [`retrace_isa::Class`] where cores differ (load widths, `*W` divides).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum TimingClass {
+    /// Integer arithmetic, logic, compares, `lui`, `auipc`.
+    Alu,
+    /// Shifts (immediate and register).
+    Shift,
+    /// `mul`, `mulw`.
+    Mul,
+    /// `mulh`, `mulhsu`, `mulhu`.
+    MulH,
+    /// `div`, `divu`, `rem`, `remu`.
+    Div,
+    /// `divw`, `divuw`, `remw`, `remuw` (RV64).
+    DivW,
+    /// `lb`, `lbu`.
+    LoadByte,
+    /// `lh`, `lhu`.
+    LoadHalf,
+    /// `lw`, `lwu`.
+    LoadWord,
+    /// `ld`.
+    LoadDouble,
+    /// Stores of any width.
+    Store,
+    /// Conditional branches.
+    Branch,
+    /// `jal` (direct jumps and calls).
+    Jal,
+    /// `jalr` (indirect jumps, indirect calls and returns).
+    Jalr,
+    /// CSR instructions.
+    Csr,
+    /// `fence`, `fence.i`, `sfence.vma`.
+    Fence,
+    /// LR, SC and AMOs.
+    Amo,
+    /// `ecall`, `ebreak` (and so semihosting calls), `mret`, `sret`, `wfi`.
+    Ecall,
+}
+
+/// Number of timing classes.
+pub const CLASS_COUNT: usize = TimingClass::Ecall as usize + 1;
+
+impl TimingClass {
+    /// Every class, in table order.
+    pub const ALL: [TimingClass; CLASS_COUNT] = [
+        TimingClass::Alu,
+        TimingClass::Shift,
+        TimingClass::Mul,
+        TimingClass::MulH,
+        TimingClass::Div,
+        TimingClass::DivW,
+        TimingClass::LoadByte,
+        TimingClass::LoadHalf,
+        TimingClass::LoadWord,
+        TimingClass::LoadDouble,
+        TimingClass::Store,
+        TimingClass::Branch,
+        TimingClass::Jal,
+        TimingClass::Jalr,
+        TimingClass::Csr,
+        TimingClass::Fence,
+        TimingClass::Amo,
+        TimingClass::Ecall,
+    ];
+
+    /// The class's key in TOML tables (`load_word`, `div_w`, …).
+    pub fn key(self) -> &'static str {
+        match self {
+            TimingClass::Alu => "alu",
+            TimingClass::Shift => "shift",
+            TimingClass::Mul => "mul",
+            TimingClass::MulH => "mulh",
+            TimingClass::Div => "div",
+            TimingClass::DivW => "div_w",
+            TimingClass::LoadByte => "load_byte",
+            TimingClass::LoadHalf => "load_half",
+            TimingClass::LoadWord => "load_word",
+            TimingClass::LoadDouble => "load_double",
+            TimingClass::Store => "store",
+            TimingClass::Branch => "branch",
+            TimingClass::Jal => "jal",
+            TimingClass::Jalr => "jalr",
+            TimingClass::Csr => "csr",
+            TimingClass::Fence => "fence",
+            TimingClass::Amo => "amo",
+            TimingClass::Ecall => "ecall",
+        }
+    }
+
+    /// The timing class of a decoded instruction.
+    pub fn of(inst: &Inst) -> TimingClass {
+        use Op::*;
+        match inst.op {
+            Slli | Srli | Srai | Sll | Srl | Sra | Slliw | Srliw | Sraiw | Sllw | Srlw | Sraw => {
+                TimingClass::Shift
+            }
+            Mul | Mulw => TimingClass::Mul,
+            Mulh | Mulhsu | Mulhu => TimingClass::MulH,
+            Div | Divu | Rem | Remu => TimingClass::Div,
+            Divw | Divuw | Remw | Remuw => TimingClass::DivW,
+            Beq | Bne | Blt | Bge | Bltu | Bgeu => TimingClass::Branch,
+            Jal => TimingClass::Jal,
+            Jalr => TimingClass::Jalr,
+            Csrrw | Csrrs | Csrrc | Csrrwi | Csrrsi | Csrrci => TimingClass::Csr,
+            Fence | FenceTso | Pause | FenceI | SfenceVma => TimingClass::Fence,
+            Ecall | Ebreak | Mret | Sret | Wfi => TimingClass::Ecall,
+            _ => match inst.mem() {
+                Some(m) => match m.kind {
+                    MemKind::Load => match m.bytes {
+                        1 => TimingClass::LoadByte,
+                        2 => TimingClass::LoadHalf,
+                        4 => TimingClass::LoadWord,
+                        _ => TimingClass::LoadDouble,
+                    },
+                    MemKind::Store => TimingClass::Store,
+                    _ => TimingClass::Amo,
+                },
+                None => TimingClass::Alu,
+            },
+        }
+    }
+}
+
+impl fmt::Display for TimingClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+/// A value per timing class (cycles).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClassTable(pub [u32; CLASS_COUNT]);
+
+impl ClassTable {
+    /// The same value for every class.
+    pub const fn uniform(cycles: u32) -> ClassTable {
+        ClassTable([cycles; CLASS_COUNT])
+    }
+    /// The value for one class.
+    #[inline(always)]
+    pub fn get(&self, class: TimingClass) -> u32 {
+        self.0[class as usize]
+    }
+}
+
+/// How a core predicts conditional branches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PredictorKind {
+    /// Always predict not taken.
+    NotTaken,
+    /// Backward taken, forward not taken.
+    Btfn,
+    /// A table of 2-bit saturating counters indexed by the branch address.
+    Bimodal {
+        /// Number of counters (a power of two).
+        entries: u32,
+    },
+    /// 2-bit counters indexed by branch address XOR global history.
+    Gshare {
+        /// Number of counters (a power of two).
+        entries: u32,
+        /// Bits of global branch history.
+        history_bits: u32,
+    },
+}
+
+impl PredictorKind {
+    /// Whether the prediction depends on run-time state (needs the
+    /// `control` fidelity to be replayed exactly).
+    pub fn is_dynamic(self) -> bool {
+        matches!(
+            self,
+            PredictorKind::Bimodal { .. } | PredictorKind::Gshare { .. }
+        )
+    }
+}
+
+/// Branch, jump and return costs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BranchModel {
+    /// The conditional-branch predictor.
+    pub predictor: PredictorKind,
+    /// Extra cycles when a conditional branch or return is mispredicted.
+    pub mispredict_penalty: u32,
+    /// Extra cycles for every taken conditional branch (redirect bubble).
+    pub taken_penalty: u32,
+    /// Extra cycles for a `jal`.
+    pub jal_penalty: u32,
+    /// Extra cycles for a `jalr` that is not a return predicted by the
+    /// return-address stack.
+    pub jalr_penalty: u32,
+    /// Extra cycles for a return whose target the return-address stack
+    /// predicted (a wrong prediction costs `mispredict_penalty`).
+    pub return_penalty: u32,
+    /// Depth of the return-address stack; 0 means none (returns then cost
+    /// `jalr_penalty` like any other `jalr`).
+    pub ras_depth: u32,
+}
+
+/// A set-associative cache with LRU replacement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheModel {
+    /// Capacity in bytes.
+    pub size: u32,
+    /// Associativity.
+    pub ways: u32,
+    /// Line size in bytes.
+    pub line: u32,
+    /// Extra cycles of a miss (the access blocks the pipeline that long).
+    pub miss_penalty: u32,
+}
+
+impl CacheModel {
+    /// Number of sets.
+    pub fn sets(&self) -> u32 {
+        self.size / (self.ways * self.line)
+    }
+}
+
+/// A target core: everything the timing rules need.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CoreModel {
+    /// Short name (`rocket`, or the TOML file's `name`).
+    pub name: String,
+    /// One line saying what this core is and where its numbers come from.
+    pub description: String,
+    /// Whether the core runs RV32 programs.
+    pub rv32: bool,
+    /// Whether the core runs RV64 programs.
+    pub rv64: bool,
+    /// Cycles from an instruction's issue until a dependent instruction may
+    /// issue (1 = back to back).
+    pub latency: ClassTable,
+    /// Cycles an instruction holds the issue stage (1 = fully pipelined).
+    pub occupancy: ClassTable,
+    /// Branch, jump and return costs.
+    pub branch: BranchModel,
+    /// Instruction cache, if any.
+    pub icache: Option<CacheModel>,
+    /// Data cache, if any.
+    pub dcache: Option<CacheModel>,
+}
+
+impl CoreModel {
+    /// Whether the core supports programs of this register width.
+    pub fn supports(&self, xlen: Xlen) -> bool {
+        match xlen {
+            Xlen::Rv32 => self.rv32,
+            Xlen::Rv64 => self.rv64,
+        }
+    }
+
+    /// Whether every cost depends only on the instruction stream and branch
+    /// outcomes (no predictor tables, no caches): then `fast` replay is exact.
+    pub fn is_context_free(&self) -> bool {
+        !self.branch.predictor.is_dynamic()
+            && self.branch.ras_depth == 0
+            && self.icache.is_none()
+            && self.dcache.is_none()
+    }
+
+    /// The same core without its data cache (for the exactness check of the
+    /// `control` fidelity, and to separate data-dependent error).
+    pub fn without_dcache(&self) -> CoreModel {
+        CoreModel {
+            dcache: None,
+            name: format!("{}-nodcache", self.name),
+            ..self.clone()
+        }
+    }
+
+    /// Parse a core description from TOML text. `origin` names the source
+    /// (a file path or `preset NAME`) in error messages.
+    pub fn from_toml(text: &str, origin: &str) -> Result<CoreModel, ModelError> {
+        let raw: RawModel = toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((0, 0));
+            ModelError::Syntax {
+                origin: origin.to_string(),
+                line,
+                column,
+                message: e.message().to_string(),
+            }
+        })?;
+        raw.validate(origin)
+    }
+
+    /// Read a core description from a TOML file.
+    pub fn from_file(path: &Path) -> Result<CoreModel, ModelError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ModelError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        CoreModel::from_toml(&text, &path.display().to_string())
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+    (line, column)
+}
+
+/// What is wrong with a core description.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// The file could not be read.
+    #[error("{path}: cannot read core description: {message}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The operating system's reason.
+        message: String,
+    },
+    /// TOML syntax error, unknown field or value of the wrong type.
+    #[error("{origin}:{line}:{column}: {message}")]
+    Syntax {
+        /// File or preset.
+        origin: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What the TOML reader said (names the field and what is allowed).
+        message: String,
+    },
+    /// A field has a value outside its allowed range.
+    #[error("{origin}: field `{field}` = {value}: {allowed}")]
+    Invalid {
+        /// File or preset.
+        origin: String,
+        /// Dotted field path (`icache.ways`).
+        field: String,
+        /// The value found.
+        value: String,
+        /// What is allowed.
+        allowed: String,
+    },
+}
+
+// ----- the TOML schema -------------------------------------------------------
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModel {
+    name: String,
+    #[serde(default)]
+    description: String,
+    xlen: Vec<u32>,
+    #[serde(default)]
+    latency: RawClasses,
+    #[serde(default)]
+    occupancy: RawClasses,
+    #[serde(default)]
+    branch: RawBranch,
+    icache: Option<RawCache>,
+    dcache: Option<RawCache>,
+}
+
+macro_rules! raw_classes {
+    ($($field:ident => $class:ident),* $(,)?) => {
+        #[derive(Deserialize, Default)]
+        #[serde(deny_unknown_fields)]
+        struct RawClasses { $( $field: Option<u32>, )* }
+
+        impl RawClasses {
+            /// The table, with classes left out taking `fallback(class)`.
+            fn table(&self, fallback: impl Fn(TimingClass) -> u32) -> ClassTable {
+                let mut t = ClassTable::uniform(0);
+                $( t.0[TimingClass::$class as usize] =
+                    self.$field.unwrap_or_else(|| fallback(TimingClass::$class)); )*
+                t
+            }
+        }
+    };
+}
+
+raw_classes! {
+    alu => Alu, shift => Shift, mul => Mul, mulh => MulH, div => Div, div_w => DivW,
+    load_byte => LoadByte, load_half => LoadHalf, load_word => LoadWord,
+    load_double => LoadDouble, store => Store, branch => Branch, jal => Jal, jalr => Jalr,
+    csr => Csr, fence => Fence, amo => Amo, ecall => Ecall,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawBranch {
+    predictor: String,
+    entries: u32,
+    history_bits: u32,
+    mispredict_penalty: u32,
+    taken_penalty: u32,
+    jal_penalty: u32,
+    jalr_penalty: u32,
+    return_penalty: u32,
+    ras_depth: u32,
+}
+
+impl Default for RawBranch {
+    fn default() -> Self {
+        RawBranch {
+            predictor: "not-taken".into(),
+            entries: 0,
+            history_bits: 0,
+            mispredict_penalty: 0,
+            taken_penalty: 0,
+            jal_penalty: 0,
+            jalr_penalty: 0,
+            return_penalty: 0,
+            ras_depth: 0,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCache {
+    size: u32,
+    ways: u32,
+    line: u32,
+    miss_penalty: u32,
+}
+
+impl RawModel {
+    fn validate(self, origin: &str) -> Result<CoreModel, ModelError> {
+        let invalid = |field: &str, value: String, allowed: &str| ModelError::Invalid {
+            origin: origin.to_string(),
+            field: field.to_string(),
+            value,
+            allowed: allowed.to_string(),
+        };
+        if self.xlen.is_empty() || self.xlen.iter().any(|&x| x != 32 && x != 64) {
+            return Err(invalid(
+                "xlen",
+                format!("{:?}", self.xlen),
+                "a non-empty list of 32 and/or 64",
+            ));
+        }
+        // Latency defaults to the occupancy given for the class, else 1: a core
+        // that blocks for N cycles delivers its result after N cycles.
+        let occupancy = self.occupancy.table(|_| 1);
+        let latency = self.latency.table(|c| occupancy.get(c));
+        for class in TimingClass::ALL {
+            if occupancy.get(class) == 0 {
+                return Err(invalid(
+                    &format!("occupancy.{class}"),
+                    "0".into(),
+                    "at least 1 cycle",
+                ));
+            }
+            if latency.get(class) == 0 {
+                return Err(invalid(
+                    &format!("latency.{class}"),
+                    "0".into(),
+                    "at least 1 cycle",
+                ));
+            }
+        }
+        let b = &self.branch;
+        let power_of_two = |field: &str, v: u32| {
+            if v.is_power_of_two() && v <= 1 << 20 {
+                Ok(v)
+            } else {
+                Err(invalid(
+                    field,
+                    v.to_string(),
+                    "a power of two from 1 to 1048576",
+                ))
+            }
+        };
+        let predictor = match b.predictor.as_str() {
+            "not-taken" => PredictorKind::NotTaken,
+            "btfn" => PredictorKind::Btfn,
+            "bimodal" => PredictorKind::Bimodal {
+                entries: power_of_two("branch.entries", b.entries)?,
+            },
+            "gshare" => {
+                if b.history_bits == 0 || b.history_bits > 20 {
+                    return Err(invalid(
+                        "branch.history_bits",
+                        b.history_bits.to_string(),
+                        "1 to 20",
+                    ));
+                }
+                PredictorKind::Gshare {
+                    entries: power_of_two("branch.entries", b.entries)?,
+                    history_bits: b.history_bits,
+                }
+            }
+            other => {
+                return Err(invalid(
+                    "branch.predictor",
+                    format!("{other:?}"),
+                    "one of \"not-taken\", \"btfn\", \"bimodal\", \"gshare\"",
+                ))
+            }
+        };
+        if b.ras_depth > 1024 {
+            return Err(invalid(
+                "branch.ras_depth",
+                b.ras_depth.to_string(),
+                "0 to 1024",
+            ));
+        }
+        let cache = |name: &str, c: Option<RawCache>| -> Result<Option<CacheModel>, ModelError> {
+            let Some(c) = c else { return Ok(None) };
+            power_of_two(&format!("{name}.line"), c.line)?;
+            power_of_two(&format!("{name}.ways"), c.ways)?;
+            power_of_two(&format!("{name}.size"), c.size)?;
+            if c.line < 4 || c.size < c.line * c.ways {
+                return Err(invalid(
+                    &format!("{name}.size"),
+                    c.size.to_string(),
+                    "at least ways × line bytes, with lines of at least 4 bytes",
+                ));
+            }
+            Ok(Some(CacheModel {
+                size: c.size,
+                ways: c.ways,
+                line: c.line,
+                miss_penalty: c.miss_penalty,
+            }))
+        };
+        Ok(CoreModel {
+            name: self.name,
+            description: self.description,
+            rv32: self.xlen.contains(&32),
+            rv64: self.xlen.contains(&64),
+            latency,
+            occupancy,
+            branch: BranchModel {
+                predictor,
+                mispredict_penalty: b.mispredict_penalty,
+                taken_penalty: b.taken_penalty,
+                jal_penalty: b.jal_penalty,
+                jalr_penalty: b.jalr_penalty,
+                return_penalty: b.return_penalty,
+                ras_depth: b.ras_depth,
+            },
+            icache: cache("icache", self.icache)?,
+            dcache: cache("dcache", self.dcache)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_field_names_line_and_field() {
+        let text = "name = \"x\"\nxlen = [32]\n[latency]\nalu = 1\nmull = 3\n";
+        let err = CoreModel::from_toml(text, "core.toml").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with("core.toml:5:"), "{msg}");
+        assert!(msg.contains("mull") && msg.contains("mulh"), "{msg}");
+    }
+
+    #[test]
+    fn bad_predictor_lists_allowed() {
+        let text = "name = \"x\"\nxlen = [32]\n[branch]\npredictor = \"perceptron\"\n";
+        let msg = CoreModel::from_toml(text, "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("branch.predictor") && msg.contains("gshare"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn zero_occupancy_refused() {
+        let text = "name = \"x\"\nxlen = [64]\n[occupancy]\ndiv = 0\n";
+        let msg = CoreModel::from_toml(text, "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("occupancy.div"), "{msg}");
+    }
+
+    #[test]
+    fn latency_defaults_to_occupancy() {
+        let text = "name = \"x\"\nxlen = [32]\n[occupancy]\nload_word = 5\n";
+        let m = CoreModel::from_toml(text, "c.toml").unwrap();
+        assert_eq!(m.latency.get(TimingClass::LoadWord), 5);
+        assert_eq!(m.latency.get(TimingClass::Alu), 1);
+    }
+
+    #[test]
+    fn cache_geometry_checked() {
+        let text = "name = \"x\"\nxlen = [32]\n[icache]\nsize = 1000\nways = 2\nline = 32\nmiss_penalty = 5\n";
+        let msg = CoreModel::from_toml(text, "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("icache.size"), "{msg}");
+    }
+}

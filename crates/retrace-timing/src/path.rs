@@ -1,0 +1,108 @@
+//! Timing a whole instruction path at once — a partial program, for the
+//! replay — from a [`Signature`] of the pipeline state at its entry.
+//!
+//! Because [`Pipeline::issue`] only ever compares times with each other, the
+//! pipeline is translation-invariant: its future depends on the register
+//! ready times *relative to* the issue clock, nothing else. A signature is
+//! exactly that, so "cycles of path P entered in state S (with events E)"
+//! is a pure function that the replay memoises, and summing memoised path
+//! times gives the cycle-level engine's total to the cycle.
+
+use crate::model::CoreModel;
+use crate::pipeline::Pipeline;
+use retrace_isa::Inst;
+use std::collections::HashMap;
+
+/// Run-time events of one instruction that the pipeline cannot know from the
+/// instruction alone. The cycle-level engine takes them from live predictor
+/// and cache state; the replay from the same structures or from the model's
+/// static assumptions (fidelity `fast`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Events {
+    /// The instruction fetch missed the instruction cache.
+    pub fetch_miss: bool,
+    /// The load/store/AMO missed the data cache.
+    pub data_miss: bool,
+    /// The conditional branch was taken.
+    pub taken: bool,
+    /// The conditional branch (direction) or return (return-address stack)
+    /// was mispredicted.
+    pub mispredict: bool,
+}
+
+/// Registers whose values are still in flight, with the cycles until each is
+/// ready, relative to the issue clock; sorted by register.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Signature(pub Box<[(u8, u32)]>);
+
+/// An interned [`Signature`]: a small integer for memo keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SignatureId(pub u32);
+
+impl SignatureId {
+    /// The idle pipeline (nothing in flight): the state at program start.
+    pub const IDLE: SignatureId = SignatureId(0);
+}
+
+/// Times instruction paths from interned entry signatures.
+#[derive(Debug)]
+pub struct PathTimer {
+    model: CoreModel,
+    signatures: Vec<Signature>,
+    ids: HashMap<Signature, SignatureId>,
+}
+
+impl PathTimer {
+    /// A timer for one core; [`SignatureId::IDLE`] is pre-interned.
+    pub fn new(model: &CoreModel) -> PathTimer {
+        let mut t = PathTimer {
+            model: model.clone(),
+            signatures: Vec::new(),
+            ids: HashMap::new(),
+        };
+        let idle = t.intern(Signature::default());
+        debug_assert_eq!(idle, SignatureId::IDLE);
+        t
+    }
+
+    /// The core being timed.
+    pub fn model(&self) -> &CoreModel {
+        &self.model
+    }
+
+    /// Number of distinct signatures seen (a measure of how much pipeline
+    /// state crosses path boundaries).
+    pub fn signature_count(&self) -> usize {
+        self.signatures.len()
+    }
+
+    /// The signature behind an id.
+    pub fn signature(&self, id: SignatureId) -> &Signature {
+        &self.signatures[id.0 as usize]
+    }
+
+    fn intern(&mut self, sig: Signature) -> SignatureId {
+        if let Some(&id) = self.ids.get(&sig) {
+            return id;
+        }
+        let id = SignatureId(self.signatures.len() as u32);
+        self.signatures.push(sig.clone());
+        self.ids.insert(sig, id);
+        id
+    }
+
+    /// Issue `path` (each instruction with its events) into a pipeline in
+    /// state `entry`; returns the cycles it took and the state at its end.
+    pub fn time<'a>(
+        &mut self,
+        entry: SignatureId,
+        path: impl IntoIterator<Item = (&'a Inst, Events)>,
+    ) -> (u64, SignatureId) {
+        let mut pipeline = Pipeline::from_signature(&self.signatures[entry.0 as usize]);
+        for (inst, ev) in path {
+            pipeline.issue(&self.model, inst, ev);
+        }
+        let exit = self.intern(pipeline.signature());
+        (pipeline.cycle(), exit)
+    }
+}

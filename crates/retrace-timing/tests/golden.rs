@@ -1,0 +1,244 @@
+//! Golden timing tests: short instruction sequences on each preset, with the
+//! expected cycle counts derived by hand in the comments from the preset's
+//! documented numbers. They pin down the rules of `Pipeline::issue`.
+
+use retrace_isa::{Inst, Op};
+use retrace_timing::{preset, CoreModel, CoreState, Outcome};
+
+const A0: u8 = 10;
+const A1: u8 = 11;
+const A2: u8 = 12;
+const A3: u8 = 13;
+const RA: u8 = 1;
+const SP: u8 = 2;
+
+fn i(op: Op, rd: u8, rs1: u8, rs2: u8, imm: i32) -> Inst {
+    Inst {
+        op,
+        rd,
+        rs1,
+        rs2,
+        len: 4,
+        imm,
+        raw: 0,
+    }
+}
+
+/// One step of a sequence: instruction and what its execution decided.
+struct Step(Inst, Outcome);
+
+fn alu(op: Op, rd: u8, rs1: u8, rs2: u8) -> Step {
+    Step(i(op, rd, rs1, rs2, 0), Outcome::fall_through(0))
+}
+fn load(op: Op, rd: u8, addr: u64) -> Step {
+    Step(
+        i(op, rd, SP, 0, 0),
+        Outcome {
+            next_pc: 0,
+            taken: false,
+            mem_addr: addr,
+        },
+    )
+}
+fn branch(taken: bool, backward: bool) -> Step {
+    let imm = if backward { -8 } else { 8 };
+    Step(
+        i(Op::Beq, 0, A0, A1, imm),
+        Outcome {
+            next_pc: 0,
+            taken,
+            mem_addr: 0,
+        },
+    )
+}
+
+/// Cycles of a sequence; every instruction is fetched from `pc`, `pc+4`, …
+fn cycles(model: &CoreModel, steps: &[Step]) -> u64 {
+    let mut core = CoreState::new(model);
+    for (k, Step(inst, out)) in steps.iter().enumerate() {
+        core.step(0x8000_0000 + 4 * k as u64, inst, *out);
+    }
+    core.cycles()
+}
+
+fn no_caches(name: &str) -> CoreModel {
+    let mut m = preset(name).unwrap();
+    m.icache = None;
+    m.dcache = None;
+    m
+}
+
+#[test]
+fn ideal_is_one_cycle_per_instruction() {
+    let m = preset("ideal").unwrap();
+    // Dependent chain, load-use, divide, taken branch: all 1 cycle each.
+    let seq = [
+        load(Op::Lw, A0, 0x8020_0000),
+        alu(Op::Add, A1, A0, A0),
+        alu(Op::Div, A2, A1, A0),
+        branch(true, true),
+    ];
+    assert_eq!(cycles(&m, &seq), 4);
+}
+
+#[test]
+fn inorder5_load_use_costs_one_bubble() {
+    let m = preset("inorder5").unwrap();
+    // lw issues at 0 (value ready at 2); add needs a0: issues at 2; ends 3.
+    assert_eq!(
+        cycles(
+            &m,
+            &[load(Op::Lw, A0, 0x8020_0000), alu(Op::Add, A1, A0, A0)]
+        ),
+        3
+    );
+    // Independent add: back to back, 2.
+    assert_eq!(
+        cycles(
+            &m,
+            &[load(Op::Lw, A0, 0x8020_0000), alu(Op::Add, A1, A2, A2)]
+        ),
+        2
+    );
+    // Dependent ALU chain forwards: 3 adds, 3 cycles.
+    let chain = [
+        alu(Op::Add, A0, A1, A2),
+        alu(Op::Add, A0, A0, A2),
+        alu(Op::Add, A0, A0, A2),
+    ];
+    assert_eq!(cycles(&m, &chain), 3);
+}
+
+#[test]
+fn inorder5_mul_div_and_control() {
+    let m = preset("inorder5").unwrap();
+    // mul at 0 (ready 3); dependent mul at 3; ends 4.
+    assert_eq!(
+        cycles(&m, &[alu(Op::Mul, A0, A1, A2), alu(Op::Mul, A3, A0, A0)]),
+        4
+    );
+    // div blocks 34 cycles; an independent add issues at 34; ends 35.
+    assert_eq!(
+        cycles(&m, &[alu(Op::Div, A0, A1, A2), alu(Op::Add, A3, A1, A2)]),
+        35
+    );
+    // Static not-taken: taken branch 1 + 2 flush = 3; not taken 1.
+    assert_eq!(cycles(&m, &[branch(true, true)]), 3);
+    assert_eq!(cycles(&m, &[branch(false, true)]), 1);
+    // jal: 1 + 1 bubble; jalr (ret): 1 + 2.
+    let call = Step(i(Op::Jal, RA, 0, 0, 64), Outcome::fall_through(0x8000_0040));
+    let ret = Step(i(Op::Jalr, 0, RA, 0, 0), Outcome::fall_through(0x8000_0004));
+    assert_eq!(cycles(&m, &[call, ret]), 2 + 3);
+}
+
+#[test]
+fn picorv32_follows_the_cpi_table() {
+    let m = preset("picorv32").unwrap();
+    // add 3 + lw 5 + dependent add 3 (not pipelined: no extra wait) +
+    // taken branch 5 + not-taken branch 3 + sw 5 + jal 3 + jalr 6 = 33.
+    let seq = [
+        alu(Op::Add, A0, A1, A2),
+        load(Op::Lw, A0, 0x8020_0000),
+        alu(Op::Add, A1, A0, A0),
+        branch(true, false),
+        branch(false, false),
+        Step(i(Op::Sw, 0, SP, A0, 0), Outcome::fall_through(0)),
+        Step(i(Op::Jal, RA, 0, 0, 64), Outcome::fall_through(0)),
+        Step(i(Op::Jalr, 0, RA, 0, 0), Outcome::fall_through(0)),
+    ];
+    assert_eq!(cycles(&m, &seq), 33);
+    // slli 4, mul 40, mulh 72, div 40.
+    let mdu = [
+        Step(i(Op::Slli, A0, A0, 0, 3), Outcome::fall_through(0)),
+        alu(Op::Mul, A0, A0, A1),
+        alu(Op::Mulh, A0, A0, A1),
+        alu(Op::Div, A0, A0, A1),
+    ];
+    assert_eq!(cycles(&m, &mdu), 4 + 40 + 72 + 40);
+}
+
+#[test]
+fn rocket_latencies_and_predictor() {
+    let m = no_caches("rocket");
+    // lb: latency 3 → dependent add issues at 3, ends 4. lw: 2 → 3.
+    assert_eq!(
+        cycles(
+            &m,
+            &[load(Op::Lb, A0, 0x8020_0000), alu(Op::Add, A1, A0, A0)]
+        ),
+        4
+    );
+    assert_eq!(
+        cycles(
+            &m,
+            &[load(Op::Lw, A0, 0x8020_0000), alu(Op::Add, A1, A0, A0)]
+        ),
+        3
+    );
+    // div latency 34, occupancy 1: independent add at 1, dependent add at 34.
+    assert_eq!(
+        cycles(
+            &m,
+            &[
+                alu(Op::Div, A0, A1, A2),
+                alu(Op::Add, A3, A1, A2),
+                alu(Op::Add, A3, A0, A0)
+            ]
+        ),
+        35
+    );
+    // Bimodal starts weakly not-taken: the first taken outcome of one branch
+    // is mispredicted (1 + 3), the next is predicted (1). Same pc both times.
+    let mut core = CoreState::new(&m);
+    let b = i(Op::Bne, 0, A0, A1, -8);
+    let taken = Outcome {
+        next_pc: 0x8000_0000,
+        taken: true,
+        mem_addr: 0,
+    };
+    core.step(0x8000_0008, &b, taken);
+    assert_eq!(core.cycles(), 4);
+    core.step(0x8000_0008, &b, taken);
+    assert_eq!(core.cycles(), 5);
+    assert_eq!(core.stats().mispredicts, 1);
+}
+
+#[test]
+fn rocket_return_address_stack() {
+    let m = no_caches("rocket");
+    let call = Step(i(Op::Jal, RA, 0, 0, 64), Outcome::fall_through(0x8000_0040));
+    // The call at 0x8000_0000 pushes 0x8000_0004; the return goes there: the
+    // RAS predicts it, no penalty: 2 cycles.
+    let good = Step(i(Op::Jalr, 0, RA, 0, 0), Outcome::fall_through(0x8000_0004));
+    assert_eq!(cycles(&m, &[call, good]), 2);
+    // A return elsewhere (longjmp-like) costs the 3-cycle mispredict.
+    let call = Step(i(Op::Jal, RA, 0, 0, 64), Outcome::fall_through(0x8000_0040));
+    let bad = Step(i(Op::Jalr, 0, RA, 0, 0), Outcome::fall_through(0x8000_0100));
+    assert_eq!(cycles(&m, &[call, bad]), 5);
+}
+
+#[test]
+fn rocket_cache_misses() {
+    let full = preset("rocket").unwrap();
+    // First fetch misses the I-cache: issue at 20, ends 21; the next three
+    // instructions are in the same 64-byte line: 24 in all.
+    let seq = [
+        alu(Op::Add, A0, A1, A2),
+        alu(Op::Add, A0, A1, A2),
+        alu(Op::Add, A0, A1, A2),
+        alu(Op::Add, A0, A1, A2),
+    ];
+    assert_eq!(cycles(&full, &seq), 24);
+    // D-cache only: lw misses: blocks 20 (ends 21), value ready at 2 + 20 = 22;
+    // the dependent add issues at 22, ends 23. A second lw in the same line
+    // hits: +1; its dependent add waits 1 more: +2.
+    let mut m = no_caches("rocket");
+    m.dcache = full.dcache;
+    let seq = [
+        load(Op::Lw, A0, 0x8020_0000),
+        alu(Op::Add, A1, A0, A0),
+        load(Op::Lw, A2, 0x8020_0008),
+        alu(Op::Add, A3, A2, A2),
+    ];
+    assert_eq!(cycles(&m, &seq), 23 + 1 + 2);
+}
