@@ -11,6 +11,8 @@
 //!   [`DecodeError`] (illegal vs. unsupported extension), never panicking.
 //! - [`Inst::flow`], [`Inst::class`], [`Inst::reads`], [`Inst::writes`] and
 //!   [`Inst::mem`] answer what the CFG builder, simulator and timing model ask.
+//! - [`disasm`] prints what GNU `objdump -d` prints; [`reg_name`] and
+//!   [`csr::name`] give the register and CSR names it uses.
 //!
 //! ```
 //! use retrace_isa::{decode, Xlen, Op, Flow};
@@ -18,13 +20,17 @@
 //! let inst = decode(0x0000_8067, Xlen::Rv64).unwrap();
 //! assert_eq!(inst.op, Op::Jalr);
 //! assert_eq!(inst.flow(), Flow::Return);
+//! assert_eq!(retrace_isa::disasm(&inst, 0x1000, Xlen::Rv64).to_string(), "ret");
 //! ```
 #![deny(missing_docs)]
 
 #[allow(dead_code)] // the encoding half is used by the encoder, which lands next
 mod bits;
+pub mod csr;
 mod decode;
+mod disasm;
 mod inst;
 
 pub use decode::{decode, inst_len, DecodeError};
+pub use disasm::{disasm, reg_name, Disasm};
 pub use inst::{Class, Flow, Inst, MemAccess, MemKind, Op, Xlen};

@@ -1,0 +1,467 @@
+//! The oracle: GNU `riscv64-unknown-elf-objdump -d` and retrace-isa must
+//! agree on every instruction line — same decode-or-reject verdict, same
+//! mnemonic, same operands.
+//!
+//! Inputs:
+//! - every `.elf` under `programs/bin/` (the example programs);
+//! - picolibc's `libc.a` for rv32imac/ilp32 and rv64imac/lp64 (real compiler
+//!   output, hundreds of thousands of instructions);
+//! - `tests/data/every_instruction.s`, assembled for both XLENs: every
+//!   instruction and every alias case written out by hand;
+//! - generated sweeps, assembled with `.insn` so objdump sees raw words:
+//!   all 16-bit encodings, every major opcode × funct3 × funct7 with
+//!   varied registers, random immediates per opcode, and every CSR number.
+//!
+//! The sweeps are assembled for `rv{32,64}imac_zicsr_zifencei_zihintpause`:
+//! objdump prints `pause` only when the ELF declares Zihintpause, and
+//! retrace-isa always decodes it.
+//!
+//! Every mismatch is collected; the test fails with the count and the
+//! first 50. Without objdump the test is skipped with a message, unless
+//! `RETRACE_REQUIRE_TOOLS=1`, which makes a missing tool a failure (CI).
+//! `RETRACE_OBJDUMP_MISMATCHES=FILE` writes the full list of mismatches.
+
+use retrace_isa::{decode, disasm, DecodeError, Xlen};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const OBJDUMP: &str = "riscv64-unknown-elf-objdump";
+const AS: &str = "riscv64-unknown-elf-as";
+const GCC: &str = "riscv64-unknown-elf-gcc";
+
+/// Mnemonics objdump decodes that retrace-isa deliberately reports as
+/// [`DecodeError::Unsupported`] (debug-mode `dret` belongs to Sdext).
+const OBJDUMP_ONLY: &[&str] = &["dret"];
+
+fn tool_present(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().is_ok()
+}
+
+fn tools_required() -> bool {
+    std::env::var("RETRACE_REQUIRE_TOOLS").is_ok_and(|v| v == "1")
+}
+
+/// Skips (returns false) or, when tools are required, fails.
+fn require(ok: bool, what: &str) -> bool {
+    if !ok {
+        assert!(!tools_required(), "RETRACE_REQUIRE_TOOLS=1 but {what}");
+        eprintln!("skipping: {what}");
+    }
+    ok
+}
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn scratch_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("retrace-isa-objdump-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Assembles `source` for one XLEN and returns the object's path.
+fn assemble(dir: &Path, name: &str, source: &str, xlen: Xlen, extra: &str) -> PathBuf {
+    let (march, mabi, defsym) = match xlen {
+        Xlen::Rv32 => ("rv32imac_zicsr_zifencei", "ilp32", "RV64=0"),
+        Xlen::Rv64 => ("rv64imac_zicsr_zifencei", "lp64", "RV64=1"),
+    };
+    let s = dir.join(format!("{name}.s"));
+    let o = dir.join(format!("{name}.o"));
+    std::fs::write(&s, source).unwrap();
+    let out = Command::new(AS)
+        .arg(format!("-march={march}{extra}"))
+        .arg(format!("-mabi={mabi}"))
+        .args(["--defsym", defsym, "-o"])
+        .arg(&o)
+        .arg(&s)
+        .output()
+        .expect("run the assembler");
+    assert!(
+        out.status.success(),
+        "assembling {name} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    o
+}
+
+fn objdump(path: &Path) -> String {
+    let out = Command::new(OBJDUMP)
+        .arg("-d")
+        .arg(path)
+        .output()
+        .expect("run objdump");
+    assert!(
+        out.status.success(),
+        "objdump {} failed: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("objdump prints UTF-8")
+}
+
+/// One instruction line of objdump's output.
+struct Line<'a> {
+    addr: u64,
+    word: u32,
+    len: usize,
+    mnemonic: &'a str,
+    operands: String,
+    text: &'a str,
+}
+
+/// Parses `addr:\tencoding\tmnemonic\toperands`, dropping objdump's trailing
+/// ` <sym+off>` and `# comment` which need symbols this crate lacks.
+fn parse_line(line: &str) -> Option<Line<'_>> {
+    let (addr, rest) = line.split_once(":\t")?;
+    let addr = u64::from_str_radix(addr.trim(), 16).ok()?;
+    let mut cols = rest.splitn(3, '\t');
+    let encoding = cols.next()?.trim();
+    let mnemonic = cols.next()?.trim();
+    let mut operands = cols.next().unwrap_or("").trim().to_string();
+    if let Some(i) = operands.find('#') {
+        operands.truncate(i);
+    }
+    let trimmed = operands.trim_end();
+    let trimmed = match trimmed.rfind(" <") {
+        Some(i) if trimmed.ends_with('>') => &trimmed[..i],
+        _ => trimmed,
+    };
+    let operands = trimmed.trim_end().to_string();
+    // objdump prints the encoding as 16-bit parcels, low parcel first, or
+    // as one 32-bit value.
+    let parcels: Vec<&str> = encoding.split(' ').filter(|p| !p.is_empty()).collect();
+    let (word, len) = match parcels.as_slice() {
+        [w] if w.len() == 8 => (u32::from_str_radix(w, 16).ok()?, 4),
+        [h] if h.len() == 4 => (u32::from_str_radix(h, 16).ok()?, 2),
+        [lo, hi, ..] if lo.len() == 4 => (
+            u32::from_str_radix(lo, 16).ok()? | u32::from_str_radix(hi, 16).ok()? << 16,
+            2 * parcels.len(),
+        ),
+        _ => return None,
+    };
+    Some(Line {
+        addr,
+        word,
+        len,
+        mnemonic,
+        operands,
+        text: line,
+    })
+}
+
+/// Encodings the ISA manual reserves, which retrace-isa rejects, but which
+/// objdump prints as instructions:
+/// - RV32 shifts by an immediate with `shamt[5]` set: reserved in the 32-bit
+///   encodings, and reserved for custom extensions in RV32C (objdump does
+///   not look at the XLEN there);
+/// - `c.addi16sp` with a zero immediate (`nzimm == 0` is reserved).
+fn reserved_but_objdump_decodes(l: &Line, xlen: Xlen) -> bool {
+    let w = l.word;
+    let rv32_shift = if l.len == 2 {
+        let c_slli = w & 0xe003 == 0x0002;
+        let c_srli_srai = w & 0xe803 == 0x8001;
+        w & 0x1000 != 0 && (c_slli || c_srli_srai)
+    } else {
+        let slli_srli_srai = w & 0x307f == 0x1013;
+        slli_srli_srai && w & (1 << 25) != 0
+    };
+    (xlen == Xlen::Rv32 && rv32_shift) || (l.len == 2 && w == 0x6101)
+}
+
+/// What objdump prints for words it does not decode.
+fn objdump_rejects(l: &Line) -> bool {
+    matches!(
+        l.mnemonic,
+        ".byte" | ".2byte" | ".4byte" | ".8byte" | ".insn" | "(bad)" | "unknown"
+    ) || (l.mnemonic == "unimp" && l.len == 2)
+}
+
+#[derive(Default)]
+struct Tally {
+    compared: usize,
+    rejected_by_both: usize,
+    mismatches: Vec<String>,
+    per_source: BTreeMap<String, (usize, usize)>,
+}
+
+impl Tally {
+    /// Compares every instruction line of one objdump listing.
+    fn check_listing(&mut self, source: &str, listing: &str) {
+        let mut xlen = None;
+        let (mut lines, mut bad) = (0, 0);
+        for raw in listing.lines() {
+            if raw.contains("file format elf32-littleriscv") {
+                xlen = Some(Xlen::Rv32);
+            } else if raw.contains("file format elf64-littleriscv") {
+                xlen = Some(Xlen::Rv64);
+            }
+            let Some(l) = parse_line(raw) else { continue };
+            let xlen = xlen.expect("objdump names the file format before any instruction");
+            lines += 1;
+            if let Some(m) = self.check(&l, xlen) {
+                bad += 1;
+                self.mismatches.push(format!("{source} [{xlen:?}]: {m}"));
+            }
+        }
+        let e = self.per_source.entry(source.to_string()).or_default();
+        e.0 += lines;
+        e.1 += bad;
+    }
+
+    fn check(&mut self, l: &Line, xlen: Xlen) -> Option<String> {
+        self.compared += 1;
+        if l.len > 4 {
+            return match decode(l.word, xlen) {
+                Err(DecodeError::TooLong { .. }) => {
+                    self.rejected_by_both += 1;
+                    None
+                }
+                other => Some(format!("{}  => expected TooLong, got {other:?}", l.text)),
+            };
+        }
+        match decode(l.word, xlen) {
+            Ok(inst) => {
+                if inst.len as usize != l.len {
+                    return Some(format!("{}  => length {}", l.text, inst.len));
+                }
+                let ours = disasm(&inst, l.addr, xlen).to_string();
+                let (m, ops) = ours.split_once('\t').unwrap_or((&ours, ""));
+                if m == l.mnemonic && ops == l.operands {
+                    None
+                } else {
+                    Some(format!("{}  => ours: {ours:?}", l.text))
+                }
+            }
+            Err(e) => {
+                let ok = objdump_rejects(l)
+                    || (matches!(e, DecodeError::Illegal { .. })
+                        && reserved_but_objdump_decodes(l, xlen))
+                    || (matches!(e, DecodeError::Unsupported { .. })
+                        && OBJDUMP_ONLY.contains(&l.mnemonic));
+                if ok {
+                    self.rejected_by_both += 1;
+                    None
+                } else {
+                    Some(format!("{}  => ours: {e}", l.text))
+                }
+            }
+        }
+    }
+
+    fn finish(self) {
+        let mut report = String::new();
+        for (src, (n, bad)) in &self.per_source {
+            writeln!(report, "  {src}: {n} lines, {bad} mismatches").unwrap();
+        }
+        eprintln!(
+            "objdump oracle: {} instruction lines compared ({} rejected by both), {} mismatches\n{report}",
+            self.compared,
+            self.rejected_by_both,
+            self.mismatches.len()
+        );
+        assert!(self.compared > 0, "no instruction line was compared");
+        if let Ok(path) = std::env::var("RETRACE_OBJDUMP_MISMATCHES") {
+            std::fs::write(&path, self.mismatches.join("\n")).unwrap();
+            eprintln!("all mismatches written to {path}");
+        }
+        if !self.mismatches.is_empty() {
+            let first: Vec<&str> = self
+                .mismatches
+                .iter()
+                .take(50)
+                .map(|s| s.as_str())
+                .collect();
+            panic!(
+                "{} mismatches with objdump; first {}:\n{}",
+                self.mismatches.len(),
+                first.len(),
+                first.join("\n")
+            );
+        }
+    }
+}
+
+/// A small deterministic generator (xorshift64*) so the sweeps are the
+/// same on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u32 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32
+    }
+
+    /// A register number, biased to the ones aliases care about.
+    fn reg(&mut self) -> u32 {
+        match self.next() % 8 {
+            0 => 0,
+            1 => 1,
+            2 => 5,
+            3 => 2,
+            _ => self.next() % 32,
+        }
+    }
+}
+
+/// Raw words for the sweep, as `(length, bits)`.
+fn sweep_words(seed: u64) -> Vec<(usize, u32)> {
+    let mut rng = Rng(seed);
+    let mut words = Vec::new();
+    // Every 16-bit encoding.
+    for h in 0..=0xffffu32 {
+        if h & 3 != 3 {
+            words.push((2, h));
+        }
+    }
+    let fields = |rng: &mut Rng| rng.reg() << 7 | rng.reg() << 15 | rng.reg() << 20;
+    for opcode in 0..32u32 {
+        if opcode & 7 == 7 {
+            continue; // 48-bit and longer formats
+        }
+        let base = opcode << 2 | 3;
+        // Every funct3 × funct7 with varied registers …
+        for f3 in 0..8u32 {
+            for f7 in 0..128u32 {
+                words.push((4, base | f3 << 12 | f7 << 25 | fields(&mut rng)));
+            }
+        }
+        // … and fully random immediates with special cases.
+        for k in 0..600 {
+            let w = match k % 4 {
+                0 => rng.next(),
+                1 => rng.next() & 0xfff0_7fff | fields(&mut rng) & (31 << 15),
+                2 => (rng.next() & 0x8000_0000) | fields(&mut rng) | rng.next() & 0x7000,
+                _ => rng.next() & 0xfff0_0000 | fields(&mut rng) & 0xf_ff80 | rng.next() & 0x7000,
+            };
+            words.push((4, (w & !0x7f) | base));
+        }
+    }
+    // Every CSR with each instruction form.
+    for csr in 0..4096u32 {
+        let f3 = [1, 2, 3, 5, 6, 7][(csr % 6) as usize];
+        let rs1 = if csr % 3 == 0 { 0 } else { rng.reg() };
+        let rd = if csr % 5 == 0 { 0 } else { rng.reg() };
+        words.push((4, csr << 20 | rs1 << 15 | f3 << 12 | rd << 7 | 0x73));
+        words.push((4, csr << 20 | 0x2073 | (rng.reg() << 7))); // csrr / rdcycle …
+    }
+    // Exact special words.
+    for w in [
+        0x0000_0073u32,
+        0x0010_0073,
+        0x1020_0073,
+        0x3020_0073,
+        0x1050_0073,
+        0x7b20_0073,
+        0x8330_000f,
+        0x0100_000f,
+        0x0ff0_000f,
+        0x0000_100f,
+        0xc000_1073,
+        0x0000_0013,
+    ] {
+        words.push((4, w));
+    }
+    words
+}
+
+fn sweep_source(words: &[(usize, u32)]) -> String {
+    let mut s = String::from("\t.text\n");
+    for (len, w) in words {
+        writeln!(s, "\t.insn {len}, 0x{w:x}").unwrap();
+    }
+    s
+}
+
+/// picolibc's libc.a for rv32imac/ilp32 and rv64imac/lp64.
+fn picolibc_archives() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for (march, mabi) in [("rv32imac", "ilp32"), ("rv64imac", "lp64")] {
+        let asked = Command::new(GCC)
+            .args([
+                &format!("-march={march}"),
+                &format!("-mabi={mabi}"),
+                "--specs=picolibc.specs",
+                "-print-file-name=libc.a",
+            ])
+            .output()
+            .ok()
+            .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+        let fallback = PathBuf::from(format!(
+            "/usr/lib/picolibc/riscv64-unknown-elf/lib/{march}/{mabi}/libc.a"
+        ));
+        match asked.filter(|p| p.is_absolute() && p.exists()) {
+            Some(p) => found.push(p),
+            None if fallback.exists() => found.push(fallback),
+            None => {}
+        }
+    }
+    found
+}
+
+#[test]
+fn objdump_agrees() {
+    if !require(
+        tool_present(OBJDUMP) && tool_present(AS),
+        "riscv64-unknown-elf-objdump/-as not installed (Debian: binutils-riscv64-unknown-elf)",
+    ) {
+        return;
+    }
+    let mut tally = Tally::default();
+    let dir = scratch_dir();
+
+    // The example programs.
+    let bin = crate_dir().join("../../programs/bin");
+    let mut elfs: Vec<PathBuf> = std::fs::read_dir(&bin)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "elf"))
+                .collect()
+        })
+        .unwrap_or_default();
+    elfs.sort();
+    if elfs.is_empty() {
+        eprintln!("note: no .elf files under {} yet", bin.display());
+    }
+    for elf in &elfs {
+        let name = elf.file_name().unwrap().to_string_lossy().into_owned();
+        tally.check_listing(&name, &objdump(elf));
+    }
+
+    // picolibc.
+    let archives = picolibc_archives();
+    if require(
+        archives.len() == 2,
+        "picolibc for rv32imac/rv64imac not installed (Debian: picolibc-riscv64-unknown-elf)",
+    ) {
+        for a in &archives {
+            let source = a
+                .strip_prefix("/usr/lib/picolibc/riscv64-unknown-elf/lib")
+                .unwrap_or(a);
+            tally.check_listing(&format!("picolibc {}", source.display()), &objdump(a));
+        }
+    }
+
+    // Hand-written instruction and alias cases, then the sweeps.
+    let every = std::fs::read_to_string(crate_dir().join("tests/data/every_instruction.s"))
+        .expect("tests/data/every_instruction.s");
+    for (xlen, tag, seed) in [(Xlen::Rv32, "rv32", 32), (Xlen::Rv64, "rv64", 64)] {
+        let o = assemble(&dir, &format!("every_{tag}"), &every, xlen, "_zihintpause");
+        tally.check_listing(&format!("every_instruction.s {tag}"), &objdump(&o));
+        let words = sweep_words(0x5eed_0000 + seed);
+        let o = assemble(
+            &dir,
+            &format!("sweep_{tag}"),
+            &sweep_source(&words),
+            xlen,
+            "_zihintpause",
+        );
+        tally.check_listing(&format!("sweep {tag}"), &objdump(&o));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    tally.finish();
+}
