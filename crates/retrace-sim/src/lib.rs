@@ -1,2 +1,379 @@
 //! # retrace-sim
+//!
+//! The RISC-V machine retrace runs programs on: shared [`Memory`], one or
+//! more [`Hart`]s (M and U modes, the CSRs bare-metal programs use), RISC-V
+//! semihosting and HTIF `tohost` for I/O and exit, and the functional
+//! engine, which executes predecoded blocks at hundreds of millions of
+//! instructions per second and reports what it does to an [`Observer`].
+//!
+//! ```no_run
+//! use retrace_sim::{Machine, MachineConfig, HostConfig, Console};
+//! let bytes = std::fs::read("prog.elf").unwrap();
+//! let elf = retrace_program::Elf::parse(&bytes).unwrap();
+//! let host = HostConfig { cmdline: "prog.elf".into(), ..HostConfig::default() };
+//! let mut m = Machine::new(&elf, &MachineConfig::default(), host, Console::null()).unwrap();
+//! let result = m.run(Some(1_000_000_000), &mut ());
+//! println!("{} instructions, stop: {}", result.instructions, result.stop);
+//! ```
+//!
+//! The memory map follows QEMU's `virt` machine as the oracle runs it
+//! (`-M virt -bios none`): RAM at `0x8000_0000`, 128 MiB by default; the
+//! program is loaded by physical address; execution starts at the ELF entry
+//! with `a0` = hart id and `a1` = the address where QEMU would put the device
+//! tree. `SYS_HEAPINFO` describes the same layout QEMU does.
 #![deny(missing_docs)]
+
+pub mod csr;
+mod engine;
+pub mod hart;
+pub mod memory;
+pub mod observer;
+pub mod semihost;
+
+pub use csr::{Cause, Csr, Priv};
+pub use hart::{Hart, HartStats};
+pub use memory::Memory;
+pub use observer::{HartId, Observer, Retired, TrapEvent};
+pub use semihost::{Console, HostConfig};
+
+use engine::{Cache, Htif};
+use retrace_isa::Xlen;
+use retrace_program::Elf;
+use std::fmt;
+
+/// Machine layout.
+#[derive(Clone, Debug)]
+pub struct MachineConfig {
+    /// Physical address of RAM.
+    pub ram_base: u64,
+    /// RAM size in bytes.
+    pub ram_size: u64,
+    /// Number of harts (all start at the entry point).
+    pub harts: usize,
+}
+
+impl Default for MachineConfig {
+    /// QEMU `virt`'s defaults: 128 MiB at `0x8000_0000`, one hart.
+    fn default() -> Self {
+        MachineConfig {
+            ram_base: 0x8000_0000,
+            ram_size: 128 << 20,
+            harts: 1,
+        }
+    }
+}
+
+/// Why a program could not be loaded into the machine.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// A `PT_LOAD` segment lies (partly) outside RAM.
+    #[error(
+        "segment at {addr:#x}..{end:#x} does not fit in memory {ram_base:#x}..{ram_end:#x}",
+        end = addr + memsz,
+        ram_end = ram_base + ram_size
+    )]
+    SegmentOutsideMemory {
+        /// Load address.
+        addr: u64,
+        /// Size in memory.
+        memsz: u64,
+        /// RAM start.
+        ram_base: u64,
+        /// RAM size.
+        ram_size: u64,
+    },
+    /// The entry point is outside RAM.
+    #[error("entry point {entry:#x} is outside memory")]
+    EntryOutsideMemory {
+        /// The ELF entry point.
+        entry: u64,
+    },
+    /// Nonsense configuration (no harts, tiny RAM).
+    #[error("invalid machine configuration: {0}")]
+    Config(&'static str),
+}
+
+/// A trap nobody handled: the program faulted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// The hart.
+    pub hart: HartId,
+    /// Address of the faulting instruction.
+    pub pc: u64,
+    /// The exception.
+    pub cause: Cause,
+    /// `mtval`: the faulting address, or the instruction bits for an
+    /// illegal instruction.
+    pub tval: u64,
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Fault {
+            hart,
+            pc,
+            cause,
+            tval,
+        } = *self;
+        match cause {
+            Cause::ILLEGAL_INSTRUCTION => {
+                let width = if tval & 3 == 3 { 8 } else { 4 };
+                write!(
+                    f,
+                    "illegal instruction 0x{tval:0width$x} at pc {pc:#x} on hart {hart}"
+                )
+            }
+            Cause::FETCH_ACCESS => write!(
+                f,
+                "instruction fetch from {pc:#x}, outside memory, on hart {hart}"
+            ),
+            Cause::LOAD_ACCESS
+            | Cause::STORE_ACCESS
+            | Cause::LOAD_MISALIGNED
+            | Cause::STORE_MISALIGNED => {
+                write!(f, "{cause} at address {tval:#x} (pc {pc:#x}, hart {hart})")
+            }
+            _ => write!(
+                f,
+                "unhandled {cause} at pc {pc:#x} on hart {hart} (mtval {tval:#x})"
+            ),
+        }
+    }
+}
+
+/// Why a run stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StopReason {
+    /// The program exited (semihosting exit or HTIF `tohost`).
+    Exit {
+        /// Its exit code.
+        code: u32,
+    },
+    /// An exception with no handler installed.
+    Fault(Fault),
+    /// The instruction budget ran out.
+    Runaway {
+        /// The budget.
+        limit: u64,
+    },
+    /// A semihosting request the configuration does not allow.
+    Denied {
+        /// The hart.
+        hart: HartId,
+        /// Address of the request.
+        pc: u64,
+        /// What was asked for.
+        message: String,
+    },
+    /// A semihosting operation retrace does not implement.
+    UnsupportedSemihosting {
+        /// The hart.
+        hart: HartId,
+        /// Address of the request.
+        pc: u64,
+        /// The operation number.
+        op: u64,
+    },
+    /// The observer asked to stop.
+    Observer,
+}
+
+impl StopReason {
+    /// A short machine-readable name: `exit`, `fault`, `runaway`, `denied`,
+    /// `unsupported`, `observer`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StopReason::Exit { .. } => "exit",
+            StopReason::Fault(_) => "fault",
+            StopReason::Runaway { .. } => "runaway",
+            StopReason::Denied { .. } => "denied",
+            StopReason::UnsupportedSemihosting { .. } => "unsupported",
+            StopReason::Observer => "observer",
+        }
+    }
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StopReason::Exit { code } => write!(f, "exited with code {code}"),
+            StopReason::Fault(fault) => fault.fmt(f),
+            StopReason::Runaway { limit } => write!(f, "still running after {limit} instructions"),
+            StopReason::Denied { message, pc, .. } => write!(f, "{message} (pc {pc:#x})"),
+            StopReason::UnsupportedSemihosting { op, pc, .. } => {
+                write!(f, "unsupported semihosting operation {op:#x} at pc {pc:#x}")
+            }
+            StopReason::Observer => f.write_str("stopped by the observer"),
+        }
+    }
+}
+
+/// The outcome of [`Machine::run`].
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// Why it stopped.
+    pub stop: StopReason,
+    /// Instructions retired by all harts.
+    pub instructions: u64,
+    /// Per-hart statistics.
+    pub harts: Vec<HartStats>,
+    /// Times the decoded-code cache was flushed (self-modifying code,
+    /// `fence.i`).
+    pub cache_flushes: u64,
+}
+
+impl RunResult {
+    /// The program's exit code, if it exited.
+    pub fn exit_code(&self) -> Option<u32> {
+        match self.stop {
+            StopReason::Exit { code } => Some(code),
+            _ => None,
+        }
+    }
+}
+
+/// A RISC-V machine with a program loaded.
+pub struct Machine {
+    xlen: Xlen,
+    /// Shared memory.
+    pub memory: Memory,
+    /// The harts, indexed by hart id.
+    pub harts: Vec<Hart>,
+    host: semihost::Semihost,
+    cache: Cache,
+    htif: Htif,
+}
+
+impl fmt::Debug for Machine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Machine")
+            .field("xlen", &self.xlen)
+            .field("harts", &self.harts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Instructions each hart runs before the next takes its turn.
+const QUANTUM: u64 = 10_000;
+
+impl Machine {
+    /// Build a machine and load `elf` into it.
+    pub fn new(
+        elf: &Elf,
+        config: &MachineConfig,
+        host: HostConfig,
+        console: Console,
+    ) -> Result<Machine, LoadError> {
+        if config.harts == 0 {
+            return Err(LoadError::Config("at least one hart is needed"));
+        }
+        if config.ram_size < 4096 || config.ram_size > 1 << 40 {
+            return Err(LoadError::Config(
+                "RAM size must be between 4 KiB and 1 TiB",
+            ));
+        }
+        let mut memory = Memory::new(config.ram_base, config.ram_size, config.harts);
+        let mut image_end = config.ram_base;
+        for seg in &elf.segments {
+            let fits = memory.contains(seg.paddr, seg.memsz) || seg.memsz == 0;
+            let Some(dst) = memory
+                .slice_mut(seg.paddr, seg.data.len() as u64)
+                .filter(|_| fits)
+            else {
+                return Err(LoadError::SegmentOutsideMemory {
+                    addr: seg.paddr,
+                    memsz: seg.memsz,
+                    ram_base: config.ram_base,
+                    ram_size: config.ram_size,
+                });
+            };
+            dst.copy_from_slice(&seg.data);
+            image_end = image_end.max(seg.paddr + seg.memsz);
+        }
+        if !memory.contains(elf.entry, 2) {
+            return Err(LoadError::EntryOutsideMemory { entry: elf.entry });
+        }
+        let ram_end = config.ram_base + config.ram_size;
+        // QEMU places the device tree 2 MiB below the end of RAM (aligned),
+        // and SYS_HEAPINFO offers the space between the image and it.
+        let fdt = ram_end.saturating_sub(2 << 20).max(image_end);
+        let heap = [image_end, fdt, fdt, image_end];
+        let harts = (0..config.harts)
+            .map(|id| {
+                let mut h = Hart::new(id, elf.entry);
+                h.x[10] = id as u64;
+                h.x[11] = fdt;
+                h
+            })
+            .collect();
+        let cache = Cache::new(&memory);
+        Ok(Machine {
+            xlen: elf.xlen,
+            memory,
+            harts,
+            host: semihost::Semihost::new(host, console, heap),
+            cache,
+            htif: Htif {
+                addr: elf.tohost.unwrap_or(u64::MAX),
+                exit: None,
+            },
+        })
+    }
+
+    /// Register width.
+    pub fn xlen(&self) -> Xlen {
+        self.xlen
+    }
+
+    /// Run until the program stops or `max_insns` instructions (over all
+    /// harts) have retired. Harts take turns of 10 000 instructions.
+    pub fn run<O: Observer>(&mut self, max_insns: Option<u64>, obs: &mut O) -> RunResult {
+        let limit = max_insns.unwrap_or(u64::MAX);
+        let mut left = limit;
+        let stop = 'run: loop {
+            for h in 0..self.harts.len() {
+                if left == 0 {
+                    break 'run StopReason::Runaway { limit };
+                }
+                let turn = if self.harts.len() == 1 {
+                    left
+                } else {
+                    left.min(QUANTUM)
+                };
+                let before = self.harts[h].stats.instructions;
+                let stop = self.run_hart_for(h, turn, obs);
+                left -= self.harts[h].stats.instructions - before;
+                if let Some(stop) = stop {
+                    break 'run stop;
+                }
+            }
+        };
+        self.host.flush();
+        RunResult {
+            stop,
+            instructions: self.harts.iter().map(|h| h.stats.instructions).sum(),
+            harts: self.harts.iter().map(|h| h.stats).collect(),
+            cache_flushes: self.cache.flushes,
+        }
+    }
+
+    /// Run hart `h` alone for at most `budget` instructions: `None` if the
+    /// budget ran out, else why it stopped. This is the building block for
+    /// engines that schedule harts themselves.
+    pub fn run_hart_for<O: Observer>(
+        &mut self,
+        h: HartId,
+        budget: u64,
+        obs: &mut O,
+    ) -> Option<StopReason> {
+        if h >= self.harts.len() {
+            return Some(StopReason::Observer);
+        }
+        match self.xlen {
+            Xlen::Rv32 => self.run_hart::<false, O>(h, budget, obs),
+            Xlen::Rv64 => self.run_hart::<true, O>(h, budget, obs),
+        }
+    }
+}

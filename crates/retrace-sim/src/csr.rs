@@ -1,0 +1,171 @@
+//! Control and status registers, trap causes and privilege modes.
+//!
+//! CSR numbers and trap causes are open newtypes with named constants (the
+//! `gimli` style): an unknown value still prints, and the engine can report
+//! exactly which CSR a program touched.
+
+use std::fmt;
+
+/// A CSR number (12 bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Csr(pub u16);
+
+macro_rules! csrs {
+    ($( $name:ident = $num:literal, $text:literal; )*) => {
+        impl Csr {
+            $( #[doc = concat!("`", $text, "`")] pub const $name: Csr = Csr($num); )*
+            /// The CSR's assembler name, if it is one retrace knows.
+            pub fn name(self) -> Option<&'static str> {
+                match self.0 { $( $num => Some($text), )* _ => None }
+            }
+        }
+    };
+}
+
+csrs! {
+    CYCLE = 0xc00, "cycle"; TIME = 0xc01, "time"; INSTRET = 0xc02, "instret";
+    CYCLEH = 0xc80, "cycleh"; TIMEH = 0xc81, "timeh"; INSTRETH = 0xc82, "instreth";
+    SATP = 0x180, "satp";
+    MSTATUS = 0x300, "mstatus"; MISA = 0x301, "misa"; MEDELEG = 0x302, "medeleg";
+    MIDELEG = 0x303, "mideleg"; MIE = 0x304, "mie"; MTVEC = 0x305, "mtvec";
+    MCOUNTEREN = 0x306, "mcounteren"; MSTATUSH = 0x310, "mstatush";
+    MCOUNTINHIBIT = 0x320, "mcountinhibit";
+    MSCRATCH = 0x340, "mscratch"; MEPC = 0x341, "mepc"; MCAUSE = 0x342, "mcause";
+    MTVAL = 0x343, "mtval"; MIP = 0x344, "mip";
+    PMPCFG0 = 0x3a0, "pmpcfg0"; PMPADDR0 = 0x3b0, "pmpaddr0";
+    MCYCLE = 0xb00, "mcycle"; MINSTRET = 0xb02, "minstret";
+    MCYCLEH = 0xb80, "mcycleh"; MINSTRETH = 0xb82, "minstreth";
+    MVENDORID = 0xf11, "mvendorid"; MARCHID = 0xf12, "marchid"; MIMPID = 0xf13, "mimpid";
+    MHARTID = 0xf14, "mhartid"; MCONFIGPTR = 0xf15, "mconfigptr";
+}
+
+impl fmt::Display for Csr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => f.write_str(n),
+            None => write!(f, "csr {:#x}", self.0),
+        }
+    }
+}
+
+/// A synchronous exception cause (`mcause` value; retrace raises no
+/// interrupts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Cause(pub u64);
+
+macro_rules! causes {
+    ($( $name:ident = $num:literal, $text:literal; )*) => {
+        impl Cause {
+            $( #[doc = $text] pub const $name: Cause = Cause($num); )*
+            /// A description as in the privileged specification.
+            pub fn describe(self) -> Option<&'static str> {
+                match self.0 { $( $num => Some($text), )* _ => None }
+            }
+        }
+    };
+}
+
+causes! {
+    FETCH_MISALIGNED = 0, "instruction address misaligned";
+    FETCH_ACCESS = 1, "instruction access fault";
+    ILLEGAL_INSTRUCTION = 2, "illegal instruction";
+    BREAKPOINT = 3, "breakpoint";
+    LOAD_MISALIGNED = 4, "load address misaligned";
+    LOAD_ACCESS = 5, "load access fault";
+    STORE_MISALIGNED = 6, "store/AMO address misaligned";
+    STORE_ACCESS = 7, "store/AMO access fault";
+    ECALL_U = 8, "environment call from U-mode";
+    ECALL_S = 9, "environment call from S-mode";
+    ECALL_M = 11, "environment call from M-mode";
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.describe() {
+            Some(n) => f.write_str(n),
+            None => write!(f, "exception {}", self.0),
+        }
+    }
+}
+
+/// Privilege mode. retrace implements M and U (no S-mode, no paging).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Priv {
+    /// User mode.
+    User = 0,
+    /// Machine mode.
+    Machine = 3,
+}
+
+/// `mstatus` bits that retrace models.
+pub(crate) mod mstatus {
+    pub const MIE: u64 = 1 << 3;
+    pub const MPIE: u64 = 1 << 7;
+    pub const MPP: u64 = 3 << 11;
+    pub const MPRV: u64 = 1 << 17;
+    pub const TW: u64 = 1 << 21;
+    /// Writable bits; the rest read as zero (no S-mode, no F/V state).
+    pub const WRITABLE: u64 = MIE | MPIE | MPP | MPRV | TW;
+    /// `UXL` = 2 (64-bit U-mode), read-only, RV64 only.
+    pub const UXL64: u64 = 2 << 32;
+}
+
+/// The machine-mode CSR state of one hart.
+#[derive(Clone, Debug)]
+pub struct Csrs {
+    /// `mstatus` (modelled bits only).
+    pub mstatus: u64,
+    /// `mtvec`.
+    pub mtvec: u64,
+    /// `mepc`.
+    pub mepc: u64,
+    /// `mcause`.
+    pub mcause: u64,
+    /// `mtval`.
+    pub mtval: u64,
+    /// `mscratch`.
+    pub mscratch: u64,
+    /// `mie` (stored; retrace raises no interrupts).
+    pub mie: u64,
+    /// `mip` software-writable bits (stored only).
+    pub mip: u64,
+    /// `medeleg` (stored; without S-mode nothing is delegated).
+    pub medeleg: u64,
+    /// `mideleg` (stored).
+    pub mideleg: u64,
+    /// `mcounteren`: which counters U-mode may read.
+    pub mcounteren: u64,
+    /// `mcountinhibit` (stored).
+    pub mcountinhibit: u64,
+    /// `pmpcfg0..15` (stored; PMP is not enforced).
+    pub pmpcfg: [u64; 16],
+    /// `pmpaddr0..63` (stored).
+    pub pmpaddr: [u64; 64],
+    /// `mcycle` minus the retired-instruction count (so writes stick).
+    pub cycle_offset: u64,
+    /// `minstret` minus the retired-instruction count.
+    pub instret_offset: u64,
+}
+
+impl Default for Csrs {
+    fn default() -> Self {
+        Csrs {
+            mstatus: 0,
+            mtvec: 0,
+            mepc: 0,
+            mcause: 0,
+            mtval: 0,
+            mscratch: 0,
+            mie: 0,
+            mip: 0,
+            medeleg: 0,
+            mideleg: 0,
+            mcounteren: 0,
+            mcountinhibit: 0,
+            pmpcfg: [0; 16],
+            pmpaddr: [0; 64],
+            cycle_offset: 0,
+            instret_offset: 0,
+        }
+    }
+}

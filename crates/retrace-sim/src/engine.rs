@@ -1,0 +1,1057 @@
+//! The functional engine: executes decoded blocks of straight-line code.
+//!
+//! Speed comes from doing per instruction only what the instruction needs:
+//! - **Decode once.** Instructions are decoded into blocks (straight-line
+//!   runs ending at a branch, jump, or system/CSR instruction) kept in a
+//!   cache indexed by the block's start address (one `u32` slot per
+//!   halfword of RAM, so a lookup is an index, not a hash). A store that
+//!   hits decoded code, and `fence.i`, flush the cache; the rest of the block
+//!   after such a store is not executed from stale decodings.
+//! - **Monomorphised XLEN.** The executor is generic over `const RV64: bool`
+//!   so no instruction tests the register width at run time.
+//! - **Monomorphised observer.** Hooks are generic calls; with `()` they
+//!   vanish.
+//! - **Exact budgets, checked per block.** A block runs whole when the
+//!   remaining instruction budget covers it, otherwise only its first
+//!   `budget` instructions.
+//! - **A slow path** for everything rare (CSRs, traps, `ecall`, semihosting,
+//!   `mret`, `fence.i`), with the exact retired count at hand.
+
+use crate::csr::{mstatus, Cause, Csr, Priv};
+use crate::hart::Hart;
+use crate::memory::{Memory, Reservation};
+use crate::observer::{Observer, Retired, TrapEvent};
+use crate::semihost;
+use crate::{Fault, Machine, StopReason};
+use retrace_isa::{decode, Inst, Op, Xlen};
+
+/// Longest block; long enough to amortise the per-block work, short enough
+/// that a flush or a partial block wastes little.
+const MAX_BLOCK: usize = 64;
+
+/// The semihosting entry sequence around `ebreak`.
+const SEMI_PRE: u32 = 0x01f0_1013; // slli x0, x0, 0x1f
+const SEMI_EBREAK: u32 = 0x0010_0073; // ebreak
+const SEMI_POST: u32 = 0x4070_5013; // srai x0, x0, 7
+
+#[derive(Clone, Copy, Debug)]
+struct Block {
+    pc: u64,
+    /// Bytes of code covered.
+    bytes: u32,
+    first: u32,
+    len: u32,
+}
+
+/// Decoded-block cache.
+pub(crate) struct Cache {
+    base: u64,
+    /// Block index + 1 for each halfword where a block starts, 0 if none.
+    map: Vec<u32>,
+    blocks: Vec<Block>,
+    insts: Vec<Inst>,
+    pub flushes: u64,
+}
+
+/// Why building a block failed.
+enum Fetch {
+    /// The pc is outside memory.
+    Access,
+    /// The first instruction does not decode.
+    Illegal(u32),
+}
+
+impl Cache {
+    pub fn new(mem: &Memory) -> Cache {
+        Cache {
+            base: mem.base(),
+            map: vec![0; (mem.size() / 2) as usize],
+            blocks: Vec::new(),
+            insts: Vec::new(),
+            flushes: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn lookup(&self, pc: u64) -> Option<usize> {
+        let slot = (pc.wrapping_sub(self.base) >> 1) as usize;
+        match self.map.get(slot) {
+            Some(&id) if id != 0 && pc & 1 == 0 => Some(id as usize - 1),
+            _ => None,
+        }
+    }
+
+    fn build(&mut self, pc: u64, mem: &mut Memory, xlen: Xlen) -> Result<usize, Fetch> {
+        let slot = (pc.wrapping_sub(self.base) >> 1) as usize;
+        if slot >= self.map.len() || pc & 1 != 0 {
+            return Err(Fetch::Access);
+        }
+        let first = self.insts.len();
+        let mut a = pc;
+        while self.insts.len() - first < MAX_BLOCK {
+            let Some(bits) = fetch(mem, a) else { break };
+            let inst = match decode(bits, xlen) {
+                Ok(i) => i,
+                Err(e) => {
+                    if a == pc {
+                        return Err(Fetch::Illegal(e.bits()));
+                    }
+                    break;
+                }
+            };
+            self.insts.push(inst);
+            a += u64::from(inst.len);
+            if ends_block(inst.op) {
+                break;
+            }
+        }
+        if self.insts.len() == first {
+            return Err(Fetch::Access);
+        }
+        let bytes = (a - pc) as u32;
+        mem.mark_code(pc, u64::from(bytes));
+        self.blocks.push(Block {
+            pc,
+            bytes,
+            first: first as u32,
+            len: (self.insts.len() - first) as u32,
+        });
+        self.map[slot] = self.blocks.len() as u32;
+        Ok(self.blocks.len() - 1)
+    }
+
+    pub fn flush(&mut self, mem: &mut Memory) {
+        for b in &self.blocks {
+            self.map[((b.pc - self.base) >> 1) as usize] = 0;
+        }
+        mem.clear_code(self.blocks.iter().map(|b| (b.pc, u64::from(b.bytes))));
+        self.blocks.clear();
+        self.insts.clear();
+        self.flushes += 1;
+    }
+}
+
+/// The instruction bits at `pc`: 4 bytes, or 2 at the very end of memory.
+fn fetch(mem: &Memory, pc: u64) -> Option<u32> {
+    if let Some(b) = mem.read::<4>(pc) {
+        return Some(u32::from_le_bytes(b));
+    }
+    mem.read::<2>(pc).map(|b| u32::from(u16::from_le_bytes(b)))
+}
+
+/// Instructions after which a block ends: control transfers, and the ones
+/// the slow path executes.
+fn ends_block(op: Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        Jal | Jalr
+            | Beq
+            | Bne
+            | Blt
+            | Bge
+            | Bltu
+            | Bgeu
+            | Ecall
+            | Ebreak
+            | Mret
+            | Sret
+            | Wfi
+            | SfenceVma
+            | FenceI
+            | Csrrw
+            | Csrrs
+            | Csrrc
+            | Csrrwi
+            | Csrrsi
+            | Csrrci
+    )
+}
+
+/// How a block's execution ended early.
+enum Exit {
+    /// Ran to its end (or the budget's end).
+    Done,
+    /// The instruction at the returned index needs the slow path.
+    Slow,
+    /// The instruction at the returned index raised an exception.
+    Trap(Cause, u64),
+    /// A store hit decoded code or `tohost` got an exit value; the
+    /// instruction at index - 1 retired.
+    Store,
+}
+
+/// Normalise a result to the XLEN: sign-extend from bit 31 on RV32.
+#[inline(always)]
+fn sx<const RV64: bool>(v: u64) -> u64 {
+    if RV64 {
+        v
+    } else {
+        v as i32 as i64 as u64
+    }
+}
+
+/// An effective address: the low 32 bits on RV32.
+#[inline(always)]
+fn ea<const RV64: bool>(v: u64) -> u64 {
+    if RV64 {
+        v
+    } else {
+        v & 0xffff_ffff
+    }
+}
+
+/// What the tohost watch found.
+pub(crate) struct Htif {
+    pub addr: u64,
+    pub exit: Option<u32>,
+}
+
+/// Execute `insts` (the start of a block at `hart.pc`). Returns how many
+/// retired and how it ended.
+#[inline(always)]
+fn exec<const RV64: bool, O: Observer>(
+    hart: &mut Hart,
+    mem: &mut Memory,
+    htif: &mut Htif,
+    insts: &[Inst],
+    obs: &mut O,
+) -> (usize, Exit) {
+    let h = hart.id;
+    let mut pc = hart.pc;
+    for (i, inst) in insts.iter().enumerate() {
+        let x = &mut hart.x;
+        let rd = (inst.rd & 31) as usize;
+        let a = x[(inst.rs1 & 31) as usize];
+        let b = x[(inst.rs2 & 31) as usize];
+        let imm = inst.imm as i64 as u64;
+        let mut next = pc.wrapping_add(u64::from(inst.len));
+        let mut addr = None;
+        macro_rules! load {
+            ($n:literal, $conv:expr) => {{
+                let at = ea::<RV64>(a.wrapping_add(imm));
+                match mem.read::<$n>(at) {
+                    Some(v) => x[rd] = $conv(v),
+                    None => {
+                        hart.pc = pc;
+                        return (i, Exit::Trap(Cause::LOAD_ACCESS, at));
+                    }
+                }
+                addr = Some(at);
+            }};
+        }
+        macro_rules! store {
+            ($n:literal, $v:expr) => {{
+                let at = ea::<RV64>(a.wrapping_add(imm));
+                if !mem.write::<$n>(h, at, $v) {
+                    hart.pc = pc;
+                    return (i, Exit::Trap(Cause::STORE_ACCESS, at));
+                }
+                addr = Some(at);
+                if at == htif.addr || mem.code_written {
+                    if at == htif.addr && b & 1 != 0 {
+                        htif.exit = Some((ea::<RV64>(b) >> 1) as u32);
+                    }
+                    if htif.exit.is_some() || mem.code_written {
+                        if O::ENABLED {
+                            obs.retire(&Retired {
+                                hart: h,
+                                pc,
+                                inst,
+                                next_pc: next,
+                                mem_addr: addr,
+                            });
+                        }
+                        hart.pc = next;
+                        return (i + 1, Exit::Store);
+                    }
+                }
+            }};
+        }
+        macro_rules! branch {
+            ($cond:expr) => {{
+                let taken = $cond;
+                let target = ea::<RV64>(pc.wrapping_add(imm));
+                hart.stats.branches += 1;
+                if taken {
+                    hart.stats.taken += 1;
+                    next = target;
+                }
+                if O::ENABLED {
+                    obs.branch(h, pc, inst, taken, target);
+                }
+            }};
+        }
+        macro_rules! amo {
+            ($n:literal, $f:expr) => {{
+                let at = ea::<RV64>(a);
+                if at & ($n - 1) != 0 {
+                    hart.pc = pc;
+                    return (i, Exit::Trap(Cause::STORE_MISALIGNED, at));
+                }
+                let old = match mem.read::<$n>(at) {
+                    Some(v) => from_le::<$n>(v),
+                    None => {
+                        hart.pc = pc;
+                        return (i, Exit::Trap(Cause::STORE_ACCESS, at));
+                    }
+                };
+                let f: fn(u64, u64) -> u64 = $f;
+                let new = f(old, b);
+                mem.write::<$n>(h, at, to_le::<$n>(new));
+                x[rd] = old;
+                addr = Some(at);
+                if mem.code_written {
+                    x[0] = 0;
+                    if O::ENABLED {
+                        obs.retire(&Retired {
+                            hart: h,
+                            pc,
+                            inst,
+                            next_pc: next,
+                            mem_addr: addr,
+                        });
+                    }
+                    hart.pc = next;
+                    return (i + 1, Exit::Store);
+                }
+            }};
+        }
+        match inst.op {
+            Op::Lui => x[rd] = imm,
+            Op::Auipc => x[rd] = sx::<RV64>(pc.wrapping_add(imm)),
+            Op::Jal => {
+                let target = ea::<RV64>(pc.wrapping_add(imm));
+                x[rd] = sx::<RV64>(next);
+                if O::ENABLED {
+                    obs.jump(h, pc, inst, inst.flow(), target);
+                }
+                next = target;
+            }
+            Op::Jalr => {
+                let target = ea::<RV64>(a.wrapping_add(imm)) & !1;
+                x[rd] = sx::<RV64>(next);
+                if O::ENABLED {
+                    obs.jump(h, pc, inst, inst.flow(), target);
+                }
+                next = target;
+            }
+            Op::Beq => branch!(a == b),
+            Op::Bne => branch!(a != b),
+            Op::Blt => branch!((a as i64) < (b as i64)),
+            Op::Bge => branch!((a as i64) >= (b as i64)),
+            Op::Bltu => branch!(a < b),
+            Op::Bgeu => branch!(a >= b),
+            Op::Lb => load!(1, |v: [u8; 1]| v[0] as i8 as i64 as u64),
+            Op::Lbu => load!(1, |v: [u8; 1]| u64::from(v[0])),
+            Op::Lh => load!(2, |v| i16::from_le_bytes(v) as i64 as u64),
+            Op::Lhu => load!(2, |v| u64::from(u16::from_le_bytes(v))),
+            Op::Lw => load!(4, |v| i32::from_le_bytes(v) as i64 as u64),
+            Op::Lwu => load!(4, |v| u64::from(u32::from_le_bytes(v))),
+            Op::Ld => load!(8, u64::from_le_bytes),
+            Op::Sb => store!(1, [b as u8]),
+            Op::Sh => store!(2, (b as u16).to_le_bytes()),
+            Op::Sw => store!(4, (b as u32).to_le_bytes()),
+            Op::Sd => store!(8, b.to_le_bytes()),
+            Op::Addi => x[rd] = sx::<RV64>(a.wrapping_add(imm)),
+            Op::Slti => x[rd] = u64::from((a as i64) < (imm as i64)),
+            Op::Sltiu => x[rd] = u64::from(a < sx::<RV64>(imm)),
+            Op::Xori => x[rd] = a ^ imm,
+            Op::Ori => x[rd] = a | imm,
+            Op::Andi => x[rd] = a & imm,
+            Op::Slli => x[rd] = sx::<RV64>(a << (imm & 63)),
+            Op::Srli => x[rd] = sx::<RV64>(ea::<RV64>(a) >> (imm & 63)),
+            Op::Srai => x[rd] = ((a as i64) >> (imm & 63)) as u64,
+            Op::Add => x[rd] = sx::<RV64>(a.wrapping_add(b)),
+            Op::Sub => x[rd] = sx::<RV64>(a.wrapping_sub(b)),
+            Op::Sll => x[rd] = sx::<RV64>(a << (b & shmask::<RV64>())),
+            Op::Slt => x[rd] = u64::from((a as i64) < (b as i64)),
+            Op::Sltu => x[rd] = u64::from(a < b),
+            Op::Xor => x[rd] = a ^ b,
+            Op::Srl => x[rd] = sx::<RV64>(ea::<RV64>(a) >> (b & shmask::<RV64>())),
+            Op::Sra => x[rd] = ((a as i64) >> (b & shmask::<RV64>())) as u64,
+            Op::Or => x[rd] = a | b,
+            Op::And => x[rd] = a & b,
+            Op::Addiw => x[rd] = a.wrapping_add(imm) as i32 as i64 as u64,
+            Op::Slliw => x[rd] = ((a as u32) << (imm & 31)) as i32 as i64 as u64,
+            Op::Srliw => x[rd] = ((a as u32) >> (imm & 31)) as i32 as i64 as u64,
+            Op::Sraiw => x[rd] = ((a as i32) >> (imm & 31)) as i64 as u64,
+            Op::Addw => x[rd] = a.wrapping_add(b) as i32 as i64 as u64,
+            Op::Subw => x[rd] = a.wrapping_sub(b) as i32 as i64 as u64,
+            Op::Sllw => x[rd] = ((a as u32) << (b & 31)) as i32 as i64 as u64,
+            Op::Srlw => x[rd] = ((a as u32) >> (b & 31)) as i32 as i64 as u64,
+            Op::Sraw => x[rd] = ((a as i32) >> (b & 31)) as i64 as u64,
+            Op::Fence | Op::FenceTso | Op::Pause => {}
+            Op::Mul => x[rd] = sx::<RV64>(a.wrapping_mul(b)),
+            Op::Mulh => {
+                x[rd] = if RV64 {
+                    ((i128::from(a as i64) * i128::from(b as i64)) >> 64) as u64
+                } else {
+                    ((a as i64 * b as i64) >> 32) as i32 as i64 as u64
+                }
+            }
+            Op::Mulhsu => {
+                x[rd] = if RV64 {
+                    ((i128::from(a as i64) * i128::from(b)) >> 64) as u64
+                } else {
+                    ((a as i64 * i64::from(b as u32)) >> 32) as i32 as i64 as u64
+                }
+            }
+            Op::Mulhu => {
+                x[rd] = if RV64 {
+                    ((u128::from(a) * u128::from(b)) >> 64) as u64
+                } else {
+                    ((u64::from(a as u32) * u64::from(b as u32)) >> 32) as i32 as i64 as u64
+                }
+            }
+            Op::Div => x[rd] = if RV64 { div64(a, b) } else { div32(a, b) },
+            Op::Divu => x[rd] = if RV64 { divu64(a, b) } else { divu32(a, b) },
+            Op::Rem => x[rd] = if RV64 { rem64(a, b) } else { rem32(a, b) },
+            Op::Remu => x[rd] = if RV64 { remu64(a, b) } else { remu32(a, b) },
+            Op::Mulw => x[rd] = a.wrapping_mul(b) as i32 as i64 as u64,
+            Op::Divw => x[rd] = div32(a, b),
+            Op::Divuw => x[rd] = divu32(a, b),
+            Op::Remw => x[rd] = rem32(a, b),
+            Op::Remuw => x[rd] = remu32(a, b),
+            Op::LrW | Op::LrD => {
+                let n: u64 = if inst.op == Op::LrW { 4 } else { 8 };
+                let at = ea::<RV64>(a);
+                if at & (n - 1) != 0 {
+                    hart.pc = pc;
+                    return (i, Exit::Trap(Cause::LOAD_MISALIGNED, at));
+                }
+                let v = if n == 4 {
+                    mem.read::<4>(at)
+                        .map(|v| i32::from_le_bytes(v) as i64 as u64)
+                } else {
+                    mem.read::<8>(at).map(u64::from_le_bytes)
+                };
+                let Some(v) = v else {
+                    hart.pc = pc;
+                    return (i, Exit::Trap(Cause::LOAD_ACCESS, at));
+                };
+                mem.reserve(
+                    h,
+                    Reservation {
+                        addr: at,
+                        size: n as u8,
+                        value: v,
+                    },
+                );
+                x[rd] = v;
+                addr = Some(at);
+            }
+            Op::ScW | Op::ScD => {
+                let n: u64 = if inst.op == Op::ScW { 4 } else { 8 };
+                let at = ea::<RV64>(a);
+                if at & (n - 1) != 0 {
+                    hart.pc = pc;
+                    return (i, Exit::Trap(Cause::STORE_MISALIGNED, at));
+                }
+                let current = if n == 4 {
+                    mem.read::<4>(at)
+                        .map(|v| i32::from_le_bytes(v) as i64 as u64)
+                } else {
+                    mem.read::<8>(at).map(u64::from_le_bytes)
+                };
+                let Some(current) = current else {
+                    hart.pc = pc;
+                    return (i, Exit::Trap(Cause::STORE_ACCESS, at));
+                };
+                let ok = match mem.take_reservation(h) {
+                    Some(r) => r.addr == at && u64::from(r.size) == n && r.value == current,
+                    None => false,
+                };
+                if ok {
+                    if n == 4 {
+                        mem.write::<4>(h, at, (b as u32).to_le_bytes());
+                    } else {
+                        mem.write::<8>(h, at, b.to_le_bytes());
+                    }
+                }
+                x[rd] = u64::from(!ok);
+                addr = Some(at);
+                if mem.code_written {
+                    x[0] = 0;
+                    if O::ENABLED {
+                        obs.retire(&Retired {
+                            hart: h,
+                            pc,
+                            inst,
+                            next_pc: next,
+                            mem_addr: addr,
+                        });
+                    }
+                    hart.pc = next;
+                    return (i + 1, Exit::Store);
+                }
+            }
+            Op::AmoswapW => amo!(4, |_, b| b),
+            Op::AmoaddW => amo!(4, |a, b| a.wrapping_add(b)),
+            Op::AmoxorW => amo!(4, |a, b| a ^ b),
+            Op::AmoandW => amo!(4, |a, b| a & b),
+            Op::AmoorW => amo!(4, |a, b| a | b),
+            Op::AmominW => amo!(4, |a, b| if (a as i32) < (b as i32) { a } else { b }),
+            Op::AmomaxW => amo!(4, |a, b| if (a as i32) > (b as i32) { a } else { b }),
+            Op::AmominuW => amo!(4, |a, b| if (a as u32) < (b as u32) { a } else { b }),
+            Op::AmomaxuW => amo!(4, |a, b| if (a as u32) > (b as u32) { a } else { b }),
+            Op::AmoswapD => amo!(8, |_, b| b),
+            Op::AmoaddD => amo!(8, |a, b| a.wrapping_add(b)),
+            Op::AmoxorD => amo!(8, |a, b| a ^ b),
+            Op::AmoandD => amo!(8, |a, b| a & b),
+            Op::AmoorD => amo!(8, |a, b| a | b),
+            Op::AmominD => amo!(8, |a, b| if (a as i64) < (b as i64) { a } else { b }),
+            Op::AmomaxD => amo!(8, |a, b| if (a as i64) > (b as i64) { a } else { b }),
+            Op::AmominuD => amo!(8, |a, b| a.min(b)),
+            Op::AmomaxuD => amo!(8, |a, b| a.max(b)),
+            Op::Ecall
+            | Op::Ebreak
+            | Op::Mret
+            | Op::Sret
+            | Op::Wfi
+            | Op::SfenceVma
+            | Op::FenceI
+            | Op::Csrrw
+            | Op::Csrrs
+            | Op::Csrrc
+            | Op::Csrrwi
+            | Op::Csrrsi
+            | Op::Csrrci => {
+                hart.pc = pc;
+                return (i, Exit::Slow);
+            }
+        }
+        x[0] = 0;
+        if O::ENABLED {
+            obs.retire(&Retired {
+                hart: h,
+                pc,
+                inst,
+                next_pc: next,
+                mem_addr: addr,
+            });
+        }
+        pc = next;
+    }
+    hart.pc = pc;
+    (insts.len(), Exit::Done)
+}
+
+/// A little-endian value of `N` bytes, sign-extended from its top bit (the
+/// way AMOs and LR return values).
+#[inline(always)]
+fn from_le<const N: usize>(v: [u8; N]) -> u64 {
+    let mut b = [0u8; 8];
+    b[..N].copy_from_slice(&v);
+    let raw = u64::from_le_bytes(b);
+    let shift = 64 - 8 * N as u32;
+    (((raw << shift) as i64) >> shift) as u64
+}
+
+#[inline(always)]
+fn to_le<const N: usize>(v: u64) -> [u8; N] {
+    let mut out = [0u8; N];
+    out.copy_from_slice(&v.to_le_bytes()[..N]);
+    out
+}
+
+#[inline(always)]
+fn shmask<const RV64: bool>() -> u64 {
+    if RV64 {
+        63
+    } else {
+        31
+    }
+}
+
+// Division: by zero gives all ones (quotient) or the dividend (remainder);
+// the one overflowing case, MIN / -1, gives MIN and 0.
+#[inline(always)]
+fn div64(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        u64::MAX
+    } else {
+        (a as i64).wrapping_div(b as i64) as u64
+    }
+}
+#[inline(always)]
+fn divu64(a: u64, b: u64) -> u64 {
+    a.checked_div(b).unwrap_or(u64::MAX)
+}
+#[inline(always)]
+fn rem64(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        (a as i64).wrapping_rem(b as i64) as u64
+    }
+}
+#[inline(always)]
+fn remu64(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        a % b
+    }
+}
+#[inline(always)]
+fn div32(a: u64, b: u64) -> u64 {
+    let (a, b) = (a as i32, b as i32);
+    (if b == 0 { -1 } else { a.wrapping_div(b) }) as i64 as u64
+}
+#[inline(always)]
+fn divu32(a: u64, b: u64) -> u64 {
+    let (a, b) = (a as u32, b as u32);
+    a.checked_div(b).unwrap_or(u32::MAX) as i32 as i64 as u64
+}
+#[inline(always)]
+fn rem32(a: u64, b: u64) -> u64 {
+    let (a, b) = (a as i32, b as i32);
+    (if b == 0 { a } else { a.wrapping_rem(b) }) as i64 as u64
+}
+#[inline(always)]
+fn remu32(a: u64, b: u64) -> u64 {
+    let (a, b) = (a as u32, b as u32);
+    (if b == 0 { a } else { a % b }) as i32 as i64 as u64
+}
+
+/// What the slow path decided.
+enum Slow {
+    /// Continue at `hart.pc` (the instruction retired or trapped to a
+    /// handler).
+    Continue { retired: bool },
+    /// The run stops (the instruction retired if `retired`).
+    Stop(StopReason, bool),
+}
+
+impl Machine {
+    /// Run hart `h` for at most `budget` instructions. Returns the stop
+    /// reason, or `None` when the budget ran out first.
+    pub(crate) fn run_hart<const RV64: bool, O: Observer>(
+        &mut self,
+        h: usize,
+        mut budget: u64,
+        obs: &mut O,
+    ) -> Option<StopReason> {
+        let xlen = if RV64 { Xlen::Rv64 } else { Xlen::Rv32 };
+        loop {
+            if budget == 0 {
+                return None;
+            }
+            if O::ENABLED && !obs.keep_going() {
+                return Some(StopReason::Observer);
+            }
+            let pc = self.harts[h].pc;
+            let id = match self.cache.lookup(pc) {
+                Some(id) => id,
+                None => match self.cache.build(pc, &mut self.memory, xlen) {
+                    Ok(id) => id,
+                    Err(f) => {
+                        let (cause, tval) = match f {
+                            Fetch::Access => (Cause::FETCH_ACCESS, pc),
+                            Fetch::Illegal(bits) => (Cause::ILLEGAL_INSTRUCTION, u64::from(bits)),
+                        };
+                        if let Some(stop) = self.trap(h, cause, tval, obs) {
+                            return Some(stop);
+                        }
+                        continue;
+                    }
+                },
+            };
+            let block = self.cache.blocks[id];
+            let n = (block.len as u64).min(budget) as usize;
+            let first = block.first as usize;
+            let insts = &self.cache.insts[first..first + n];
+            let hart = &mut self.harts[h];
+            let (done, exit) = exec::<RV64, O>(hart, &mut self.memory, &mut self.htif, insts, obs);
+            hart.stats.instructions += done as u64;
+            budget -= done as u64;
+            match exit {
+                Exit::Done => {}
+                Exit::Trap(cause, tval) => {
+                    if let Some(stop) = self.trap(h, cause, tval, obs) {
+                        return Some(stop);
+                    }
+                }
+                Exit::Store => {
+                    if let Some(code) = self.htif.exit.take() {
+                        return Some(StopReason::Exit { code });
+                    }
+                    if self.memory.code_written {
+                        self.cache.flush(&mut self.memory);
+                    }
+                }
+                Exit::Slow => {
+                    let inst = self.cache.insts[first + done];
+                    match self.slow::<RV64, O>(h, &inst, obs) {
+                        Slow::Continue { retired } => {
+                            if retired {
+                                self.harts[h].stats.instructions += 1;
+                                budget -= 1;
+                            }
+                        }
+                        Slow::Stop(stop, retired) => {
+                            if retired {
+                                self.harts[h].stats.instructions += 1;
+                            }
+                            return Some(stop);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Take a trap on hart `h` at its pc: into the handler at `mtvec` if
+    /// the program installed one, otherwise stop the run with the cause.
+    fn trap<O: Observer>(
+        &mut self,
+        h: usize,
+        cause: Cause,
+        tval: u64,
+        obs: &mut O,
+    ) -> Option<StopReason> {
+        let hart = &mut self.harts[h];
+        let pc = hart.pc;
+        let handler = (hart.csr.mtvec != 0).then_some(hart.csr.mtvec & !3);
+        if O::ENABLED {
+            obs.trap(&TrapEvent {
+                hart: h,
+                pc,
+                cause,
+                tval,
+                handler,
+            });
+        }
+        let Some(handler) = handler else {
+            return Some(StopReason::Fault(Fault {
+                hart: h,
+                pc,
+                cause,
+                tval,
+            }));
+        };
+        hart.stats.traps += 1;
+        let c = &mut hart.csr;
+        c.mepc = pc;
+        c.mcause = cause.0;
+        c.mtval = tval;
+        let mie = c.mstatus & mstatus::MIE != 0;
+        c.mstatus &= !(mstatus::MIE | mstatus::MPIE | mstatus::MPP);
+        if mie {
+            c.mstatus |= mstatus::MPIE;
+        }
+        c.mstatus |= (hart.privilege as u64) << 11;
+        hart.privilege = Priv::Machine;
+        hart.pc = handler;
+        None
+    }
+
+    /// Execute one instruction that the block executor leaves to us.
+    fn slow<const RV64: bool, O: Observer>(&mut self, h: usize, inst: &Inst, obs: &mut O) -> Slow {
+        let pc = self.harts[h].pc;
+        let next = pc + u64::from(inst.len);
+        let illegal = |m: &mut Machine, obs: &mut O| match m.trap(
+            h,
+            Cause::ILLEGAL_INSTRUCTION,
+            u64::from(inst.raw),
+            obs,
+        ) {
+            Some(stop) => Slow::Stop(stop, false),
+            None => Slow::Continue { retired: false },
+        };
+        let retire = |m: &mut Machine, obs: &mut O, next_pc: u64| {
+            m.harts[h].x[0] = 0;
+            m.harts[h].pc = next_pc;
+            if O::ENABLED {
+                obs.retire(&Retired {
+                    hart: h,
+                    pc,
+                    inst,
+                    next_pc,
+                    mem_addr: None,
+                });
+            }
+            Slow::Continue { retired: true }
+        };
+        let user = self.harts[h].privilege == Priv::User;
+        match inst.op {
+            Op::Ecall => {
+                let cause = if user { Cause::ECALL_U } else { Cause::ECALL_M };
+                match self.trap(h, cause, 0, obs) {
+                    Some(stop) => Slow::Stop(stop, false),
+                    None => Slow::Continue { retired: false },
+                }
+            }
+            Op::Ebreak => {
+                if !user && inst.len == 4 && self.is_semihosting_call(pc) {
+                    return self.semihosting::<RV64, O>(h, inst, obs);
+                }
+                match self.trap(h, Cause::BREAKPOINT, pc, obs) {
+                    Some(stop) => Slow::Stop(stop, false),
+                    None => Slow::Continue { retired: false },
+                }
+            }
+            Op::Mret => {
+                if user {
+                    return illegal(self, obs);
+                }
+                let hart = &mut self.harts[h];
+                let c = &mut hart.csr;
+                let mpp = (c.mstatus & mstatus::MPP) >> 11;
+                let mpie = c.mstatus & mstatus::MPIE != 0;
+                c.mstatus &= !(mstatus::MIE | mstatus::MPP);
+                if mpie {
+                    c.mstatus |= mstatus::MIE;
+                }
+                c.mstatus |= mstatus::MPIE;
+                hart.privilege = if mpp == 3 { Priv::Machine } else { Priv::User };
+                if hart.privilege != Priv::Machine {
+                    c.mstatus &= !mstatus::MPRV;
+                }
+                let target = ea::<RV64>(c.mepc);
+                if O::ENABLED {
+                    obs.trap_return(h, pc, target);
+                }
+                retire(self, obs, target)
+            }
+            // No S-mode: `sret` is illegal everywhere.
+            Op::Sret => illegal(self, obs),
+            Op::SfenceVma if user => illegal(self, obs),
+            Op::Wfi | Op::SfenceVma => retire(self, obs, next),
+            Op::FenceI => {
+                self.cache.flush(&mut self.memory);
+                retire(self, obs, next)
+            }
+            Op::Csrrw | Op::Csrrs | Op::Csrrc | Op::Csrrwi | Op::Csrrsi | Op::Csrrci => {
+                match self.csr_op::<RV64>(h, inst) {
+                    Ok(()) => retire(self, obs, next),
+                    Err(()) => illegal(self, obs),
+                }
+            }
+            // The block executor handles everything else.
+            _ => illegal(self, obs),
+        }
+    }
+
+    fn is_semihosting_call(&self, pc: u64) -> bool {
+        let word = |a: u64| self.memory.read::<4>(a).map(u32::from_le_bytes);
+        word(pc.wrapping_sub(4)) == Some(SEMI_PRE)
+            && word(pc) == Some(SEMI_EBREAK)
+            && word(pc.wrapping_add(4)) == Some(SEMI_POST)
+    }
+
+    fn semihosting<const RV64: bool, O: Observer>(
+        &mut self,
+        h: usize,
+        inst: &Inst,
+        obs: &mut O,
+    ) -> Slow {
+        let hart = &mut self.harts[h];
+        let pc = hart.pc;
+        let (op, a1) = (ea::<RV64>(hart.x[10]), hart.x[11]);
+        hart.stats.semihost_calls += 1;
+        let instret = hart.stats.instructions;
+        let a1 = ea::<RV64>(a1);
+        match self.host.call(op, a1, &mut self.memory, RV64, instret) {
+            semihost::Outcome::Return(v) => {
+                let v = sx::<RV64>(v);
+                let hart = &mut self.harts[h];
+                hart.x[10] = v;
+                // Continue at the `srai` that ends the sequence (a no-op).
+                hart.pc = pc + 4;
+                if self.memory.code_written {
+                    self.cache.flush(&mut self.memory);
+                }
+                if O::ENABLED {
+                    obs.semihost(h, pc, op, v);
+                    obs.retire(&Retired {
+                        hart: h,
+                        pc,
+                        inst,
+                        next_pc: pc + 4,
+                        mem_addr: None,
+                    });
+                }
+                Slow::Continue { retired: true }
+            }
+            semihost::Outcome::Exit(code) => {
+                if O::ENABLED {
+                    obs.semihost(h, pc, op, 0);
+                }
+                Slow::Stop(StopReason::Exit { code }, true)
+            }
+            semihost::Outcome::Denied(message) => Slow::Stop(
+                StopReason::Denied {
+                    hart: h,
+                    pc,
+                    message,
+                },
+                false,
+            ),
+            semihost::Outcome::Unsupported(op) => Slow::Stop(
+                StopReason::UnsupportedSemihosting { hart: h, pc, op },
+                false,
+            ),
+        }
+    }
+
+    /// A CSR instruction; `Err` means illegal instruction.
+    fn csr_op<const RV64: bool>(&mut self, h: usize, inst: &Inst) -> Result<(), ()> {
+        let hart = &mut self.harts[h];
+        let csr = Csr(inst.imm as u16 & 0xfff);
+        let (write, src) = match inst.op {
+            Op::Csrrw => (true, hart.x[inst.rs1 as usize & 31]),
+            Op::Csrrs | Op::Csrrc => (inst.rs1 != 0, hart.x[inst.rs1 as usize & 31]),
+            Op::Csrrwi => (true, u64::from(inst.rs1)),
+            _ => (inst.rs1 != 0, u64::from(inst.rs1)),
+        };
+        // Bits 9:8 give the lowest privilege that may access the CSR, bits
+        // 11:10 == 3 mark it read-only.
+        let min_priv = (csr.0 >> 8) & 3;
+        if (hart.privilege as u16) < min_priv || (write && csr.0 >> 10 == 3) {
+            return Err(());
+        }
+        let old = read_csr::<RV64>(hart, csr)?;
+        if write {
+            let new = match inst.op {
+                Op::Csrrw | Op::Csrrwi => src,
+                Op::Csrrs | Op::Csrrsi => old | src,
+                _ => old & !src,
+            };
+            write_csr::<RV64>(hart, csr, new)?;
+        }
+        if inst.rd != 0 {
+            hart.x[inst.rd as usize & 31] = sx::<RV64>(old);
+        }
+        Ok(())
+    }
+}
+
+/// The value of a CSR as the program reads it (before sign extension).
+fn read_csr<const RV64: bool>(hart: &Hart, csr: Csr) -> Result<u64, ()> {
+    let c = &hart.csr;
+    let instret = hart.stats.instructions;
+    let cycle = instret.wrapping_add(c.cycle_offset);
+    let minstret = instret.wrapping_add(c.instret_offset);
+    // The time CSR ticks at QEMU virt's 10 MHz timebase on the virtual
+    // 1 GHz clock.
+    let time = instret / 100;
+    let counter_ok = |bit: u16| hart.privilege == Priv::Machine || c.mcounteren >> bit & 1 != 0;
+    let v = match csr.0 {
+        0xc00 | 0xc01 | 0xc02 | 0xc80 | 0xc81 | 0xc82 if !counter_ok(csr.0 & 0x1f) => {
+            return Err(())
+        }
+        0xc80..=0xc82 | 0xb80 | 0xb82 if RV64 => return Err(()),
+        0xc00 | 0xb00 => cycle,
+        0xc01 => time,
+        0xc02 | 0xb02 => minstret,
+        0xc80 | 0xb80 => cycle >> 32,
+        0xc81 => time >> 32,
+        0xc82 | 0xb82 => minstret >> 32,
+        0xc03..=0xc1f | 0xb03..=0xb1f | 0x323..=0x33f => 0,
+        0xc83..=0xc9f | 0xb83..=0xb9f if !RV64 => 0,
+        0x180 => 0,
+        0x300 => {
+            let uxl = if RV64 { mstatus::UXL64 } else { 0 };
+            c.mstatus | uxl
+        }
+        0x310 if !RV64 => 0,
+        0x301 => {
+            // I, M, A, C and U; MXL in the top two bits.
+            let ext = 1 << 8 | 1 << 12 | 1 | 1 << 2 | 1 << 20;
+            if RV64 {
+                2 << 62 | ext
+            } else {
+                1 << 30 | ext
+            }
+        }
+        0x302 => c.medeleg,
+        0x303 => c.mideleg,
+        0x304 => c.mie,
+        0x305 => c.mtvec,
+        0x306 => c.mcounteren,
+        0x320 => c.mcountinhibit,
+        0x340 => c.mscratch,
+        0x341 => c.mepc,
+        0x342 => c.mcause,
+        0x343 => c.mtval,
+        0x344 => c.mip,
+        0x3a0..=0x3af => {
+            let i = (csr.0 - 0x3a0) as usize;
+            if RV64 && i % 2 == 1 {
+                return Err(());
+            }
+            c.pmpcfg[i]
+        }
+        0x3b0..=0x3ef => c.pmpaddr[(csr.0 - 0x3b0) as usize],
+        0xf11..=0xf13 | 0xf15 => 0,
+        0xf14 => hart.id as u64,
+        _ => return Err(()),
+    };
+    Ok(if RV64 { v } else { v & 0xffff_ffff })
+}
+
+fn write_csr<const RV64: bool>(hart: &mut Hart, csr: Csr, v: u64) -> Result<(), ()> {
+    let v = if RV64 { v } else { v & 0xffff_ffff };
+    let instret = hart.stats.instructions;
+    let c = &mut hart.csr;
+    // The write happens as the instruction retires, so the next read sees
+    // the written value: offsets are taken against `instret + 1`.
+    let after = instret.wrapping_add(1);
+    match csr.0 {
+        0xb00 => {
+            let cur = after.wrapping_add(c.cycle_offset);
+            let new = if RV64 { v } else { (cur & !0xffff_ffff) | v };
+            c.cycle_offset = new.wrapping_sub(after);
+        }
+        0xb80 if !RV64 => {
+            let cur = after.wrapping_add(c.cycle_offset);
+            c.cycle_offset = ((cur & 0xffff_ffff) | v << 32).wrapping_sub(after);
+        }
+        0xb02 => {
+            let cur = after.wrapping_add(c.instret_offset);
+            let new = if RV64 { v } else { (cur & !0xffff_ffff) | v };
+            c.instret_offset = new.wrapping_sub(after);
+        }
+        0xb82 if !RV64 => {
+            let cur = after.wrapping_add(c.instret_offset);
+            c.instret_offset = ((cur & 0xffff_ffff) | v << 32).wrapping_sub(after);
+        }
+        0xb03..=0xb1f | 0x323..=0x33f => {}
+        0xb83..=0xb9f if !RV64 => {}
+        // Bare mode only: satp writes are accepted and read back as 0.
+        0x180 => {}
+        0x300 => {
+            let mut new = v & mstatus::WRITABLE;
+            // MPP is WARL over the implemented modes, M and U.
+            if new & mstatus::MPP != mstatus::MPP {
+                new &= !mstatus::MPP;
+            }
+            c.mstatus = new;
+        }
+        0x310 if !RV64 => {}
+        0x301 => {}
+        0x302 => c.medeleg = v,
+        0x303 => c.mideleg = v,
+        0x304 => c.mie = v,
+        0x305 => c.mtvec = v,
+        0x306 => c.mcounteren = v & 0xffff_ffff,
+        0x320 => c.mcountinhibit = v,
+        0x340 => c.mscratch = v,
+        0x341 => c.mepc = v & !1,
+        0x342 => c.mcause = v,
+        0x343 => c.mtval = v,
+        0x344 => c.mip = v,
+        0x3a0..=0x3af => {
+            let i = (csr.0 - 0x3a0) as usize;
+            if RV64 && i % 2 == 1 {
+                return Err(());
+            }
+            c.pmpcfg[i] = v;
+        }
+        0x3b0..=0x3ef => c.pmpaddr[(csr.0 - 0x3b0) as usize] = v,
+        _ => return Err(()),
+    }
+    Ok(())
+}
