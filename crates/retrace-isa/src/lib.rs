@@ -11,6 +11,7 @@
 //!   [`DecodeError`] (illegal vs. unsupported extension), never panicking.
 //! - [`Inst::flow`], [`Inst::class`], [`Inst::reads`], [`Inst::writes`] and
 //!   [`Inst::mem`] answer what the CFG builder, simulator and timing model ask.
+//! - [`encode`] is the exact inverse of [`decode`].
 //! - [`disasm`] prints what GNU `objdump -d` prints; [`reg_name`] and
 //!   [`csr::name`] give the register and CSR names it uses.
 //!
@@ -24,13 +25,14 @@
 //! ```
 #![deny(missing_docs)]
 
-#[allow(dead_code)] // the encoding half is used by the encoder, which lands next
 mod bits;
 pub mod csr;
 mod decode;
 mod disasm;
+mod encode;
 mod inst;
 
 pub use decode::{decode, inst_len, DecodeError};
 pub use disasm::{disasm, reg_name, Disasm};
+pub use encode::{encode, EncodeError};
 pub use inst::{Class, Flow, Inst, MemAccess, MemKind, Op, Xlen};
