@@ -1,0 +1,118 @@
+/*
+ * Integer computational instructions of I (and RV64I's *W forms): every
+ * register-register and register-immediate operation, lui/auipc, writes to
+ * x0, register shifts by amounts >= XLEN (only the low log2(XLEN) bits
+ * count), and sign extension of the 32-bit results on RV64.
+ */
+#include "test.h"
+
+TEST_BEGIN
+    /* add / sub */
+    TEST_RR(1, add, 5, 2, 3)
+    TEST_RR(2, add, 0, -1, 1)
+    TEST_RR(3, add, 0x80000000, 0x7fffffff, 1)
+    TEST_RR(4, add, XL(0, 0x100000000), 0xffffffff, 1)
+    TEST_RR(5, sub, -1, 2, 3)
+    TEST_RR(6, sub, XL(0x7fffffff, -0x80000001), -0x80000000, 1)
+    TEST_RR_D1(7, add, 24, 13, 11)
+    TEST_RR_X0(8, add, 1, 2)
+    /* shifts by register: only the low 5 (RV32) or 6 (RV64) bits of rs2 */
+    TEST_RR(9, sll, 0x80, 1, 7)
+    TEST_RR(10, sll, XL(0x80000000, 0x80000000), 1, 31)
+    TEST_RR(11, sll, XL(2, 0x200000000), 1, 33)
+    TEST_RR(12, sll, XL(1, 1), 1, XL(32, 64))
+    TEST_RR(13, sll, XL(0x80000000, 0x8000000000000000), 1, -1)
+    TEST_RR(14, srl, 0x1, 0x80, 7)
+    TEST_RR(15, srl, XL(1, 0x1ffffffff), -1, XL(31, 31))
+    TEST_RR(16, srl, XL(0x7fffffff, 0x7fffffffffffffff), -1, XL(33, 65))
+    TEST_RR(17, srl, -1, -1, XL(32, 64))
+    TEST_RR(18, sra, -1, -2, 1)
+    TEST_RR(19, sra, -1, XL(0x80000000, 0x8000000000000000), -1)
+    TEST_RR(20, sra, XL(-0x40000000, -0x4000000000000000), XL(0x80000000, 0x8000000000000000), XL(33, 65))
+    TEST_RR(21, sra, 0x3fff, 0x7fff, 1)
+    /* set less than */
+    TEST_RR(22, slt, 1, -1, 0)
+    TEST_RR(23, slt, 0, 0, -1)
+    TEST_RR(24, slt, 0, 5, 5)
+    TEST_RR(25, sltu, 0, -1, 0)
+    TEST_RR(26, sltu, 1, 0, -1)
+    TEST_RR(27, sltu, 0, 7, 7)
+    TEST_RR(28, sltu, 1, 6, 7)
+    /* logic */
+    TEST_RR(29, xor, 0xff0, 0xf0f, 0x0ff)
+    TEST_RR(30, or, 0xfff, 0xf0f, 0x0ff)
+    TEST_RR(31, and, 0x00f, 0xf0f, 0x0ff)
+    TEST_RR(32, xor, -1, 0, -1)
+    TEST_RR(33, and, 0, -1, 0)
+    /* register-immediate: 12-bit immediates are sign-extended */
+    TEST_RI(34, addi, 0, 1, -1)
+    TEST_RI(35, addi, 2047 + 5, 5, 2047)
+    TEST_RI(36, addi, -2048 + 5, 5, -2048)
+    TEST_RI(37, slti, 1, -5, -4)
+    TEST_RI(38, slti, 0, -4, -4)
+    TEST_RI(39, sltiu, 1, 5, -1)
+    TEST_RI(40, sltiu, 0, -1, -1)
+    TEST_RI(41, sltiu, 1, 0, 1)
+    TEST_RI(42, xori, -1, 0, -1)
+    TEST_RI(43, xori, 0x7ff ^ 0x123, 0x123, 0x7ff)
+    TEST_RI(44, ori, -0x800, 0, -0x800)
+    TEST_RI(45, ori, 0x7f3, 0x0f0, 0x703)
+    TEST_RI(46, andi, 0xf0, 0xff0, 0x0ff)
+    TEST_RI(47, andi, -1 & -0x800, -1, -0x800)
+    TEST_RI(48, slli, 0x400, 1, 10)
+    TEST_RI(49, slli, XL(0x80000000, 0x8000000000000000), 1, XLEN - 1)
+    TEST_RI(50, srli, XL(1, 1), -1, XLEN - 1)
+    TEST_RI(51, srli, 0x7ff, 0x7ff0, 4)
+    TEST_RI(52, srai, -1, -1, XLEN - 1)
+    TEST_RI(53, srai, -0x80, -0x800, 4)
+    TEST_CASE(54, x0, 0, addi x0, x0, 5)
+    TEST_CASE(55, a0, 0, li a0, 7; slli a0, a0, 0; addi a0, a0, -7)
+    /* lui: the 20-bit immediate fills bits 31..12 and is sign-extended on RV64 */
+    TEST_CASE(56, a0, 0x12345000, lui a0, 0x12345)
+    TEST_CASE(57, a0, XL(0x80000000, -0x80000000), lui a0, 0x80000)
+    TEST_CASE(58, a0, XL(0xfffff000, -0x1000), lui a0, 0xfffff)
+    TEST_CASE(59, a0, 0x7ffff000, lui a0, 0x7ffff)
+    TEST_CASE(60, x0, 0, lui x0, 0x12345)
+    /* auipc: pc-relative, also sign-extended */
+    TEST_CASE(61, a0, 0, 8: auipc a0, 0; la a1, 8b; sub a0, a0, a1)
+    TEST_CASE(62, a0, 0x1000, 8: auipc a0, 1; la a1, 8b; sub a0, a0, a1)
+    TEST_CASE(63, a0, XL(0x80000000, -0x80000000), 8: auipc a0, 0x80000; la a1, 8b; sub a0, a0, a1)
+    TEST_CASE(64, a0, -0x1000, 8: auipc a0, 0xfffff; la a1, 8b; sub a0, a0, a1)
+    /* pseudo-instructions that are plain I instructions */
+    TEST_R1(65, neg, -5, 5)
+    TEST_R1(66, not, -1, 0)
+    TEST_R1(67, seqz, 1, 0)
+    TEST_R1(68, snez, 1, -3)
+    TEST_R1(69, sltz, 1, -3)
+    TEST_R1(70, sgtz, 0, -3)
+
+#if XLEN == 64
+    /* RV64I *W: compute on the low 32 bits, sign-extend bit 31 of the result */
+    TEST_RR(100, addw, -0x80000000, 0x7fffffff, 1)
+    TEST_RR(101, addw, 0, 0xffffffff, 1)
+    TEST_RR(102, addw, 3, 0x100000001, 0x200000002)
+    TEST_RR(103, subw, 0x7fffffff, -0x80000000, 1)
+    TEST_RR(104, subw, -1, 0x100000000, 1)
+    TEST_RR(105, sllw, -0x80000000, 1, 31)
+    TEST_RR(106, sllw, 2, 1, 33)
+    TEST_RR(107, sllw, 0, 0x100000000, 0)
+    TEST_RR(108, srlw, 0x7fffffff, -1, 33)
+    TEST_RR(109, srlw, -1, 0xffffffff, 32)
+    TEST_RR(110, srlw, 1, 0x80000000, 31)
+    TEST_RR(111, sraw, -1, 0x80000000, 31)
+    TEST_RR(112, sraw, -0x40000000, 0x80000000, 33)
+    TEST_RR(113, sraw, 0x12345678, 0xffffffff12345678, 0)
+    TEST_RI(114, addiw, -0x80000000, 0x7fffffff, 1)
+    TEST_RI(115, addiw, -1, 0xffffffff, 0)
+    TEST_RI(116, addiw, 0x7ff, 0x100000000, 0x7ff)
+    TEST_RI(117, slliw, -0x80000000, 1, 31)
+    TEST_RI(118, slliw, 0x12340000, 0xabcd1234, 16)
+    TEST_RI(119, srliw, 0x7fffffff, -1, 1)
+    TEST_RI(120, srliw, 0xffff, 0x12ffff0000, 16)
+    TEST_RI(121, sraiw, -1, 0x80000000, 31)
+    TEST_RI(122, sraiw, -0x8000, 0x80000000, 16)
+    TEST_R1(123, sext.w, -1, 0xffffffff)
+    TEST_R1(124, negw, -0x80000000, 0x80000000)
+    TEST_RR_X0(125, addw, 1, 2)
+#endif
+TEST_END
