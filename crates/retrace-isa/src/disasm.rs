@@ -58,9 +58,9 @@ pub struct Disasm {
 }
 
 /// Prepares `inst`, located at `pc`, for printing as objdump's mnemonic and
-/// operands columns, separated by a tab (`"addi"` has no operands column
-/// when there are none, e.g. `"ret"`). Branch and jump targets print as bare
-/// hex addresses; see [`Disasm::target`] for appending a symbol.
+/// operands columns, separated by a tab (no tab when there are no operands,
+/// as in `ret`). Branch and jump targets print as bare hex addresses; see
+/// [`Disasm::target`] for appending a symbol. Printing allocates nothing.
 pub fn disasm(inst: &Inst, pc: u64, xlen: Xlen) -> Disasm {
     Disasm {
         inst: *inst,
