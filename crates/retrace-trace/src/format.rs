@@ -1,0 +1,325 @@
+//! Byte-level layout shared by the writer and the reader: magic, version,
+//! header, stream kinds, trailer, varints, errors. `docs/FORMATS.md` is the
+//! prose version of this file; keep them in step.
+
+use std::fmt;
+
+/// The first 8 bytes of every trace. The high first byte and the `\n` catch
+/// text-mode transfers, as PNG's signature does.
+pub const MAGIC: [u8; 8] = *b"\x89RTRACE\n";
+/// The last 8 bytes of a complete trace.
+pub const END_MAGIC: [u8; 8] = *b"RTRACEND";
+/// The format version this code writes and reads.
+pub const FORMAT_VERSION: u16 = 1;
+/// Tag byte of a segment.
+pub const SEGMENT_TAG: u8 = b'S';
+/// Tag byte of the trailer.
+pub const TRAILER_TAG: u8 = b'T';
+/// Size of a segment's fixed header.
+pub const SEGMENT_HEADER_LEN: usize = 20;
+/// Size of the trailer including the end magic.
+pub const TRAILER_LEN: usize = 60;
+/// Largest raw segment a reader accepts (guards allocations on corrupt input).
+pub const MAX_SEGMENT_RAW: u32 = 64 << 20;
+
+/// What a stream inside a segment carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum StreamKind {
+    /// One bit per executed conditional branch, 1 = taken, packed
+    /// least-significant bit first into little-endian 64-bit words.
+    Branches = 1,
+    /// Indirect jumps and calls: per event a varint, the 1-based index into
+    /// that site's table of seen targets, or 0 followed by a varint target
+    /// address that is appended to the table.
+    Indirect = 2,
+    /// Returns that did not go where the shadow return stack said: per event
+    /// a varint count of matching returns since the previous escape, then a
+    /// varint target address.
+    Escapes = 3,
+    /// Per-loop trip counts (aggregation), varints.
+    LoopCounts = 4,
+    /// Synchronisation events of multi-hart programs, varints.
+    Sync = 5,
+}
+
+impl StreamKind {
+    /// The kind for a tag byte, if known.
+    pub fn from_tag(tag: u8) -> Option<StreamKind> {
+        Some(match tag {
+            1 => StreamKind::Branches,
+            2 => StreamKind::Indirect,
+            3 => StreamKind::Escapes,
+            4 => StreamKind::LoopCounts,
+            5 => StreamKind::Sync,
+            _ => return None,
+        })
+    }
+    /// Every kind.
+    pub const ALL: [StreamKind; 5] = [
+        StreamKind::Branches,
+        StreamKind::Indirect,
+        StreamKind::Escapes,
+        StreamKind::LoopCounts,
+        StreamKind::Sync,
+    ];
+    pub(crate) fn index(self) -> usize {
+        self as usize - 1
+    }
+}
+
+impl fmt::Display for StreamKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StreamKind::Branches => "branch bits",
+            StreamKind::Indirect => "indirect targets",
+            StreamKind::Escapes => "return escapes",
+            StreamKind::LoopCounts => "loop counts",
+            StreamKind::Sync => "sync events",
+        })
+    }
+}
+
+/// Everything a trace says about the run before its streams.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Identity hash of the program's loaded contents (`Elf::identity`).
+    pub identity: u64,
+    /// Register width, 32 or 64.
+    pub xlen: u8,
+    /// Number of harts with streams.
+    pub harts: u16,
+    /// Recording option flags (reserved; 0).
+    pub options: u32,
+    /// The program's file name, for messages.
+    pub program: String,
+    /// The program's arguments (after its name).
+    pub args: Vec<String>,
+}
+
+impl Header {
+    /// A header with no name, arguments or options.
+    pub fn new(identity: u64, xlen: u8, harts: u16) -> Header {
+        Header {
+            identity,
+            xlen,
+            harts,
+            options: 0,
+            program: String::new(),
+            args: Vec::new(),
+        }
+    }
+
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut body = Vec::new();
+        body.extend_from_slice(&self.identity.to_le_bytes());
+        body.push(self.xlen);
+        body.push(0);
+        body.extend_from_slice(&self.harts.to_le_bytes());
+        body.extend_from_slice(&self.options.to_le_bytes());
+        put_str(&mut body, &self.program);
+        body.extend_from_slice(&(self.args.len().min(u16::MAX as usize) as u16).to_le_bytes());
+        for a in self.args.iter().take(u16::MAX as usize) {
+            put_str(&mut body, a);
+        }
+        let mut out = Vec::with_capacity(body.len() + 16);
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&(body.len() as u16).to_le_bytes());
+        out.extend_from_slice(&body);
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// Parse a header body (after magic, version and length).
+    pub(crate) fn decode(body: &[u8]) -> Option<Header> {
+        let mut c = Cursor { buf: body, pos: 0 };
+        let identity = c.u64()?;
+        let xlen = c.u8()?;
+        c.u8()?;
+        let harts = c.u16()?;
+        let options = c.u32()?;
+        let program = c.str()?;
+        let argc = c.u16()?;
+        let mut args = Vec::new();
+        for _ in 0..argc {
+            args.push(c.str()?);
+        }
+        if c.pos != body.len() || (xlen != 32 && xlen != 64) || harts == 0 {
+            return None;
+        }
+        Some(Header {
+            identity,
+            xlen,
+            harts,
+            options,
+            program,
+            args,
+        })
+    }
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    let bytes = &s.as_bytes()[..s.len().min(u16::MAX as usize)];
+    out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
+/// Totals of the recorded run, kept in the trailer so the replay can check
+/// that it consumed exactly what was recorded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Instructions retired (all harts).
+    pub instructions: u64,
+    /// Conditional branches executed (= branch bits).
+    pub branches: u64,
+    /// Indirect-target records.
+    pub indirect: u64,
+    /// Return-escape records.
+    pub escapes: u64,
+    /// The program's exit code.
+    pub exit_code: i64,
+}
+
+impl Totals {
+    pub(crate) fn encode(&self, segments: u32) -> [u8; TRAILER_LEN] {
+        let mut t = [0u8; TRAILER_LEN];
+        t[0] = TRAILER_TAG;
+        t[4..8].copy_from_slice(&segments.to_le_bytes());
+        t[8..16].copy_from_slice(&self.instructions.to_le_bytes());
+        t[16..24].copy_from_slice(&self.branches.to_le_bytes());
+        t[24..32].copy_from_slice(&self.indirect.to_le_bytes());
+        t[32..40].copy_from_slice(&self.escapes.to_le_bytes());
+        t[40..48].copy_from_slice(&self.exit_code.to_le_bytes());
+        let crc = crc32fast::hash(&t[..48]);
+        t[48..52].copy_from_slice(&crc.to_le_bytes());
+        t[52..60].copy_from_slice(&END_MAGIC);
+        t
+    }
+
+    /// Parse a trailer; `None` when its checksum or magic is wrong.
+    pub(crate) fn decode(t: &[u8; TRAILER_LEN]) -> Option<(Totals, u32)> {
+        let le64 = |r: std::ops::Range<usize>| u64::from_le_bytes(t[r].try_into().unwrap());
+        let crc = u32::from_le_bytes(t[48..52].try_into().unwrap());
+        if t[0] != TRAILER_TAG || crc != crc32fast::hash(&t[..48]) || t[52..60] != END_MAGIC {
+            return None;
+        }
+        let segments = u32::from_le_bytes(t[4..8].try_into().unwrap());
+        Some((
+            Totals {
+                instructions: le64(8..16),
+                branches: le64(16..24),
+                indirect: le64(24..32),
+                escapes: le64(32..40),
+                exit_code: le64(40..48) as i64,
+            },
+            segments,
+        ))
+    }
+}
+
+/// Everything that can be wrong with a trace.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TraceError {
+    /// Reading or writing failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The file does not start with the trace magic.
+    #[error("not a retrace trace (bad magic at offset 0); record one with `retrace record`")]
+    NotATrace,
+    /// Written by another version of the format.
+    #[error("trace format version {found} is not supported (this retrace reads version {supported}); re-record the trace with this retrace")]
+    UnsupportedVersion {
+        /// Version in the file.
+        found: u16,
+        /// Version this code reads.
+        supported: u16,
+    },
+    /// A checksum or structure check failed.
+    #[error("corrupt trace: {what} at byte offset {offset}")]
+    Corrupt {
+        /// Byte offset of the damaged part.
+        offset: u64,
+        /// What is wrong, naming the segment.
+        what: String,
+    },
+    /// The file ends early.
+    #[error("truncated trace: {what} at byte offset {offset}; the recording was cut short — record again")]
+    Truncated {
+        /// Where the data stopped.
+        offset: u64,
+        /// What was being read.
+        what: String,
+    },
+    /// The consumer asked for items in an order the recording does not have:
+    /// the trace belongs to another program or run, or was damaged.
+    #[error("trace does not match the replay in segment {segment}: {what}")]
+    Desync {
+        /// Segment sequence number.
+        segment: u32,
+        /// What did not match.
+        what: String,
+    },
+    /// A stream item was asked for a hart the trace does not have.
+    #[error("trace has {harts} hart(s); hart {hart} was asked for")]
+    NoSuchHart {
+        /// Hart asked for.
+        hart: u16,
+        /// Harts in the trace.
+        harts: u16,
+    },
+}
+
+/// Append `v` as an LEB128 varint.
+#[inline]
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A bounds-checked little-endian reader over a byte slice.
+pub(crate) struct Cursor<'a> {
+    pub buf: &'a [u8],
+    pub pos: usize,
+}
+
+impl Cursor<'_> {
+    pub fn bytes(&mut self, n: usize) -> Option<&[u8]> {
+        let end = self.pos.checked_add(n)?;
+        let s = self.buf.get(self.pos..end)?;
+        self.pos = end;
+        Some(s)
+    }
+    pub fn u8(&mut self) -> Option<u8> {
+        Some(self.bytes(1)?[0])
+    }
+    pub fn u16(&mut self) -> Option<u16> {
+        Some(u16::from_le_bytes(self.bytes(2)?.try_into().ok()?))
+    }
+    pub fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.bytes(4)?.try_into().ok()?))
+    }
+    pub fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.bytes(8)?.try_into().ok()?))
+    }
+    pub fn str(&mut self) -> Option<String> {
+        let n = self.u16()? as usize;
+        String::from_utf8(self.bytes(n)?.to_vec()).ok()
+    }
+    pub fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,39 @@
+//! # retrace-trace
+//!
+//! The `.rtrace` container: what a recording keeps of one run, so that the
+//! replay can walk the partial-program table exactly as the program did.
+//! The byte layout is specified in `docs/FORMATS.md` ("Trace files").
+//!
+//! A trace is a header (program identity, ISA, harts, recording options), a
+//! sequence of **segments** and a **trailer** with totals. Each segment holds,
+//! for every hart, the items each stream produced during one window of the
+//! run — branch bits, indirect-target records, escape records, … — so a
+//! reader that consumes streams in the order the recorder produced them never
+//! needs more than one segment in memory, whatever the length of the run.
+//! Segments are compressed with zstd on a background thread (the recording
+//! thread only packs bits) and carry a CRC-32 of their stored bytes.
+//!
+//! ```
+//! use retrace_trace::{Header, StreamKind, Totals, TraceReader, TraceWriter};
+//! let header = Header::new(0x1234, 32, 1);
+//! let mut buf = Vec::new();
+//! let mut w = TraceWriter::new(&mut buf, &header).unwrap();
+//! for i in 0..1000 {
+//!     w.branch(0, i % 3 == 0);
+//! }
+//! w.record(0, StreamKind::Indirect, 0x8000_0100);
+//! w.finish(&Totals { instructions: 5000, branches: 1000, ..Totals::default() }).unwrap();
+//!
+//! let mut r = TraceReader::new(&buf[..]).unwrap();
+//! assert_eq!(r.header().identity, 0x1234);
+//! assert_eq!(r.next_bit(0).unwrap(), Some(true));
+//! ```
+#![deny(missing_docs)]
+
+mod format;
+mod reader;
+mod writer;
+
+pub use format::{Header, StreamKind, Totals, TraceError, FORMAT_VERSION, MAGIC};
+pub use reader::TraceReader;
+pub use writer::{TraceWriter, WriteSummary};

@@ -1,0 +1,360 @@
+//! The streaming trace reader: validates the header, then one segment at a
+//! time (checksum, sequence number, structure) as the consumer asks for
+//! items, and the trailer at the end. Memory use is one segment.
+
+use crate::format::{
+    Cursor, Header, StreamKind, Totals, TraceError, FORMAT_VERSION, MAGIC, MAX_SEGMENT_RAW,
+    SEGMENT_HEADER_LEN, SEGMENT_TAG, TRAILER_LEN, TRAILER_TAG,
+};
+use std::io::Read;
+
+#[derive(Default)]
+struct HartStreams {
+    bits: Vec<u64>,
+    bit_count: u64,
+    bit_pos: u64,
+    records: [Vec<u8>; StreamKind::ALL.len()],
+    record_pos: [usize; StreamKind::ALL.len()],
+    record_left: [u64; StreamKind::ALL.len()],
+}
+
+impl HartStreams {
+    fn leftover(&self) -> Option<String> {
+        if self.bit_pos < self.bit_count {
+            return Some(format!(
+                "{} branch bits left unread",
+                self.bit_count - self.bit_pos
+            ));
+        }
+        StreamKind::ALL.iter().find_map(|k| {
+            let left = self.record_left[k.index()];
+            (left > 0).then(|| format!("{left} {k} left unread"))
+        })
+    }
+}
+
+/// Reads a trace from any `Read`; see the crate documentation.
+pub struct TraceReader<R: Read> {
+    input: R,
+    offset: u64,
+    header: Header,
+    harts: Vec<HartStreams>,
+    /// Sequence number of the segment currently loaded (`u32::MAX`: none yet).
+    segment: u32,
+    totals: Option<(Totals, u32)>,
+}
+
+impl TraceReader<std::io::BufReader<std::fs::File>> {
+    /// Open a trace file and read its header.
+    pub fn open(path: &std::path::Path) -> Result<Self, TraceError> {
+        let f = std::fs::File::open(path)?;
+        TraceReader::new(std::io::BufReader::with_capacity(1 << 16, f))
+    }
+}
+
+impl<R: Read> TraceReader<R> {
+    /// Start reading: validates magic, version and header checksum.
+    pub fn new(mut input: R) -> Result<Self, TraceError> {
+        let mut fixed = [0u8; 12];
+        let got = read_full(&mut input, &mut fixed)?;
+        if got < 8 || fixed[..8] != MAGIC {
+            return Err(TraceError::NotATrace);
+        }
+        if got < 12 {
+            return Err(truncated(got as u64, "header"));
+        }
+        let version = u16::from_le_bytes([fixed[8], fixed[9]]);
+        if version != FORMAT_VERSION {
+            return Err(TraceError::UnsupportedVersion {
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let len = usize::from(u16::from_le_bytes([fixed[10], fixed[11]]));
+        let mut rest = vec![0u8; len + 4];
+        if read_full(&mut input, &mut rest)? < rest.len() {
+            return Err(truncated(12, "header"));
+        }
+        let mut whole = fixed.to_vec();
+        whole.extend_from_slice(&rest[..len]);
+        let crc = u32::from_le_bytes(rest[len..].try_into().unwrap());
+        if crc != crc32fast::hash(&whole) {
+            return Err(corrupt(0, "header checksum mismatch".into()));
+        }
+        let header = Header::decode(&rest[..len])
+            .ok_or_else(|| corrupt(12, "malformed header fields".into()))?;
+        Ok(TraceReader {
+            input,
+            offset: (12 + len + 4) as u64,
+            harts: (0..header.harts).map(|_| HartStreams::default()).collect(),
+            header,
+            segment: u32::MAX,
+            totals: None,
+        })
+    }
+
+    /// The trace's header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn hart(&self, hart: u16) -> Result<usize, TraceError> {
+        if hart < self.header.harts {
+            Ok(usize::from(hart))
+        } else {
+            Err(TraceError::NoSuchHart {
+                hart,
+                harts: self.header.harts,
+            })
+        }
+    }
+
+    /// The next branch bit of `hart` (1 = taken); `None` at the end of the
+    /// trace.
+    #[inline]
+    pub fn next_bit(&mut self, hart: u16) -> Result<Option<bool>, TraceError> {
+        let i = self.hart(hart)?;
+        let h = &mut self.harts[i];
+        if h.bit_pos < h.bit_count {
+            let p = h.bit_pos;
+            h.bit_pos += 1;
+            return Ok(Some((h.bits[(p >> 6) as usize] >> (p & 63)) & 1 == 1));
+        }
+        if !self.advance(hart, StreamKind::Branches)? {
+            return Ok(None);
+        }
+        self.next_bit(hart)
+    }
+
+    /// The next varint item of a record stream of `hart`; `None` at the end.
+    pub fn next_record(&mut self, hart: u16, kind: StreamKind) -> Result<Option<u64>, TraceError> {
+        let i = self.hart(hart)?;
+        let k = kind.index();
+        if self.harts[i].record_left[k] == 0 && !self.advance(hart, kind)? {
+            return Ok(None);
+        }
+        let h = &mut self.harts[i];
+        let mut c = Cursor {
+            buf: &h.records[k],
+            pos: h.record_pos[k],
+        };
+        let v = c.varint().ok_or_else(|| TraceError::Corrupt {
+            offset: self.offset,
+            what: format!("bad varint in {kind} of segment {}", self.segment),
+        })?;
+        h.record_pos[k] = c.pos;
+        h.record_left[k] -= 1;
+        Ok(Some(v))
+    }
+
+    /// Load the next segment because `hart`'s `kind` stream ran dry. Every
+    /// other stream of the current segment must have been consumed: the
+    /// recorder closed the segment at one instant, so a faithful replay
+    /// drains all of it before needing anything from the next.
+    fn advance(&mut self, hart: u16, kind: StreamKind) -> Result<bool, TraceError> {
+        for (h, s) in self.harts.iter().enumerate() {
+            if let Some(left) = s.leftover() {
+                return Err(TraceError::Desync {
+                    segment: self.segment,
+                    what: format!("hart {hart} needs more {kind} while hart {h} has {left}"),
+                });
+            }
+        }
+        loop {
+            if self.totals.is_some() {
+                return Ok(false);
+            }
+            self.load_next()?;
+            let h = &self.harts[usize::from(hart)];
+            let has = match kind {
+                StreamKind::Branches => h.bit_count > 0,
+                _ => h.record_left[kind.index()] > 0,
+            };
+            if has {
+                return Ok(true);
+            }
+            // A segment without items of this stream: its other streams
+            // must then be empty for this consumer too, or we are out of step.
+            for (h, s) in self.harts.iter().enumerate() {
+                if let Some(left) = s.leftover() {
+                    return Err(TraceError::Desync {
+                        segment: self.segment,
+                        what: format!("hart {hart} needs more {kind} while hart {h} has {left}"),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Read the next segment or the trailer.
+    fn load_next(&mut self) -> Result<(), TraceError> {
+        let at = self.offset;
+        let mut tag = [0u8; 1];
+        if read_full(&mut self.input, &mut tag)? == 0 {
+            return Err(truncated(at, "no trailer after the last segment"));
+        }
+        match tag[0] {
+            SEGMENT_TAG => self.load_segment(at),
+            TRAILER_TAG => {
+                let mut t = [0u8; TRAILER_LEN];
+                t[0] = TRAILER_TAG;
+                if read_full(&mut self.input, &mut t[1..])? < TRAILER_LEN - 1 {
+                    return Err(truncated(at, "trailer"));
+                }
+                self.offset += TRAILER_LEN as u64;
+                let (totals, segments) = Totals::decode(&t)
+                    .ok_or_else(|| corrupt(at, "trailer checksum or end magic mismatch".into()))?;
+                let seen = self.segment.wrapping_add(1);
+                if segments != seen {
+                    return Err(corrupt(
+                        at,
+                        format!("trailer counts {segments} segments, the file has {seen}"),
+                    ));
+                }
+                self.totals = Some((totals, segments));
+                Ok(())
+            }
+            other => Err(corrupt(
+                at,
+                format!(
+                    "unknown record tag 0x{other:02x} after segment {}",
+                    self.segment
+                ),
+            )),
+        }
+    }
+
+    fn load_segment(&mut self, at: u64) -> Result<(), TraceError> {
+        let seq_expected = self.segment.wrapping_add(1);
+        let mut head = [0u8; SEGMENT_HEADER_LEN];
+        head[0] = SEGMENT_TAG;
+        if read_full(&mut self.input, &mut head[1..])? < SEGMENT_HEADER_LEN - 1 {
+            return Err(truncated(at, &format!("header of segment {seq_expected}")));
+        }
+        let le32 = |r: std::ops::Range<usize>| u32::from_le_bytes(head[r].try_into().unwrap());
+        let (codec, seq, raw_len, stored_len, crc) =
+            (head[1], le32(4..8), le32(8..12), le32(12..16), le32(16..20));
+        if seq != seq_expected {
+            return Err(corrupt(
+                at,
+                format!("segment number {seq} where {seq_expected} was expected"),
+            ));
+        }
+        if raw_len > MAX_SEGMENT_RAW || stored_len > MAX_SEGMENT_RAW || codec > 1 {
+            return Err(corrupt(at, format!("implausible header of segment {seq}")));
+        }
+        let mut stored = vec![0u8; stored_len as usize];
+        if read_full(&mut self.input, &mut stored)? < stored.len() {
+            return Err(truncated(at, &format!("payload of segment {seq}")));
+        }
+        if crc32fast::hash(&stored) != crc {
+            return Err(corrupt(at, format!("checksum mismatch in segment {seq}")));
+        }
+        let raw = match codec {
+            0 => stored,
+            _ => zstd::bulk::decompress(&stored, raw_len as usize)
+                .map_err(|e| corrupt(at, format!("segment {seq} does not decompress: {e}")))?,
+        };
+        if raw.len() != raw_len as usize {
+            return Err(corrupt(at, format!("segment {seq} has the wrong size")));
+        }
+        self.offset += (SEGMENT_HEADER_LEN + stored_len as usize) as u64;
+        self.segment = seq;
+        for h in &mut self.harts {
+            *h = HartStreams::default();
+        }
+        self.parse_segment(&raw)
+            .map_err(|what| corrupt(at, format!("segment {seq}: {what}")))
+    }
+
+    fn parse_segment(&mut self, raw: &[u8]) -> Result<(), String> {
+        let mut c = Cursor { buf: raw, pos: 0 };
+        while c.pos < raw.len() {
+            let hart = c.varint().ok_or("bad hart number")?;
+            let tag = c.u8().ok_or("missing stream kind")?;
+            let count = c.varint().ok_or("bad item count")?;
+            let len = c.varint().ok_or("bad stream length")? as usize;
+            let bytes = c.bytes(len).ok_or("stream longer than its segment")?;
+            let h = self.harts.get_mut(hart as usize).ok_or(format!(
+                "stream for hart {hart}, the header declares {}",
+                self.header.harts
+            ))?;
+            let kind = StreamKind::from_tag(tag).ok_or(format!(
+                "unknown stream kind {tag} (written by a newer retrace?)"
+            ))?;
+            match kind {
+                StreamKind::Branches => {
+                    if len % 8 != 0 || count.div_ceil(64) != (len / 8) as u64 {
+                        return Err(format!("{count} branch bits do not fit {len} bytes"));
+                    }
+                    h.bits = bytes
+                        .chunks_exact(8)
+                        .map(|w| u64::from_le_bytes(w.try_into().unwrap()))
+                        .collect();
+                    h.bit_count = count;
+                }
+                _ => {
+                    if count > len as u64 {
+                        return Err(format!("{count} {kind} cannot fit {len} bytes"));
+                    }
+                    h.records[kind.index()] = bytes.to_vec();
+                    h.record_left[kind.index()] = count;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// After the consumer is done: checks that nothing recorded is left
+    /// unread, reads the trailer, and returns the recorded totals.
+    pub fn finish(mut self) -> Result<Totals, TraceError> {
+        for (h, s) in self.harts.iter().enumerate() {
+            if let Some(left) = s.leftover() {
+                return Err(TraceError::Desync {
+                    segment: self.segment,
+                    what: format!("the replay ended but hart {h} has {left}"),
+                });
+            }
+        }
+        while self.totals.is_none() {
+            self.load_next()?;
+            for (h, s) in self.harts.iter().enumerate() {
+                if let Some(left) = s.leftover() {
+                    return Err(TraceError::Desync {
+                        segment: self.segment,
+                        what: format!("the replay ended but hart {h} has {left}"),
+                    });
+                }
+            }
+        }
+        let mut extra = [0u8; 1];
+        if read_full(&mut self.input, &mut extra)? != 0 {
+            return Err(corrupt(self.offset, "data after the trailer".into()));
+        }
+        Ok(self.totals.unwrap().0)
+    }
+}
+
+fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+fn truncated(offset: u64, what: &str) -> TraceError {
+    TraceError::Truncated {
+        offset,
+        what: what.to_string(),
+    }
+}
+
+fn corrupt(offset: u64, what: String) -> TraceError {
+    TraceError::Corrupt { offset, what }
+}

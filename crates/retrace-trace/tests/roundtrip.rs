@@ -1,0 +1,156 @@
+//! Write → read round trips, and the reader's answers to damaged input.
+
+use proptest::prelude::*;
+use retrace_trace::{Header, StreamKind, Totals, TraceError, TraceReader, TraceWriter};
+
+/// A trace with `bits` branch bits (pattern from `seed`) and an indirect
+/// record after every 1000th bit.
+fn sample(bits: u64, seed: u64) -> (Vec<u8>, Vec<bool>, Vec<u64>) {
+    let mut header = Header::new(0xfeed_beef, 64, 1);
+    header.program = "sort-rv64-O2.elf".into();
+    header.args = vec!["100".into()];
+    let mut buf = Vec::new();
+    let mut w = TraceWriter::new(&mut buf, &header).unwrap();
+    let mut x = seed | 1;
+    let (mut expect_bits, mut expect_recs) = (Vec::new(), Vec::new());
+    for i in 0..bits {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let b = x & 1 == 1;
+        w.branch(0, b);
+        expect_bits.push(b);
+        if i % 1000 == 999 {
+            w.record(0, StreamKind::Indirect, x >> 40);
+            expect_recs.push(x >> 40);
+        }
+    }
+    let totals = Totals {
+        instructions: bits * 7,
+        branches: bits,
+        indirect: expect_recs.len() as u64,
+        escapes: 0,
+        exit_code: 3,
+    };
+    w.finish(&totals).unwrap();
+    (buf, expect_bits, expect_recs)
+}
+
+/// Consume a trace the way its recorder produced it.
+fn consume(buf: &[u8]) -> Result<(Vec<bool>, Vec<u64>, Totals), TraceError> {
+    let mut r = TraceReader::new(buf)?;
+    let (mut bits, mut recs) = (Vec::new(), Vec::new());
+    while let Some(b) = r.next_bit(0)? {
+        bits.push(b);
+        if bits.len() % 1000 == 0 {
+            recs.push(r.next_record(0, StreamKind::Indirect)?.unwrap_or(u64::MAX));
+        }
+    }
+    let t = r.finish()?;
+    Ok((bits, recs, t))
+}
+
+#[test]
+fn roundtrip_across_many_segments() {
+    // 20 Mi bits: three segments of 8 Mi bits.
+    let (buf, bits, recs) = sample(20 << 20, 7);
+    let (b2, r2, t) = consume(&buf).unwrap();
+    assert_eq!(b2.len(), bits.len());
+    assert!(b2 == bits, "bits differ");
+    assert_eq!(r2, recs);
+    assert_eq!(t.branches, 20 << 20);
+    assert_eq!(t.exit_code, 3);
+    // Random bits do not compress: ~1 bit per branch plus framing.
+    assert!(buf.len() < (20 << 20) / 8 + 200_000, "{} bytes", buf.len());
+}
+
+#[test]
+fn header_survives() {
+    let (buf, _, _) = sample(10, 1);
+    let r = TraceReader::new(&buf[..]).unwrap();
+    assert_eq!(r.header().identity, 0xfeed_beef);
+    assert_eq!(r.header().xlen, 64);
+    assert_eq!(r.header().program, "sort-rv64-O2.elf");
+    assert_eq!(r.header().args, vec!["100".to_string()]);
+}
+
+#[test]
+fn not_a_trace_and_wrong_version() {
+    assert!(matches!(
+        TraceReader::new(&b"\x7fELF...."[..]),
+        Err(TraceError::NotATrace)
+    ));
+    let (mut buf, _, _) = sample(10, 1);
+    buf[8] = 9;
+    let e = TraceReader::new(&buf[..]).err().unwrap();
+    assert!(
+        matches!(e, TraceError::UnsupportedVersion { found: 9, .. }),
+        "{e}"
+    );
+}
+
+#[test]
+fn truncation_is_named() {
+    let (buf, _, _) = sample(5000, 3);
+    for cut in [buf.len() - 1, buf.len() - 60, buf.len() / 2, 40] {
+        let e = consume(&buf[..cut])
+            .err()
+            .expect("truncated trace accepted");
+        let msg = e.to_string();
+        assert!(
+            matches!(e, TraceError::Truncated { .. }),
+            "cut at {cut}: {msg}"
+        );
+        assert!(msg.contains("offset"), "{msg}");
+    }
+}
+
+#[test]
+fn corruption_is_caught_by_checksums() {
+    let (buf, _, _) = sample(5000, 3);
+    // Flip one byte in the first segment's payload.
+    let mut bad = buf.clone();
+    let header_len = 12 + u16::from_le_bytes([buf[10], buf[11]]) as usize + 4;
+    bad[header_len + 25] ^= 0x40;
+    let e = consume(&bad).err().unwrap();
+    assert!(
+        e.to_string().contains("checksum mismatch in segment 0"),
+        "{e}"
+    );
+}
+
+#[test]
+fn replay_that_stops_early_is_a_desync() {
+    let (buf, _, _) = sample(5000, 3);
+    let mut r = TraceReader::new(&buf[..]).unwrap();
+    r.next_bit(0).unwrap();
+    let e = r.finish().err().unwrap();
+    assert!(matches!(e, TraceError::Desync { .. }), "{e}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let _ = consume(&bytes);
+    }
+
+    #[test]
+    fn mutated_traces_never_panic(seed in any::<u64>(), pos in any::<usize>(), val in any::<u8>(), cut in any::<usize>()) {
+        let (mut buf, _, _) = sample(3000, seed);
+        let p = pos % buf.len();
+        buf[p] = val;
+        let c = cut % (buf.len() + 1);
+        let _ = consume(&buf[..c]);
+    }
+
+    #[test]
+    fn roundtrip_any_length(n in 0u64..5000, seed in any::<u64>()) {
+        let (buf, bits, recs) = sample(n, seed);
+        let (b2, r2, t) = consume(&buf).unwrap();
+        prop_assert_eq!(b2, bits);
+        prop_assert_eq!(r2, recs);
+        prop_assert_eq!(t.branches, n);
+    }
+}
