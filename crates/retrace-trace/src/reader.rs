@@ -284,7 +284,7 @@ impl<R: Read> TraceReader<R> {
             ))?;
             match kind {
                 StreamKind::Branches => {
-                    if len % 8 != 0 || count.div_ceil(64) != (len / 8) as u64 {
+                    if !len.is_multiple_of(8) || count.div_ceil(64) != (len / 8) as u64 {
                         return Err(format!("{count} branch bits do not fit {len} bytes"));
                     }
                     h.bits = bytes
