@@ -93,9 +93,7 @@ fn not_a_trace_and_wrong_version() {
 fn truncation_is_named() {
     let (buf, _, _) = sample(5000, 3);
     for cut in [buf.len() - 1, buf.len() - 60, buf.len() / 2, 40] {
-        let e = consume(&buf[..cut])
-            .err()
-            .expect("truncated trace accepted");
+        let e = consume(&buf[..cut]).expect_err("truncated trace accepted");
         let msg = e.to_string();
         assert!(
             matches!(e, TraceError::Truncated { .. }),
