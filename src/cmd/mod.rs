@@ -3,9 +3,11 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+pub mod cfg;
 pub mod clock;
 pub mod demo;
 pub mod disasm;
+pub mod pp;
 pub mod run;
 
 /// retrace: how long a program takes on a RISC-V core that you do not have.
@@ -27,6 +29,10 @@ pub enum Command {
     /// Put many processors' cycle counters on one clock.
     #[command(subcommand)]
     Clock(clock::Command),
+    /// Show the partial-program table (and loops, regions); --check it against a run.
+    Pp(pp::Args),
+    /// Show one function's control-flow graph (Graphviz DOT with --dot).
+    Cfg(cfg::Args),
 }
 
 /// Run one parsed command line; the result is the process exit status.
@@ -36,6 +42,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(a) => run::main(a),
         Command::Disasm(a) => disasm::main(a),
         Command::Clock(c) => clock::main(c),
+        Command::Pp(a) => pp::main(a),
+        Command::Cfg(a) => cfg::main(a),
     }
 }
 

@@ -126,6 +126,8 @@ pub struct CodeSection {
     pub addr: u64,
     /// Its contents.
     pub data: Vec<u8>,
+    /// Its index in the section header table.
+    pub index: u16,
 }
 
 /// One symbol of the ELF symbol table.
@@ -141,8 +143,13 @@ pub struct Symbol {
     pub is_function: bool,
     /// `STB_GLOBAL` or `STB_WEAK`.
     pub is_global: bool,
+    /// `STT_OBJECT` (a variable, array …).
+    pub is_object: bool,
     /// Defined in an executable section.
     pub in_code: bool,
+    /// Index of the section it is defined in (`st_shndx`; special values
+    /// such as `SHN_ABS` kept as they are).
+    pub section: u16,
 }
 
 /// A loaded ELF executable.
@@ -156,8 +163,12 @@ pub struct Elf {
     pub segments: Vec<Segment>,
     /// Executable sections in section-header order.
     pub code_sections: Vec<CodeSection>,
-    /// Symbols sorted by address, then name.
+    /// Symbols sorted by address, then name (mapping symbols excluded).
     pub symbols: Vec<Symbol>,
+    /// Mapping symbols in executable sections, sorted by address: `true`
+    /// where `$d` starts data embedded in code, `false` where `$x` starts
+    /// instructions again (what objdump uses to tell them apart).
+    pub data_marks: Vec<(u64, bool)>,
     /// Address of `tohost` (HTIF), if defined.
     pub tohost: Option<u64>,
     /// Address of `fromhost` (HTIF), if defined.
@@ -353,7 +364,7 @@ where
     let sections = header.sections(endian, data).map_err(truncated)?;
     let mut code_sections = Vec::new();
     let mut code_index = Vec::new();
-    for sh in sections.iter() {
+    for (index, sh) in sections.iter().enumerate() {
         let flags: u64 = sh.sh_flags(endian).into();
         let is_code = sh.sh_type(endian) == elf::SHT_PROGBITS
             && flags & u64::from(elf::SHF_EXECINSTR) != 0
@@ -373,12 +384,14 @@ where
             name,
             addr: sh.sh_addr(endian).into(),
             data: bytes.to_vec(),
+            index: index as u16,
         });
     }
 
     // A missing or broken symbol table still leaves a runnable program, so
     // symbols are best effort: only the headers and segments are required.
     let mut symbols = Vec::new();
+    let mut data_marks = Vec::new();
     if let Ok(table) = sections.symbols(endian, data, elf::SHT_SYMTAB) {
         for sym in table.iter() {
             let Ok(name) = sym.name(endian, table.strings()) else {
@@ -386,6 +399,12 @@ where
             };
             let kind = sym.st_type();
             let shndx = sym.st_shndx(endian);
+            let in_code = code_index.get(usize::from(shndx)).copied().unwrap_or(false);
+            if in_code && (name == b"$d" || name.starts_with(b"$d.")) {
+                data_marks.push((sym.st_value(endian).into(), true));
+            } else if in_code && (name == b"$x" || name.starts_with(b"$x")) {
+                data_marks.push((sym.st_value(endian).into(), false));
+            }
             // Mapping symbols (`$x`, `$d`) mark code/data, not places.
             if name.is_empty()
                 || name.starts_with(b"$")
@@ -402,11 +421,14 @@ where
                 size: sym.st_size(endian).into(),
                 is_function: kind == elf::STT_FUNC,
                 is_global: bind == elf::STB_GLOBAL || bind == elf::STB_WEAK,
-                in_code: code_index.get(usize::from(shndx)).copied().unwrap_or(false),
+                is_object: kind == elf::STT_OBJECT,
+                in_code,
+                section: shndx,
             });
         }
     }
     symbols.sort_by(|a, b| (a.addr, &a.name).cmp(&(b.addr, &b.name)));
+    data_marks.sort();
     let find = |n: &str| symbols.iter().find(|s| s.name == n).map(|s| s.addr);
     let tohost = find("tohost");
     let fromhost = find("fromhost");
@@ -419,6 +441,7 @@ where
         tohost,
         fromhost,
         symbols,
+        data_marks,
         identity: hash.0,
     })
 }
@@ -511,7 +534,9 @@ mod tests {
             size: 8,
             is_function: f,
             is_global: false,
+            is_object: false,
             in_code: true,
+            section: 1,
         };
         e.symbols = vec![
             sym("a_label", 0x100, false),

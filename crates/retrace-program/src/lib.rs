@@ -1,15 +1,67 @@
 //! # retrace-program
 //!
-//! What retrace knows about a program without running it. For now: loading a
-//! RISC-V ELF executable ([`Elf`]) — its register width, entry point, load
-//! segments, executable sections, symbols, HTIF addresses and identity hash.
+//! What retrace knows about a program without running it:
+//!
+//! - [`Elf`]: loading a RISC-V ELF executable — register width, entry
+//!   point, load segments, executable sections, symbols, HTIF addresses and
+//!   identity hash.
+//! - [`Code`]: the executable bytes with a decode cache, so every analysis
+//!   decodes each reachable instruction once.
+//! - [`Program`]: the whole-program analysis — functions (symbols, or
+//!   recursive descent in stripped files), one [`Cfg`] per function,
+//!   recognised jump tables, the [`CallGraph`] with recursion, and
+//! - [`PpTable`]: the partial-program table of seed 000, the structure the
+//!   replay walks — dense [`PpId`]s, successors resolved in [`End`], paths
+//!   as [`Run`]s, and run-time extension with [`PpTable::ensure`];
+//! - [`loops`]: dominators, natural loops and the loop nest with the seed's
+//!   Z1/X1/X2 conditions and trip-count test; [`regions`]: if-else
+//!   regions; [`dot`]: Graphviz output; [`check`]: following the table
+//!   along an execution instruction by instruction.
+//!
+//! Malformed code is never a panic: problems the analysis can work around
+//! are [`Warning`]s with addresses, the rest [`ProgramError`]s.
 //!
 //! ```no_run
+//! use retrace_program::{Elf, End, Program};
 //! let bytes = std::fs::read("prog.elf").unwrap();
-//! let elf = retrace_program::Elf::parse(&bytes).unwrap();
-//! println!("entry {:#x}, {} segments, identity {:016x}", elf.entry, elf.segments.len(), elf.identity());
+//! let elf = Elf::parse(&bytes).unwrap();
+//! let program = Program::analyse(&elf).unwrap();
+//! let table = &program.table;
+//! let mut pp = table.lookup(program.entry.into()).unwrap();
+//! // Follow the not-taken side of every branch until something else ends a PP.
+//! while let End::Branch { not_taken: Some(next), .. } = table.get(pp).end {
+//!     pp = next;
+//! }
+//! for (pc, inst) in table.insts(pp) {
+//!     println!("{pc} {:?}", inst.op);
+//! }
 //! ```
 #![deny(missing_docs)]
 
+pub mod addr;
+pub mod callgraph;
+pub mod cfg;
+pub mod check;
+pub mod code;
+pub mod dom;
+pub mod dot;
 pub mod elf;
+pub mod error;
+pub mod jumptable;
+pub mod loops;
+pub mod pp;
+pub mod program;
+pub mod regions;
+
+pub use addr::Addr;
+pub use callgraph::CallGraph;
+pub use cfg::{Block, BlockId, Cfg, EdgeKind, Terminator};
+pub use check::{CheckReport, Checker, Mismatch};
+pub use code::Code;
 pub use elf::{CodeSection, Elf, ElfError, Segment, SegmentFlags, Symbol};
+pub use error::{ProgramError, Warning};
+pub use jumptable::JumpTable;
+pub use loops::{Loop, LoopId, LoopNest, TripCount};
+pub use pp::{Cursor, End, EndKind, PartialProgram, PpId, PpTable, Run, StartKind, StartKinds};
+pub use program::{FuncId, Function, FunctionSource, Program};
+pub use regions::{Region, RegionKind};

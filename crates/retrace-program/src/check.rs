@@ -1,0 +1,313 @@
+//! Checking a partial-program table against an execution.
+//!
+//! [`Checker`] is fed every retired instruction of a run (`pc`, next pc)
+//! and follows the table exactly as a replay would: along the current PP's
+//! path instruction by instruction, and at its end to the successor the
+//! table names — taken or not-taken by where the branch went, the callee
+//! with the return point pushed on a shadow stack, the popped return point
+//! at a return, and for indirect jumps and calls the PP of the observed
+//! target ([`PpTable::ensure`], which adds it if no static rule found it).
+//!
+//! An executed instruction is *covered* when it is the instruction the
+//! table predicted at that point. Anything else is a [`Mismatch`]: the
+//! execution left the current path, or a PP ended in a transition that is
+//! not one of its successors. After a mismatch the checker re-synchronises
+//! at the executed pc, so one error does not hide the rest of the run.
+//!
+//! The checker does not run programs itself (this crate executes
+//! nothing); the CLI's `retrace pp --check` connects it to the functional
+//! simulator.
+
+use crate::error::ProgramError;
+use crate::pp::{Cursor, End, PpId, PpTable};
+use crate::Addr;
+use std::fmt;
+
+/// One way the execution disagreed with the table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Mismatch {
+    /// The instruction executed is not the next one on the current PP's
+    /// path.
+    OffPath {
+        /// The PP being followed.
+        pp: PpId,
+        /// The pc the path predicted.
+        expected: Addr,
+        /// The pc that executed.
+        actual: Addr,
+    },
+    /// A PP ended with a conditional branch or a jump that went somewhere
+    /// its successors do not include.
+    BadSuccessor {
+        /// The PP that ended.
+        pp: PpId,
+        /// Its last instruction.
+        at: Addr,
+        /// Where execution went.
+        to: Addr,
+    },
+    /// Execution went to an address the table cannot make a PP of.
+    Unresolvable {
+        /// Where execution went.
+        to: Addr,
+        /// Why the table cannot start a PP there.
+        error: ProgramError,
+    },
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Mismatch::OffPath {
+                pp,
+                expected,
+                actual,
+            } => write!(
+                f,
+                "executed {actual} where PP {pp}'s path continues at {expected}"
+            ),
+            Mismatch::BadSuccessor { pp, at, to } => {
+                write!(
+                    f,
+                    "PP {pp} ended at {at} and went to {to}, which is not one of its successors"
+                )
+            }
+            Mismatch::Unresolvable { to, error } => {
+                write!(
+                    f,
+                    "execution went to {to}, which the table cannot start a PP at: {error}"
+                )
+            }
+        }
+    }
+}
+
+/// What a check found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// Instructions executed.
+    pub executed_instructions: u64,
+    /// Executed instructions that were the table's prediction.
+    pub covered_instructions: u64,
+    /// PP executions (transitions into a PP, the first included).
+    pub pp_executions: u64,
+    /// Distinct PPs executed.
+    pub executed_partial_programs: u64,
+    /// PPs the run added to the table (indirect targets no static rule
+    /// found).
+    pub added_partial_programs: u64,
+    /// Returns that did not go to the return point on top of the shadow
+    /// stack (longjmp, stack switching); a replay records these as escapes.
+    pub return_escapes: u64,
+    /// Traps taken (execution continued at the trap handler).
+    pub traps: u64,
+    /// Number of mismatches.
+    pub mismatches: u64,
+    /// The first mismatches, for the report.
+    pub first_mismatches: Vec<Mismatch>,
+}
+
+impl CheckReport {
+    /// Covered instructions as a percentage of executed instructions
+    /// (100 when nothing executed).
+    pub fn coverage_percent(&self) -> f64 {
+        if self.executed_instructions == 0 {
+            100.0
+        } else {
+            self.covered_instructions as f64 * 100.0 / self.executed_instructions as f64
+        }
+    }
+}
+
+/// How many mismatches a report keeps in full.
+const KEEP: usize = 20;
+
+/// Follows a table along an execution. See the module docs.
+pub struct Checker<'t> {
+    table: &'t mut PpTable,
+    cur: Option<Cursor>,
+    stack: Vec<PpId>,
+    seen: Vec<bool>,
+    static_len: usize,
+    report: CheckReport,
+}
+
+impl<'t> Checker<'t> {
+    /// A checker over `table`; the first retired instruction starts it.
+    pub fn new(table: &'t mut PpTable) -> Checker<'t> {
+        let static_len = table.len();
+        Checker {
+            seen: vec![false; static_len],
+            table,
+            cur: None,
+            stack: Vec::new(),
+            static_len,
+            report: CheckReport::default(),
+        }
+    }
+
+    fn mismatch(&mut self, m: Mismatch) {
+        self.report.mismatches += 1;
+        if self.report.first_mismatches.len() < KEEP {
+            self.report.first_mismatches.push(m);
+        }
+    }
+
+    /// Enters the PP starting at `pc` (creating it if needed).
+    fn enter_at(&mut self, pc: Addr) -> Option<Cursor> {
+        match self.table.ensure(pc) {
+            Ok(id) => Some(self.enter(id)),
+            Err(error) => {
+                self.mismatch(Mismatch::Unresolvable { to: pc, error });
+                None
+            }
+        }
+    }
+
+    fn enter(&mut self, id: PpId) -> Cursor {
+        self.report.pp_executions += 1;
+        if id.index() >= self.seen.len() {
+            self.seen.resize(id.index() + 1, false);
+        }
+        if !self.seen[id.index()] {
+            self.seen[id.index()] = true;
+            self.report.executed_partial_programs += 1;
+        }
+        Cursor::new(self.table, id)
+    }
+
+    /// One retired instruction at `pc`; the next instruction executes at
+    /// `next`.
+    pub fn retire(&mut self, pc: u64, next: u64) {
+        let pc = Addr(pc);
+        let next = Addr(next);
+        self.report.executed_instructions += 1;
+        let mut cur = match self.cur {
+            Some(c) if c.pc == pc => {
+                self.report.covered_instructions += 1;
+                c
+            }
+            Some(c) => {
+                self.mismatch(Mismatch::OffPath {
+                    pp: c.pp,
+                    expected: c.pc,
+                    actual: pc,
+                });
+                self.stack.clear();
+                match self.enter_at(pc) {
+                    Some(c) => c,
+                    None => {
+                        self.cur = None;
+                        return;
+                    }
+                }
+            }
+            None => {
+                // The first instruction of the run (or the first after an
+                // unresolvable target): every executed pc must start or
+                // continue a PP, and the first starts one.
+                match self.enter_at(pc) {
+                    Some(c) => {
+                        if self.report.executed_instructions == 1 {
+                            self.report.covered_instructions += 1;
+                        }
+                        c
+                    }
+                    None => return,
+                }
+            }
+        };
+        if cur.advance(self.table) {
+            self.cur = Some(cur);
+            return;
+        }
+        // The PP ended: go to the successor the table names.
+        let pp = cur.pp;
+        let end = self.table.get(pp).end;
+        let start_of = |t: &PpTable, id: Option<PpId>| id.map(|i| t.get(i).start);
+        let succ: Option<PpId> = match end {
+            End::Branch { taken, not_taken } => {
+                if start_of(self.table, taken) == Some(next) {
+                    taken
+                } else if start_of(self.table, not_taken) == Some(next) {
+                    not_taken
+                } else {
+                    self.mismatch(Mismatch::BadSuccessor {
+                        pp,
+                        at: pc,
+                        to: next,
+                    });
+                    self.table.ensure(next).ok()
+                }
+            }
+            End::Call { target, ret } => {
+                if let Some(r) = ret {
+                    self.stack.push(r);
+                }
+                if start_of(self.table, target) == Some(next) {
+                    target
+                } else {
+                    self.mismatch(Mismatch::BadSuccessor {
+                        pp,
+                        at: pc,
+                        to: next,
+                    });
+                    self.table.ensure(next).ok()
+                }
+            }
+            End::IndirectCall { ret } => {
+                if let Some(r) = ret {
+                    self.stack.push(r);
+                }
+                self.resolve(next)
+            }
+            End::Return => match self.stack.pop() {
+                Some(r) if self.table.get(r).start == next => Some(r),
+                _ => {
+                    self.report.return_escapes += 1;
+                    self.resolve(next)
+                }
+            },
+            End::IndirectJump | End::TrapReturn => self.resolve(next),
+            End::Ecall { next: n } | End::Ebreak { next: n, .. } => {
+                if start_of(self.table, n) == Some(next) {
+                    n
+                } else {
+                    // Not resuming after the call: a trap handler runs
+                    // (reported through `trap`), or the run ends here.
+                    self.resolve(next)
+                }
+            }
+            End::Jump { target } => Some(target),
+            End::Fault { at } => {
+                self.mismatch(Mismatch::BadSuccessor { pp, at, to: next });
+                self.table.ensure(next).ok()
+            }
+        };
+        self.cur = succ.map(|id| self.enter(id));
+    }
+
+    fn resolve(&mut self, to: Addr) -> Option<PpId> {
+        match self.table.ensure(to) {
+            Ok(id) => Some(id),
+            Err(error) => {
+                self.mismatch(Mismatch::Unresolvable { to, error });
+                None
+            }
+        }
+    }
+
+    /// A trap: execution continues at `handler` instead of where the table
+    /// says. The interrupted path is abandoned, as hardware abandons it.
+    pub fn trap(&mut self, handler: u64) {
+        self.report.traps += 1;
+        self.cur = self.enter_at(Addr(handler));
+    }
+
+    /// Finishes the check.
+    pub fn finish(mut self) -> CheckReport {
+        self.report.added_partial_programs = (self.table.len() - self.static_len) as u64;
+        self.report
+    }
+}
