@@ -147,6 +147,29 @@ impl<R: Read> TraceReader<R> {
         Ok(Some(v))
     }
 
+    /// The next varint item of a record stream of `hart` *within the current
+    /// segment*, without consuming it; `None` when the current segment has no
+    /// more. Because segments close only before a branch bit, a consumer that
+    /// asks between two bits sees every item recorded before the next bit —
+    /// so `None` means "not before the next branch", which is what a replay
+    /// needs to test for a sparse event (a return escape) without reading
+    /// ahead.
+    pub fn peek_record(&self, hart: u16, kind: StreamKind) -> Result<Option<u64>, TraceError> {
+        let h = &self.harts[self.hart(hart)?];
+        let k = kind.index();
+        if h.record_left[k] == 0 {
+            return Ok(None);
+        }
+        let mut c = Cursor {
+            buf: &h.records[k],
+            pos: h.record_pos[k],
+        };
+        c.varint().map(Some).ok_or_else(|| TraceError::Corrupt {
+            offset: self.offset,
+            what: format!("bad varint in {kind} of segment {}", self.segment),
+        })
+    }
+
     /// Load the next segment because `hart`'s `kind` stream ran dry. Every
     /// other stream of the current segment must have been consumed: the
     /// recorder closed the segment at one instant, so a faithful replay

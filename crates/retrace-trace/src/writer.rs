@@ -62,6 +62,8 @@ pub struct TraceWriter<W: Write> {
     compressor: Option<JoinHandle<()>>,
     summary: WriteSummary,
     error: Option<std::io::Error>,
+    /// A buffer is full: close the segment before the next branch bit.
+    segment_full: bool,
 }
 
 impl TraceWriter<std::io::BufWriter<std::fs::File>> {
@@ -111,12 +113,21 @@ impl<W: Write> TraceWriter<W> {
                 ..WriteSummary::default()
             },
             error: None,
+            segment_full: false,
         })
     }
 
     /// Append one conditional-branch outcome of `hart` (1 = taken).
+    ///
+    /// Segments are closed only here, *before* a bit: so everything recorded
+    /// between two bits lies in the segment of the earlier bit, and a reader
+    /// that has not yet asked for the next bit is still in the right segment
+    /// to peek at record streams (see [`crate::TraceReader::peek_record`]).
     #[inline]
     pub fn branch(&mut self, hart: u16, taken: bool) {
+        if self.segment_full {
+            self.flush_segment();
+        }
         let h = &mut self.harts[usize::from(hart)];
         h.word |= u64::from(taken) << h.nbits;
         h.nbits += 1;
@@ -126,7 +137,7 @@ impl<W: Write> TraceWriter<W> {
             h.word = 0;
             h.nbits = 0;
             if h.words.len() * 64 >= SEGMENT_BITS {
-                self.flush_segment();
+                self.segment_full = true;
             }
         }
     }
@@ -139,13 +150,14 @@ impl<W: Write> TraceWriter<W> {
         put_varint(buf, value);
         h.record_counts[kind.index()] += 1;
         if buf.len() >= SEGMENT_RECORD_BYTES {
-            self.flush_segment();
+            self.segment_full = true;
         }
     }
 
     /// Pack the buffered items of every hart into one segment and hand it to
     /// the compressor.
     fn flush_segment(&mut self) {
+        self.segment_full = false;
         if self.harts.iter().all(HartBuffers::is_empty) {
             return;
         }
