@@ -45,5 +45,5 @@ pub use model::{
 };
 pub use path::{Events, PathTimer, Signature, SignatureId};
 pub use pipeline::Pipeline;
-pub use predict::{BranchPredictor, ReturnStack};
+pub use predict::{static_prediction, BranchPredictor, ReturnStack};
 pub use presets::{preset, PresetError, PRESETS};

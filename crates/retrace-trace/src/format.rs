@@ -323,3 +323,11 @@ impl Cursor<'_> {
         None
     }
 }
+
+/// Parse the last [`TRAILER_LEN`] bytes of a trace: its totals, or `None`
+/// when they are not a valid trailer. Lets a consumer learn the totals
+/// before streaming the trace (the replay stops at the recorded instruction
+/// count).
+pub fn decode_trailer(bytes: &[u8; TRAILER_LEN]) -> Option<Totals> {
+    Totals::decode(bytes).map(|(t, _)| t)
+}

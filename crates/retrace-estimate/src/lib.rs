@@ -1,0 +1,23 @@
+//! # retrace-estimate
+//!
+//! Seed 000's estimator: replay a recorded branch history over the
+//! partial-program table and sum the target core's time of each executed
+//! partial program — without running the program again.
+//!
+//! - [`walk`] is the replay itself, generic over the graph (the machine-level
+//!   [`retrace_program::PpTable`], or the seed's symbolic table in the
+//!   tests), the history ([`TraceHistory`] over a `.rtrace` file) and what is
+//!   done with each executed partial program ([`Visit`]).
+//! - [`Estimator`] is the visitor that times them for one core at a
+//!   [`Fidelity`]; [`estimate_trace`] runs the whole thing for a trace file.
+#![deny(missing_docs)]
+
+mod estimator;
+mod machine;
+mod run;
+mod walk;
+
+pub use estimator::{Estimate, Estimator, Fidelity};
+pub use machine::{TraceHistory, INVALID};
+pub use run::{estimate_trace, hash_pc, read_totals, replay_check, CheckResult, PC_HASH_SEED};
+pub use walk::{walk, Exit, Graph, History, Leave, ReplayError, Visit, WalkStats};

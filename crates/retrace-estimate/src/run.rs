@@ -1,0 +1,156 @@
+//! Whole replays of a trace file: estimates for several cores at once, and
+//! the PC-sequence check.
+
+use crate::estimator::{Estimate, Estimator, Fidelity};
+use crate::machine::TraceHistory;
+use crate::walk::{walk, Graph, Leave, ReplayError, Visit, WalkStats};
+use retrace_program::{Addr, PpId, PpTable};
+use retrace_timing::CoreModel;
+use retrace_trace::{Totals, TraceReader};
+use std::path::Path;
+
+/// Open `trace`, replay it over `table` from `entry` with `visit`, and check
+/// that the replay consumed exactly what was recorded.
+fn replay<V: Visit<PpTable>>(
+    table: &mut PpTable,
+    entry: Addr,
+    trace: &Path,
+    visit: &mut V,
+) -> Result<(WalkStats, Totals), ReplayError> {
+    let reader = TraceReader::open(trace)?;
+    // The totals are in the trailer; the walk stops at the recorded
+    // instruction count, so read it first from a second handle (cheap: the
+    // trailer is the file's last 60 bytes).
+    let totals = read_totals(trace)?;
+    let mut history = TraceHistory::new(reader, 0);
+    let start = table.resolve(entry.get())?;
+    let stats = walk(table, &mut history, visit, start, totals.instructions)?;
+    let recorded = history.into_reader().finish()?;
+    if stats.bits != recorded.branches
+        || stats.indirect != recorded.indirect
+        || stats.escapes != recorded.escapes
+    {
+        return Err(ReplayError::Totals {
+            what: format!(
+                "recorded {} branches, {} indirect targets, {} escapes; the replay used {}, {}, {}",
+                recorded.branches,
+                recorded.indirect,
+                recorded.escapes,
+                stats.bits,
+                stats.indirect,
+                stats.escapes
+            ),
+        });
+    }
+    Ok((stats, recorded))
+}
+
+/// The trailer's totals, read from the end of the file.
+pub fn read_totals(trace: &Path) -> Result<Totals, ReplayError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(trace).map_err(retrace_trace::TraceError::Io)?;
+    let len = f.metadata().map_err(retrace_trace::TraceError::Io)?.len();
+    let trailer = 60u64;
+    if len < trailer {
+        return Err(retrace_trace::TraceError::Truncated {
+            offset: len,
+            what: "no room for a trailer".into(),
+        }
+        .into());
+    }
+    f.seek(SeekFrom::Start(len - trailer))
+        .map_err(retrace_trace::TraceError::Io)?;
+    let mut t = [0u8; 60];
+    f.read_exact(&mut t)
+        .map_err(retrace_trace::TraceError::Io)?;
+    retrace_trace::decode_trailer(&t).ok_or_else(|| {
+        retrace_trace::TraceError::Truncated {
+            offset: len,
+            what: "no valid trailer at the end of the file".into(),
+        }
+        .into()
+    })
+}
+
+/// Estimate `cores` from one trace, each core's replay on its own thread.
+pub fn estimate_trace(
+    table: &PpTable,
+    entry: Addr,
+    trace: &Path,
+    cores: &[CoreModel],
+    fidelity: Fidelity,
+    dcache_miss_rate: f64,
+) -> Result<Vec<(Estimate, Estimator)>, ReplayError> {
+    std::thread::scope(|s| {
+        let jobs: Vec<_> = cores
+            .iter()
+            .map(|core| {
+                s.spawn(move || {
+                    let mut t = table.clone();
+                    let mut est = Estimator::new(core, fidelity, dcache_miss_rate);
+                    replay(&mut t, entry, trace, &mut est)?;
+                    Ok((est.estimate(), est))
+                })
+            })
+            .collect();
+        jobs.into_iter()
+            .map(|j| j.join().expect("estimate thread panicked"))
+            .collect()
+    })
+}
+
+/// The replay's executed-PC sequence, summarised.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CheckResult {
+    /// Instructions in the sequence.
+    pub instructions: u64,
+    /// FNV-1a hash of every executed pc, in order (little-endian u64s).
+    pub pc_hash: u64,
+}
+
+/// FNV-1a over a pc sequence: the same function the functional engine's
+/// check observer uses.
+#[inline]
+pub fn hash_pc(hash: u64, pc: u64) -> u64 {
+    let mut h = hash;
+    for b in pc.to_le_bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The FNV-1a offset basis.
+pub const PC_HASH_SEED: u64 = 0xcbf2_9ce4_8422_2325;
+
+struct PcHasher(CheckResult);
+
+impl Visit<PpTable> for PcHasher {
+    fn pp(&mut self, table: &PpTable, pp: PpId, _: Leave, _: PpId) {
+        self.last(table, pp, table.get(pp).len);
+    }
+    fn last(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        if pp == crate::machine::INVALID {
+            return;
+        }
+        for (pc, _) in table.insts(pp).take(executed as usize) {
+            self.0.pc_hash = hash_pc(self.0.pc_hash, pc.get());
+        }
+        self.0.instructions += u64::from(executed);
+    }
+}
+
+/// Replay `trace` and summarise the executed-PC sequence, to compare with
+/// the functional engine's.
+pub fn replay_check(
+    table: &mut PpTable,
+    entry: Addr,
+    trace: &Path,
+) -> Result<CheckResult, ReplayError> {
+    let mut h = PcHasher(CheckResult {
+        instructions: 0,
+        pc_hash: PC_HASH_SEED,
+    });
+    replay(table, entry, trace, &mut h)?;
+    Ok(h.0)
+}

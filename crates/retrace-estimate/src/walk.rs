@@ -1,0 +1,353 @@
+//! The replay walker: seed 000's execution-trace replay (embodiment 1,
+//! step 4), generic over the partial-program graph, the source of history
+//! and what is done with each executed partial program.
+//!
+//! At a conditional-branch end it reads one bit and goes to the taken or
+//! not-taken successor; at a call it pushes the return point and continues in
+//! the callee; at a return it pops — unless the history says this return
+//! *escaped* (went elsewhere than the stack said, e.g. `longjmp`), in which
+//! case the target comes from the history and the stack is unwound to it; at
+//! an indirect jump or call the target comes from the history.
+//!
+//! The same code walks the seed's symbolic table in the tests and the
+//! machine-level table in production, so the seed's worked examples test
+//! the real replay.
+
+/// How a partial program ends, with successors (graph-independent form).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit<I> {
+    /// Conditional branch: one history bit picks the successor.
+    Branch {
+        /// Successor for bit 1.
+        taken: I,
+        /// Successor for bit 0.
+        not_taken: I,
+    },
+    /// Direct call.
+    Call {
+        /// The callee's first partial program.
+        target: I,
+        /// The return point, pushed.
+        ret: I,
+    },
+    /// Indirect call at `site`: the target comes from the history.
+    IndirectCall {
+        /// Address of the calling instruction.
+        site: u64,
+        /// The return point, pushed.
+        ret: I,
+    },
+    /// Return: pop (or an escape from the history).
+    Return,
+    /// Indirect jump (or trap entry/return) at `site`: target from the history.
+    Indirect {
+        /// Address of the jumping instruction.
+        site: u64,
+    },
+    /// Continue at a statically known successor.
+    Continue(I),
+    /// The program ends here.
+    Stop,
+}
+
+/// What the walker needs from a partial-program graph.
+pub trait Graph {
+    /// Partial-program identifier.
+    type Id: Copy + Eq + std::fmt::Debug;
+    /// How `id` ends.
+    fn exit(&self, id: Self::Id) -> Result<Exit<Self::Id>, ReplayError>;
+    /// Instructions on `id`'s path.
+    fn len(&self, id: Self::Id) -> u32;
+    /// Start address of `id` (to match escape targets against the stack).
+    fn start(&self, id: Self::Id) -> u64;
+    /// The partial program starting at `addr`, created if need be.
+    fn resolve(&mut self, addr: u64) -> Result<Self::Id, ReplayError>;
+}
+
+/// Where the walker's history comes from.
+pub trait History {
+    /// The next branch bit; `None` when the history is exhausted.
+    fn bit(&mut self) -> Result<Option<bool>, ReplayError>;
+    /// The target of the indirect jump/call at `site`.
+    fn indirect(&mut self, site: u64) -> Result<u64, ReplayError>;
+    /// If the next return escapes — `matched` returns having matched the
+    /// stack since the previous escape — its target.
+    fn escape(&mut self, matched: u64) -> Result<Option<u64>, ReplayError>;
+}
+
+/// How a partial program was left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leave {
+    /// Conditional branch, taken or not.
+    Branch(bool),
+    /// Call (direct or indirect).
+    Call,
+    /// Return; `escaped` when it did not go where the stack said.
+    Return {
+        /// The return went elsewhere than the stack's top.
+        escaped: bool,
+    },
+    /// Indirect jump, trap entry or trap return.
+    Indirect,
+    /// Fall-through to a static successor.
+    Continue,
+}
+
+/// What is done with the executed partial programs.
+pub trait Visit<G: Graph> {
+    /// `pp` executed completely and was left `how`, to `next`.
+    fn pp(&mut self, graph: &G, pp: G::Id, how: Leave, next: G::Id);
+    /// The run ended in `pp` after `executed` of its instructions (all of
+    /// them when it ended at a stop).
+    fn last(&mut self, graph: &G, pp: G::Id, executed: u32);
+}
+
+/// Why a replay failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplayError {
+    /// The trace could not be read.
+    #[error(transparent)]
+    Trace(#[from] retrace_trace::TraceError),
+    /// The history ran out before the run's recorded end.
+    #[error("the trace ends early: {what} after {instructions} replayed instructions; it does not belong to this program or was cut")]
+    HistoryExhausted {
+        /// What was needed.
+        what: &'static str,
+        /// Instructions replayed so far.
+        instructions: u64,
+    },
+    /// A successor the table cannot provide (jump outside code, illegal).
+    #[error("replay reached {what} at {addr:#x}: the trace does not fit this program")]
+    BadTarget {
+        /// What kind of successor.
+        what: String,
+        /// The address.
+        addr: u64,
+    },
+    /// A return with an empty stack and no escape recorded.
+    #[error("return at {addr:#x} with an empty return stack and no escape in the trace: the trace does not fit this program")]
+    EmptyStack {
+        /// End address of the returning partial program.
+        addr: u64,
+    },
+    /// The totals recorded differ from what the replay produced.
+    #[error("the trace's totals do not match the replay: {what}")]
+    Totals {
+        /// Which totals.
+        what: String,
+    },
+}
+
+/// Counts of a finished walk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalkStats {
+    /// Partial programs executed (the last, partial one included).
+    pub pps: u64,
+    /// Instructions executed.
+    pub instructions: u64,
+    /// Branch bits consumed.
+    pub bits: u64,
+    /// Indirect targets consumed.
+    pub indirect: u64,
+    /// Escapes consumed.
+    pub escapes: u64,
+    /// Deepest return stack.
+    pub max_depth: usize,
+}
+
+/// Walk from `entry` until an [`Exit::Stop`] or until `instructions`
+/// instructions have executed (the run's recorded total; `u64::MAX` for a
+/// graph that ends with stops).
+pub fn walk<G: Graph, H: History, V: Visit<G>>(
+    graph: &mut G,
+    history: &mut H,
+    visit: &mut V,
+    entry: G::Id,
+    instructions: u64,
+) -> Result<WalkStats, ReplayError> {
+    let mut st = WalkStats::default();
+    let mut stack: Vec<G::Id> = Vec::new();
+    let mut matched: u64 = 0;
+    let mut cur = entry;
+    loop {
+        // `len` before `exit`: the run may end inside a partial program whose
+        // end cannot execute (a fault), and that must not be an error.
+        let len = u64::from(graph.len(cur));
+        st.pps += 1;
+        if st.instructions + len >= instructions {
+            let executed = (instructions - st.instructions) as u32;
+            st.instructions = instructions;
+            visit.last(graph, cur, executed);
+            return Ok(st);
+        }
+        st.instructions += len;
+        let exhausted = |what| ReplayError::HistoryExhausted {
+            what,
+            instructions: st.instructions,
+        };
+        let (how, next) = match graph.exit(cur)? {
+            Exit::Branch { taken, not_taken } => {
+                let b = history.bit()?.ok_or_else(|| exhausted("a branch bit"))?;
+                st.bits += 1;
+                (Leave::Branch(b), if b { taken } else { not_taken })
+            }
+            Exit::Call { target, ret } => {
+                stack.push(ret);
+                st.max_depth = st.max_depth.max(stack.len());
+                (Leave::Call, target)
+            }
+            Exit::IndirectCall { site, ret } => {
+                let addr = history.indirect(site)?;
+                st.indirect += 1;
+                stack.push(ret);
+                st.max_depth = st.max_depth.max(stack.len());
+                (Leave::Call, graph.resolve(addr)?)
+            }
+            Exit::Return => {
+                let top = stack.pop();
+                match history.escape(matched)? {
+                    Some(addr) => {
+                        matched = 0;
+                        st.escapes += 1;
+                        // Unwind to the target if it is on the stack (longjmp
+                        // out of several frames); the recorder does the same.
+                        if let Some(pos) = stack.iter().rposition(|&id| graph.start(id) == addr) {
+                            stack.truncate(pos);
+                        }
+                        (Leave::Return { escaped: true }, graph.resolve(addr)?)
+                    }
+                    None => {
+                        matched += 1;
+                        let next = top.ok_or(ReplayError::EmptyStack {
+                            addr: graph.start(cur),
+                        })?;
+                        (Leave::Return { escaped: false }, next)
+                    }
+                }
+            }
+            Exit::Indirect { site } => {
+                let addr = history.indirect(site)?;
+                st.indirect += 1;
+                (Leave::Indirect, graph.resolve(addr)?)
+            }
+            Exit::Continue(next) => (Leave::Continue, next),
+            Exit::Stop => {
+                visit.last(graph, cur, len as u32);
+                return Ok(st);
+            }
+        };
+        visit.pp(graph, cur, how, next);
+        cur = next;
+    }
+}
+
+#[cfg(test)]
+mod seed_tests {
+    //! SEEDS.md, embodiment 1: the reconstructed table of Fig. 4/5 with
+    //! symbolic times, replayed from the document's bit sequences.
+    use super::*;
+
+    /// The seed's table. The call PP 6 is split at the call as the document
+    /// splits its time: `T6a` before the call, `T6b` after the return.
+    struct SeedTable;
+    const NAMES: [&str; 13] = [
+        "T1", "T2", "T3", "T4", "T5", "T6a", "T6b", "T7", "T8", "T9", "T10", "T11", "T12",
+    ];
+    fn id(name: &str) -> usize {
+        NAMES.iter().position(|n| *n == name).unwrap()
+    }
+
+    impl Graph for SeedTable {
+        type Id = usize;
+        fn exit(&self, pp: usize) -> Result<Exit<usize>, ReplayError> {
+            let branch = |t, f| Exit::Branch {
+                taken: id(t),
+                not_taken: id(f),
+            };
+            // Successors of each end command: branch(A) → T2/T3, branch(B) →
+            // T4/T5, branch(C) → T6a/T7, branch(D) → T9/T10, branch(E) →
+            // T11/T12.
+            let a = branch("T2", "T3");
+            Ok(match NAMES[pp] {
+                "T1" | "T4" | "T7" | "T6b" => a,
+                "T2" => branch("T4", "T5"),
+                "T5" => branch("T6a", "T7"),
+                "T6a" => Exit::Call {
+                    target: id("T8"),
+                    ret: id("T6b"),
+                },
+                "T8" | "T9" => branch("T9", "T10"),
+                "T10" => branch("T11", "T12"),
+                "T11" | "T12" => Exit::Return,
+                "T3" => Exit::Stop,
+                _ => unreachable!(),
+            })
+        }
+        fn len(&self, _: usize) -> u32 {
+            1
+        }
+        fn start(&self, pp: usize) -> u64 {
+            pp as u64
+        }
+        fn resolve(&mut self, addr: u64) -> Result<usize, ReplayError> {
+            Ok(addr as usize)
+        }
+    }
+
+    struct Bits(Vec<bool>, usize);
+    impl History for Bits {
+        fn bit(&mut self) -> Result<Option<bool>, ReplayError> {
+            self.1 += 1;
+            Ok(self.0.get(self.1 - 1).copied())
+        }
+        fn indirect(&mut self, _: u64) -> Result<u64, ReplayError> {
+            unreachable!("the seed table has no indirect jumps")
+        }
+        fn escape(&mut self, _: u64) -> Result<Option<u64>, ReplayError> {
+            Ok(None)
+        }
+    }
+
+    /// Sums symbolic times: the estimate as a string of terms.
+    struct Terms(Vec<&'static str>);
+    impl Visit<SeedTable> for Terms {
+        fn pp(&mut self, _: &SeedTable, pp: usize, _: Leave, _: usize) {
+            self.0.push(NAMES[pp]);
+        }
+        fn last(&mut self, _: &SeedTable, pp: usize, _: u32) {
+            self.0.push(NAMES[pp]);
+        }
+    }
+
+    fn replay(bits: &str) -> (String, usize) {
+        let mut h = Bits(bits.chars().map(|c| c == '1').collect(), 0);
+        let mut terms = Terms(Vec::new());
+        let st = walk(&mut SeedTable, &mut h, &mut terms, id("T1"), u64::MAX).unwrap();
+        assert_eq!(st.bits as usize, h.1);
+        (terms.0.join("+"), h.1)
+    }
+
+    #[test]
+    fn seed_example_1110111010() {
+        let (sum, used) = replay("1110111010");
+        assert_eq!(sum, "T1+T2+T4+T2+T5+T6a+T8+T9+T9+T10+T11+T6b+T3");
+        assert_eq!(used, 10, "all 10 bits used");
+    }
+
+    #[test]
+    fn seed_example_10010111000() {
+        let (sum, used) = replay("10010111000");
+        assert_eq!(sum, "T1+T2+T5+T7+T2+T5+T6a+T8+T9+T9+T10+T12+T6b+T3");
+        assert_eq!(used, 11);
+    }
+
+    #[test]
+    fn seed_example_short_history_is_an_error() {
+        // The document's second example without the trailing 0 stops short
+        // of the final A test: the replay must say so, not invent a bit.
+        let mut h = Bits("1001011100".chars().map(|c| c == '1').collect(), 0);
+        let e = walk(&mut SeedTable, &mut h, &mut Terms(Vec::new()), 0, u64::MAX).unwrap_err();
+        assert!(matches!(e, ReplayError::HistoryExhausted { .. }), "{e}");
+    }
+}
