@@ -24,10 +24,12 @@
 #![deny(missing_docs)]
 
 pub mod csr;
+pub mod cycle;
 mod engine;
 pub mod hart;
 pub mod memory;
 pub mod observer;
+pub mod record;
 pub mod semihost;
 
 pub use csr::{Cause, Csr, Priv};

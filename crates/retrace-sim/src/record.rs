@@ -1,0 +1,140 @@
+//! The recorder: an [`Observer`] that writes a run's branch history to a
+//! `.rtrace` file — seed 000's branch-history bit sequence, plus what a
+//! machine-level replay needs to stay exact:
+//!
+//! - one bit per conditional branch (1 = taken);
+//! - for each indirect jump or call, trap entry (`ecall`, breakpoint) and
+//!   trap return, the target, as an index into that site's table of targets
+//!   seen so far (1-based), or 0 followed by the new target;
+//! - a shadow return stack, pushed at calls and popped at returns, and an
+//!   *escape* record — matching returns since the last escape, then the real
+//!   target — only when a return goes elsewhere than the stack says. On an
+//!   escape the stack is unwound to the target if it is on it (`longjmp`).
+//!
+//! The replay (`retrace-estimate`, `machine.rs` and `walk.rs`) mirrors every
+//! rule here; `docs/FORMATS.md` states them once for both.
+
+use crate::observer::{HartId, Observer, TrapEvent};
+use crate::Cause;
+use retrace_isa::{Flow, Inst};
+use retrace_trace::{StreamKind, Totals, TraceError, TraceWriter, WriteSummary};
+use std::collections::HashMap;
+use std::io::Write;
+
+/// Per-hart recording state.
+#[derive(Default)]
+struct HartRecord {
+    stack: Vec<u64>,
+    matched: u64,
+}
+
+/// Writes the trace of a run; see the module docs.
+pub struct Recorder<W: Write> {
+    writer: TraceWriter<W>,
+    harts: Vec<HartRecord>,
+    /// Index (1-based) of each (site, target) pair seen.
+    targets: HashMap<(u64, u64), u64>,
+    /// Number of targets seen per site.
+    site_len: HashMap<u64, u64>,
+    totals: Totals,
+    unsupported: Option<String>,
+}
+
+impl<W: Write> Recorder<W> {
+    /// Record into `writer` (which has written the header).
+    pub fn new(writer: TraceWriter<W>, harts: usize) -> Recorder<W> {
+        Recorder {
+            writer,
+            harts: (0..harts).map(|_| HartRecord::default()).collect(),
+            targets: HashMap::new(),
+            site_len: HashMap::new(),
+            totals: Totals::default(),
+            unsupported: None,
+        }
+    }
+
+    fn indirect(&mut self, hart: HartId, site: u64, target: u64) {
+        let h = hart as u16;
+        self.totals.indirect += 1;
+        if let Some(&i) = self.targets.get(&(site, target)) {
+            self.writer.record(h, StreamKind::Indirect, i);
+        } else {
+            let n = self.site_len.entry(site).or_insert(0);
+            *n += 1;
+            self.targets.insert((site, target), *n);
+            self.writer.record(h, StreamKind::Indirect, 0);
+            self.writer.record(h, StreamKind::Indirect, target);
+        }
+    }
+
+    /// Why the run could not be recorded faithfully, if it could not.
+    pub fn unsupported(&self) -> Option<&str> {
+        self.unsupported.as_deref()
+    }
+
+    /// Finish the trace with the run's instruction count and exit code.
+    pub fn finish(mut self, instructions: u64, exit_code: i64) -> Result<WriteSummary, TraceError> {
+        self.totals.instructions = instructions;
+        self.totals.exit_code = exit_code;
+        self.writer.finish(&self.totals)
+    }
+}
+
+impl<W: Write> Observer for Recorder<W> {
+    #[inline(always)]
+    fn branch(&mut self, hart: HartId, _pc: u64, _inst: &Inst, taken: bool, _target: u64) {
+        self.totals.branches += 1;
+        self.writer.branch(hart as u16, taken);
+    }
+
+    #[inline]
+    fn jump(&mut self, hart: HartId, pc: u64, inst: &Inst, flow: Flow, target: u64) {
+        match flow {
+            Flow::Call => self.harts[hart].stack.push(inst.fallthrough(pc)),
+            Flow::IndirectCall => {
+                self.harts[hart].stack.push(inst.fallthrough(pc));
+                self.indirect(hart, pc, target);
+            }
+            Flow::IndirectJump => self.indirect(hart, pc, target),
+            Flow::Return => {
+                let h = &mut self.harts[hart];
+                if h.stack.pop() == Some(target) {
+                    h.matched += 1;
+                } else {
+                    let matched = std::mem::take(&mut h.matched);
+                    if let Some(pos) = h.stack.iter().rposition(|&a| a == target) {
+                        h.stack.truncate(pos);
+                    }
+                    self.totals.escapes += 1;
+                    self.writer
+                        .record(hart as u16, StreamKind::Escapes, matched);
+                    self.writer.record(hart as u16, StreamKind::Escapes, target);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn trap(&mut self, ev: &TrapEvent) {
+        let Some(handler) = ev.handler else { return };
+        match ev.cause {
+            // These end a partial program: the replay reads the handler
+            // address from the indirect stream, site = the trapping pc.
+            Cause::ECALL_M | Cause::ECALL_S | Cause::ECALL_U | Cause::BREAKPOINT => {
+                self.indirect(ev.hart, ev.pc, handler)
+            }
+            _ => {
+                if self.unsupported.is_none() {
+                    self.unsupported = Some(format!(
+                        "the program took a trap ({}) at pc {:#x} inside a partial program, which recording does not support yet",
+                        ev.cause, ev.pc
+                    ));
+                }
+            }
+        }
+    }
+
+    fn trap_return(&mut self, hart: HartId, pc: u64, target: u64) {
+        self.indirect(hart, pc, target);
+    }
+}
