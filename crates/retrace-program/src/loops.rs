@@ -363,6 +363,18 @@ fn trip_test(
                 Some(value) => Operand::Constant { reg, value },
                 None => Operand::Invariant { reg },
             },
+            // Rematerialised constants: `li` inside the loop, every time
+            // the same value (common at -O0, where the bound is reloaded).
+            [d, ..]
+                if defs.iter().all(|x| {
+                    matches!(x.op, Op::Addi | Op::Addiw) && x.rs1 == 0 && x.imm == d.imm
+                }) =>
+            {
+                Operand::Constant {
+                    reg,
+                    value: i64::from(d.imm),
+                }
+            }
             [d] if matches!(d.op, Op::Addi | Op::Addiw) && d.rs1 == reg => Operand::Induction {
                 reg,
                 step: i64::from(d.imm),

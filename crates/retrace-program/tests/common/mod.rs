@@ -1,0 +1,154 @@
+//! Helpers shared by the integration tests: a tiny RV32 assembler for the
+//! handful of instructions the tests need, and a consistency check of a
+//! partial-program table against the instructions it was built from.
+
+#![allow(dead_code)]
+
+use retrace_isa::Flow;
+use retrace_program::{Addr, Code, End, PpTable, Program, Symbol};
+
+pub const BASE: u64 = 0x1000;
+
+pub fn addi(rd: u32, rs1: u32, imm: i32) -> u32 {
+    ((imm as u32 & 0xfff) << 20) | (rs1 << 15) | (rd << 7) | 0x13
+}
+
+fn btype(f3: u32, rs1: u32, rs2: u32, off: i32) -> u32 {
+    let o = off as u32;
+    (((o >> 12) & 1) << 31)
+        | (((o >> 5) & 0x3f) << 25)
+        | (rs2 << 20)
+        | (rs1 << 15)
+        | (f3 << 12)
+        | (((o >> 1) & 0xf) << 8)
+        | (((o >> 11) & 1) << 7)
+        | 0x63
+}
+
+pub fn beq(rs1: u32, rs2: u32, off: i32) -> u32 {
+    btype(0, rs1, rs2, off)
+}
+
+pub fn bne(rs1: u32, rs2: u32, off: i32) -> u32 {
+    btype(1, rs1, rs2, off)
+}
+
+pub fn jal(rd: u32, off: i32) -> u32 {
+    let o = off as u32;
+    (((o >> 20) & 1) << 31)
+        | (((o >> 1) & 0x3ff) << 21)
+        | (((o >> 11) & 1) << 20)
+        | (((o >> 12) & 0xff) << 12)
+        | (rd << 7)
+        | 0x6f
+}
+
+pub fn jalr(rd: u32, rs1: u32, imm: i32) -> u32 {
+    ((imm as u32 & 0xfff) << 20) | (rs1 << 15) | (rd << 7) | 0x67
+}
+
+pub const RET: u32 = 0x0000_8067;
+pub const NOP: u32 = 0x0000_0013;
+pub const ECALL: u32 = 0x0000_0073;
+pub const EBREAK: u32 = 0x0010_0073;
+pub const SEMI_PRE: u32 = 0x01f0_1013;
+pub const SEMI_POST: u32 = 0x4070_5013;
+pub const A0: u32 = 10;
+pub const RA: u32 = 1;
+
+pub fn bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+pub fn code(words: &[u32]) -> Code {
+    Code::from_regions(retrace_isa::Xlen::Rv32, vec![(Addr(BASE), bytes(words))]).unwrap()
+}
+
+pub fn func(name: &str, addr: u64, size: u64) -> Symbol {
+    Symbol {
+        name: name.into(),
+        addr,
+        size,
+        is_function: true,
+        is_global: true,
+        is_object: false,
+        in_code: true,
+        section: 1,
+    }
+}
+
+pub fn analyse(words: &[u32], symbols: &[Symbol]) -> Program {
+    Program::from_code(code(words), Addr(BASE), symbols).unwrap()
+}
+
+/// Every way a table can disagree with its code; empty when consistent.
+pub fn inconsistencies(t: &PpTable) -> Vec<String> {
+    let mut bad = Vec::new();
+    let mask = t.code().xlen().mask();
+    for (id, p) in t.iter() {
+        if t.lookup(p.start) != Some(id) {
+            bad.push(format!("PP {id}: lookup of its start gives another PP"));
+        }
+        let insts: Vec<_> = t.insts(id).collect();
+        if insts.len() != p.len as usize || p.len == 0 {
+            bad.push(format!(
+                "PP {id}: {} instructions, len {}",
+                insts.len(),
+                p.len
+            ));
+            continue;
+        }
+        if insts[0].0 != p.start || insts.last().unwrap().0 != p.last {
+            bad.push(format!("PP {id}: path does not run from start to last"));
+        }
+        for w in insts.windows(2) {
+            let ((pc, i), (next, _)) = (w[0], w[1]);
+            let expect = match i.flow() {
+                Flow::Next => i.fallthrough(pc.0) & mask,
+                Flow::Jump => i.direct_target(pc.0).unwrap() & mask,
+                f => {
+                    bad.push(format!("PP {id}: {f:?} at {pc} inside the path"));
+                    continue;
+                }
+            };
+            if next.0 != expect {
+                bad.push(format!("PP {id}: {pc} is followed by {next}"));
+            }
+        }
+        let (pc, last) = *insts.last().unwrap();
+        let fall = Addr(last.fallthrough(pc.0) & mask);
+        let target = last.direct_target(pc.0).map(|x| Addr(x & mask));
+        let start = |x: Option<retrace_program::PpId>| x.map(|i| t.get(i).start);
+        let ok = match (p.end, last.flow()) {
+            (End::Branch { taken, not_taken }, Flow::CondBranch) => {
+                taken.map_or(true, |_| start(taken) == target)
+                    && not_taken.map_or(true, |_| start(not_taken) == Some(fall))
+            }
+            (End::Call { target: c, ret }, Flow::Call) => {
+                c.map_or(true, |_| start(c) == target)
+                    && ret.map_or(true, |_| start(ret) == Some(fall))
+            }
+            (End::IndirectCall { ret }, Flow::IndirectCall) => {
+                ret.map_or(true, |_| start(ret) == Some(fall))
+            }
+            (End::Return, Flow::Return)
+            | (End::IndirectJump, Flow::IndirectJump)
+            | (End::TrapReturn, Flow::TrapReturn) => true,
+            (End::Ecall { next }, Flow::Ecall) | (End::Ebreak { next, .. }, Flow::Ebreak) => {
+                next.map_or(true, |_| start(next) == Some(fall))
+            }
+            (End::Jump { target: j }, Flow::Jump) => Some(t.get(j).start) == target,
+            (End::Fault { at }, Flow::Next) => at == fall && t.code().get(at).is_none(),
+            (End::Fault { at }, Flow::Jump) => Some(at) == target && t.code().get(at).is_none(),
+            _ => false,
+        };
+        if !ok {
+            bad.push(format!(
+                "PP {id}: end {:?} does not match {:?} at {pc}",
+                p.end,
+                last.flow()
+            ));
+        }
+    }
+    bad
+}
