@@ -1,0 +1,254 @@
+//! Shared helpers of the integration tests that run example ELF files under
+//! `retrace run` and under QEMU (the independent oracle, see DESIGN.md).
+//!
+//! QEMU is found on `PATH`. When it is missing the QEMU half of a test is
+//! skipped with a printed reason, unless `RETRACE_REQUIRE_TOOLS=1` (CI), in
+//! which case the test fails.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long one QEMU or retrace run may take before it counts as hung.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The repository root (the root package's manifest directory).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `*.elf` file in `dir`, sorted by name. Panics when there are none:
+/// an empty directory would make the tests pass vacuously.
+pub fn elf_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|entry| entry.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "elf"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no ELF files in {}", dir.display());
+    files
+}
+
+/// The file name without directory, for messages.
+pub fn name(path: &Path) -> String {
+    path.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+/// 32 or 64, from the ELF header's class byte.
+pub fn elf_xlen(path: &Path) -> u32 {
+    let mut header = [0u8; 5];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut header))
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    assert_eq!(
+        &header[..4],
+        b"\x7fELF",
+        "{} is not an ELF file",
+        path.display()
+    );
+    match header[4] {
+        1 => 32,
+        2 => 64,
+        c => panic!("{}: unknown ELF class {c}", path.display()),
+    }
+}
+
+/// What one run of a program did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// The program's console output (stdout).
+    pub stdout: Vec<u8>,
+    /// Exit code, or None when killed (timeout or signal).
+    pub code: Option<i32>,
+    /// The runner's own diagnostics (stderr), for failure messages.
+    pub stderr: String,
+    /// True when the run was stopped by [`RUN_TIMEOUT`].
+    pub timed_out: bool,
+}
+
+impl Outcome {
+    /// The last line of stdout, without its newline.
+    pub fn last_line(&self) -> String {
+        let text = String::from_utf8_lossy(&self.stdout);
+        text.lines().last().unwrap_or("").to_string()
+    }
+
+    /// A short description for failure messages.
+    pub fn describe(&self) -> String {
+        let code = match (self.timed_out, self.code) {
+            (true, _) => format!("timed out after {}s", RUN_TIMEOUT.as_secs()),
+            (false, Some(c)) => format!("exit code {c}"),
+            (false, None) => "killed by a signal".to_string(),
+        };
+        let mut s = format!("{code}, stdout {:?}", String::from_utf8_lossy(&self.stdout));
+        if !self.stderr.trim().is_empty() {
+            s += &format!(", stderr {:?}", self.stderr.trim());
+        }
+        s
+    }
+}
+
+/// Run `cmd` to completion or until `timeout`, collecting stdout and stderr.
+pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Outcome {
+    let shown = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {shown}: {e}"));
+    let mut out_pipe = child.stdout.take().unwrap();
+    let mut err_pipe = child.stderr.take().unwrap();
+    // Drain both pipes on threads so a chatty program cannot block on a full pipe.
+    let out_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = out_pipe.read_to_end(&mut buf);
+        buf
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = err_pipe.read_to_end(&mut buf);
+        buf
+    });
+    let start = Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for a child process") {
+            break status;
+        }
+        if start.elapsed() > timeout {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().expect("waiting for a killed child process");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Outcome {
+        stdout: out_reader.join().unwrap(),
+        code: if timed_out { None } else { status.code() },
+        stderr: String::from_utf8_lossy(&err_reader.join().unwrap()).into_owned(),
+        timed_out,
+    }
+}
+
+/// `retrace run ELF [-- ARGS]`.
+pub fn run_retrace(elf: &Path, args: &[&str]) -> Outcome {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_retrace"));
+    cmd.arg("run").arg(elf);
+    if !args.is_empty() {
+        cmd.arg("--").args(args);
+    }
+    run_with_timeout(cmd, RUN_TIMEOUT)
+}
+
+/// The QEMU system emulator for an ELF file's XLEN.
+pub fn qemu_binary(elf: &Path) -> &'static str {
+    if elf_xlen(elf) == 32 {
+        "qemu-system-riscv32"
+    } else {
+        "qemu-system-riscv64"
+    }
+}
+
+/// `qemu-system-riscvNN -M virt -bios none -nographic -semihosting-config
+/// enable=on,target=native[,arg=A…] -kernel ELF`, DESIGN.md's oracle.
+///
+/// QEMU's semihosting console is routed to a file chardev so that the
+/// program's output cannot mix with QEMU's own messages (without a chardev,
+/// QEMU 7.2 writes the console to its stderr).
+///
+/// Command line: with `arg=` values, QEMU's `SYS_GET_CMDLINE` returns them
+/// joined by spaces; without, the `-kernel` path. `retrace run ELF -- ARGS`
+/// returns the same line for the same ARGS (and the ELF path as given when
+/// there are none), so passing the same path and arguments to both gives
+/// the program the same argv.
+pub fn run_qemu(elf: &Path, args: &[&str]) -> Outcome {
+    static SEQ: AtomicUsize = AtomicUsize::new(0);
+    let console = std::env::temp_dir().join(format!(
+        "retrace-qemu-console-{}-{}.txt",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_file(&console);
+    let mut semihosting = String::from("enable=on,target=native,chardev=semihosting");
+    for a in args {
+        assert!(
+            !a.contains(','),
+            "QEMU option values cannot hold a comma: {a}"
+        );
+        semihosting += ",arg=";
+        semihosting += a;
+    }
+    let mut cmd = Command::new(qemu_binary(elf));
+    cmd.args(["-M", "virt", "-bios", "none", "-nographic"])
+        .arg("-chardev")
+        .arg(format!("file,id=semihosting,path={}", console.display()))
+        .arg("-semihosting-config")
+        .arg(semihosting)
+        .arg("-kernel")
+        .arg(elf);
+    let mut outcome = run_with_timeout(cmd, RUN_TIMEOUT);
+    outcome.stdout = std::fs::read(&console).unwrap_or_default();
+    let _ = std::fs::remove_file(&console);
+    outcome
+}
+
+/// Whether QEMU for both XLENs can be started. When it cannot: print why
+/// and return false, or panic when `RETRACE_REQUIRE_TOOLS=1`.
+pub fn qemu_available(test: &str) -> bool {
+    for bin in ["qemu-system-riscv32", "qemu-system-riscv64"] {
+        let ok = Command::new(bin)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let reason =
+                format!("{bin} is not installed (Debian: apt-get install qemu-system-misc)");
+            if std::env::var("RETRACE_REQUIRE_TOOLS").is_ok_and(|v| v == "1") {
+                panic!("{test}: {reason}, and RETRACE_REQUIRE_TOOLS=1");
+            }
+            eprintln!("{test}: skipping the QEMU comparison: {reason}");
+            return false;
+        }
+    }
+    true
+}
+
+/// Apply `job` to every item on `threads` threads; results in input order.
+pub fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    job: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= items.len() {
+                    break;
+                }
+                let r = job(&items[i]);
+                results.lock().unwrap()[i] = Some(r);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+/// Two worker threads: the machine has two cores shared with the build.
+pub const THREADS: usize = 2;
