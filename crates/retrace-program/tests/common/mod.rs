@@ -121,21 +121,20 @@ pub fn inconsistencies(t: &PpTable) -> Vec<String> {
         let start = |x: Option<retrace_program::PpId>| x.map(|i| t.get(i).start);
         let ok = match (p.end, last.flow()) {
             (End::Branch { taken, not_taken }, Flow::CondBranch) => {
-                taken.map_or(true, |_| start(taken) == target)
-                    && not_taken.map_or(true, |_| start(not_taken) == Some(fall))
+                (taken.is_none() || start(taken) == target)
+                    && (not_taken.is_none() || start(not_taken) == Some(fall))
             }
             (End::Call { target: c, ret }, Flow::Call) => {
-                c.map_or(true, |_| start(c) == target)
-                    && ret.map_or(true, |_| start(ret) == Some(fall))
+                (c.is_none() || start(c) == target) && (ret.is_none() || start(ret) == Some(fall))
             }
             (End::IndirectCall { ret }, Flow::IndirectCall) => {
-                ret.map_or(true, |_| start(ret) == Some(fall))
+                ret.is_none() || start(ret) == Some(fall)
             }
             (End::Return, Flow::Return)
             | (End::IndirectJump, Flow::IndirectJump)
             | (End::TrapReturn, Flow::TrapReturn) => true,
             (End::Ecall { next }, Flow::Ecall) | (End::Ebreak { next, .. }, Flow::Ebreak) => {
-                next.map_or(true, |_| start(next) == Some(fall))
+                next.is_none() || start(next) == Some(fall)
             }
             (End::Jump { target: j }, Flow::Jump) => Some(t.get(j).start) == target,
             (End::Fault { at }, Flow::Next) => at == fall && t.code().get(at).is_none(),
