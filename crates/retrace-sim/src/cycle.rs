@@ -151,3 +151,20 @@ impl Observer for CycleObserver {
         }
     }
 }
+
+/// Run `elf` in the cycle-level engine on `model`, attributing cycles to
+/// `funcs` (`(start, size)` each).
+pub fn run_cycle_level(
+    elf: &retrace_program::Elf,
+    host: crate::HostConfig,
+    console: crate::Console,
+    max_insns: Option<u64>,
+    model: &CoreModel,
+    funcs: &[(u64, u64)],
+) -> Result<(crate::RunResult, CycleObserver), crate::LoadError> {
+    let mut machine = crate::Machine::new(elf, &crate::MachineConfig::default(), host, console)?;
+    let mut obs = CycleObserver::new(model, funcs);
+    let run = machine.run(max_insns, &mut obs);
+    obs.finish();
+    Ok((run, obs))
+}

@@ -878,6 +878,15 @@ impl Machine {
             semihost::Outcome::Exit(code) => {
                 if O::ENABLED {
                     obs.semihost(h, pc, op, 0);
+                    // The exit request retired (it is counted): observers
+                    // that count or time retired instructions must see it.
+                    obs.retire(&Retired {
+                        hart: h,
+                        pc,
+                        inst,
+                        next_pc: pc + 4,
+                        mem_addr: None,
+                    });
                 }
                 Slow::Stop(StopReason::Exit { code }, true)
             }

@@ -138,3 +138,62 @@ impl<W: Write> Observer for Recorder<W> {
         self.indirect(hart, pc, target);
     }
 }
+
+/// What [`record_run`] produced.
+#[derive(Debug)]
+pub struct Recording {
+    /// The run.
+    pub run: crate::RunResult,
+    /// The trace's sizes.
+    pub trace: WriteSummary,
+    /// Conditional branches recorded.
+    pub branches: u64,
+}
+
+/// Why a recording failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// The program could not be loaded.
+    #[error(transparent)]
+    Load(#[from] crate::LoadError),
+    /// Writing the trace failed.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// The run did something the trace cannot represent.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// Run `elf` once in the functional engine, recording its history into
+/// `out` (a trace header naming the program is written first).
+pub fn record_run<W: Write>(
+    elf: &retrace_program::Elf,
+    host: crate::HostConfig,
+    console: crate::Console,
+    max_insns: Option<u64>,
+    out: W,
+    mut header: retrace_trace::Header,
+) -> Result<Recording, RecordError> {
+    let mut machine = crate::Machine::new(elf, &crate::MachineConfig::default(), host, console)?;
+    header.identity = elf.identity();
+    header.xlen = elf.xlen.bits() as u8;
+    header.harts = 1;
+    let writer = TraceWriter::new(out, &header)?;
+    let mut rec = Recorder::new(writer, 1);
+    let run = machine.run(max_insns, &mut rec);
+    if let Some(why) = rec.unsupported() {
+        return Err(RecordError::Unsupported(why.to_string()));
+    }
+    let exit = match run.stop {
+        crate::StopReason::Exit { code } => i64::from(code),
+        _ => -1,
+    };
+    let branches = rec.totals.branches;
+    let trace = rec.finish(run.instructions, exit)?;
+    Ok(Recording {
+        run,
+        trace,
+        branches,
+    })
+}
