@@ -201,6 +201,7 @@ impl<'a> Corrector<'a> {
         CorrectionPass {
             corrector: self,
             cursors: vec![Cursor::default(); self.histories.len()],
+            offset_segments: vec![0; self.histories.len()],
         }
     }
 
@@ -223,6 +224,8 @@ impl<'a> Corrector<'a> {
 pub struct CorrectionPass<'c, 'a> {
     corrector: &'c Corrector<'a>,
     cursors: Vec<Cursor>,
+    /// Per processor, the segment of its offset track the last value fell in.
+    offset_segments: Vec<usize>,
 }
 
 impl CorrectionPass<'_, '_> {
@@ -230,18 +233,22 @@ impl CorrectionPass<'_, '_> {
     #[inline]
     pub fn correct(&mut self, processor: ProcessorId, counter: u64) -> Result<VirtualTime> {
         let corrector = self.corrector;
-        let index = corrector
-            .histories
-            .index_of(processor)
-            .ok_or(Error::UnknownProcessor {
+        // A `let … else` rather than `ok_or`: an eagerly built error is
+        // dropped on every call, which showed in profiles of this loop.
+        let Some(index) = corrector.histories.index_of(processor) else {
+            return Err(Error::UnknownProcessor {
                 at: None,
                 processor,
-            })?;
+            });
+        };
         let history = corrector.histories.by_index(index);
         let own = self.cursors[index].virtual_time(history, counter)?;
         match &corrector.alignments[index] {
             Alignment::Reference => Ok(own),
-            Alignment::Offset(track) => Ok(VirtualTime(own.0 + track.offset_at(own.0))),
+            Alignment::Offset(track) => {
+                let offset = track.offset_near(own.0, &mut self.offset_segments[index]);
+                Ok(VirtualTime(own.0 + offset))
+            }
             Alignment::NotSynchronised => Err(Error::NotSynchronised {
                 at: None,
                 processor,
