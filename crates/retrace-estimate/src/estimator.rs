@@ -98,6 +98,10 @@ pub struct Estimate {
     pub memo_entries: u64,
     /// Distinct pipeline signatures.
     pub signatures: u64,
+    /// Whether the data-cache term rests on a miss rate (measured at
+    /// recording or given); `false` when the core has a data cache the
+    /// trace has no measurement for, and the term is 0.
+    pub dcache_measured: bool,
 }
 
 /// Estimates cycles of one core while the walker replays.
@@ -147,6 +151,12 @@ impl Estimator {
             pp_cycles: Vec::new(),
             result: Estimate::default(),
         }
+    }
+
+    /// Set the data-cache miss rate (e.g. once the trace's measurements have
+    /// been read, at its end).
+    pub fn set_dcache_miss_rate(&mut self, rate: f64) {
+        self.dcache_miss_rate = rate;
     }
 
     /// The fidelity.

@@ -6,7 +6,7 @@ use crate::machine::TraceHistory;
 use crate::walk::{walk, Graph, Leave, ReplayError, Visit, WalkStats};
 use retrace_program::{Addr, PpId, PpTable};
 use retrace_timing::CoreModel;
-use retrace_trace::{Totals, TraceReader};
+use retrace_trace::{DcacheMeasurement, Totals, TraceReader};
 use std::path::Path;
 
 /// Open `trace`, replay it over `table` from `entry` with `visit`, and check
@@ -16,7 +16,7 @@ fn replay<V: Visit<PpTable>>(
     entry: Addr,
     trace: &Path,
     visit: &mut V,
-) -> Result<(WalkStats, Totals), ReplayError> {
+) -> Result<(WalkStats, Totals, Vec<DcacheMeasurement>), ReplayError> {
     let reader = TraceReader::open(trace)?;
     // The totals are in the trailer; the walk stops at the recorded
     // instruction count, so read it first from a second handle (cheap: the
@@ -25,7 +25,7 @@ fn replay<V: Visit<PpTable>>(
     let mut history = TraceHistory::new(reader, 0);
     let start = table.resolve(entry.get())?;
     let stats = walk(table, &mut history, visit, start, totals.instructions)?;
-    let recorded = history.into_reader().finish()?;
+    let (recorded, dcache) = history.into_reader().finish_all()?;
     if stats.bits != recorded.branches
         || stats.indirect != recorded.indirect
         || stats.escapes != recorded.escapes
@@ -42,7 +42,7 @@ fn replay<V: Visit<PpTable>>(
             ),
         });
     }
-    Ok((stats, recorded))
+    Ok((stats, recorded, dcache))
 }
 
 /// The trailer's totals, read from the end of the file.
@@ -73,13 +73,17 @@ pub fn read_totals(trace: &Path) -> Result<Totals, ReplayError> {
 }
 
 /// Estimate `cores` from one trace, each core's replay on its own thread.
+///
+/// The data-cache term uses `dcache_miss_rate` when given, else the miss
+/// rate the recorder measured for the core's data-cache geometry (0 when the
+/// trace has no measurement for it: see [`Estimate::dcache_measured`]).
 pub fn estimate_trace(
     table: &PpTable,
     entry: Addr,
     trace: &Path,
     cores: &[CoreModel],
     fidelity: Fidelity,
-    dcache_miss_rate: f64,
+    dcache_miss_rate: Option<f64>,
 ) -> Result<Vec<(Estimate, Estimator)>, ReplayError> {
     std::thread::scope(|s| {
         let jobs: Vec<_> = cores
@@ -87,9 +91,23 @@ pub fn estimate_trace(
             .map(|core| {
                 s.spawn(move || {
                     let mut t = table.clone();
-                    let mut est = Estimator::new(core, fidelity, dcache_miss_rate);
-                    replay(&mut t, entry, trace, &mut est)?;
-                    Ok((est.estimate(), est))
+                    let mut est = Estimator::new(core, fidelity, dcache_miss_rate.unwrap_or(0.0));
+                    let (_, _, measured) = replay(&mut t, entry, trace, &mut est)?;
+                    let mut measured_rate = None;
+                    if let Some(dc) = &core.dcache {
+                        measured_rate = measured
+                            .iter()
+                            .find(|m| (m.size, m.ways, m.line) == (dc.size, dc.ways, dc.line))
+                            .map(|m| m.miss_rate());
+                    }
+                    if dcache_miss_rate.is_none() {
+                        est.set_dcache_miss_rate(measured_rate.unwrap_or(0.0));
+                    }
+                    let mut e = est.estimate();
+                    e.dcache_measured = core.dcache.is_none()
+                        || dcache_miss_rate.is_some()
+                        || measured_rate.is_some();
+                    Ok((e, est))
                 })
             })
             .collect();

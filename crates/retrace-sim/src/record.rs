@@ -14,7 +14,7 @@
 //! The replay (`retrace-estimate`, `machine.rs` and `walk.rs`) mirrors every
 //! rule here; `docs/FORMATS.md` states them once for both.
 
-use crate::observer::{HartId, Observer, TrapEvent};
+use crate::observer::{HartId, Observer, Retired, TrapEvent};
 use crate::Cause;
 use retrace_isa::{Flow, Inst};
 use retrace_trace::{StreamKind, Totals, TraceError, TraceWriter, WriteSummary};
@@ -38,6 +38,9 @@ pub struct Recorder<W: Write> {
     site_len: HashMap<u64, u64>,
     totals: Totals,
     unsupported: Option<String>,
+    /// Data caches simulated during the run, to measure miss rates that the
+    /// replay cannot derive from branch history.
+    dcaches: Vec<(retrace_timing::CacheModel, retrace_timing::Cache)>,
 }
 
 impl<W: Write> Recorder<W> {
@@ -50,7 +53,16 @@ impl<W: Write> Recorder<W> {
             site_len: HashMap::new(),
             totals: Totals::default(),
             unsupported: None,
+            dcaches: Vec::new(),
         }
+    }
+
+    /// Also measure the miss rate of these data-cache geometries.
+    pub fn measure_dcaches(&mut self, geometries: &[retrace_timing::CacheModel]) {
+        self.dcaches = geometries
+            .iter()
+            .map(|g| (*g, retrace_timing::Cache::new(g)))
+            .collect();
     }
 
     fn indirect(&mut self, hart: HartId, site: u64, target: u64) {
@@ -76,11 +88,31 @@ impl<W: Write> Recorder<W> {
     pub fn finish(mut self, instructions: u64, exit_code: i64) -> Result<WriteSummary, TraceError> {
         self.totals.instructions = instructions;
         self.totals.exit_code = exit_code;
-        self.writer.finish(&self.totals)
+        let measured: Vec<_> = self
+            .dcaches
+            .iter()
+            .map(|(g, c)| retrace_trace::DcacheMeasurement {
+                size: g.size,
+                ways: g.ways,
+                line: g.line,
+                accesses: c.hits + c.misses,
+                misses: c.misses,
+            })
+            .collect();
+        self.writer.finish_with(&self.totals, &measured)
     }
 }
 
 impl<W: Write> Observer for Recorder<W> {
+    #[inline(always)]
+    fn retire(&mut self, ev: &Retired<'_>) {
+        if let Some(addr) = ev.mem_addr {
+            for (_, c) in &mut self.dcaches {
+                c.access(addr);
+            }
+        }
+    }
+
     #[inline(always)]
     fn branch(&mut self, hart: HartId, _pc: u64, _inst: &Inst, taken: bool, _target: u64) {
         self.totals.branches += 1;
@@ -174,6 +206,7 @@ pub fn record_run<W: Write>(
     max_insns: Option<u64>,
     out: W,
     mut header: retrace_trace::Header,
+    dcaches: &[retrace_timing::CacheModel],
 ) -> Result<Recording, RecordError> {
     let mut machine = crate::Machine::new(elf, &crate::MachineConfig::default(), host, console)?;
     header.identity = elf.identity();
@@ -181,6 +214,7 @@ pub fn record_run<W: Write>(
     header.harts = 1;
     let writer = TraceWriter::new(out, &header)?;
     let mut rec = Recorder::new(writer, 1);
+    rec.measure_dcaches(dcaches);
     let run = machine.run(max_insns, &mut rec);
     if let Some(why) = rec.unsupported() {
         return Err(RecordError::Unsupported(why.to_string()));

@@ -15,6 +15,8 @@ pub const FORMAT_VERSION: u16 = 1;
 pub const SEGMENT_TAG: u8 = b'S';
 /// Tag byte of the trailer.
 pub const TRAILER_TAG: u8 = b'T';
+/// Tag byte of the optional measurements block (before the trailer).
+pub const MEASUREMENTS_TAG: u8 = b'M';
 /// Size of a segment's fixed header.
 pub const SEGMENT_HEADER_LEN: usize = 20;
 /// Size of the trailer including the end magic.
@@ -331,3 +333,49 @@ impl Cursor<'_> {
 pub fn decode_trailer(bytes: &[u8; TRAILER_LEN]) -> Option<Totals> {
     Totals::decode(bytes).map(|(t, _)| t)
 }
+
+/// A data-cache geometry measured during recording: the statistics that the
+/// replay cannot derive from branch history (see `docs/FORMATS.md`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DcacheMeasurement {
+    /// Capacity in bytes.
+    pub size: u32,
+    /// Associativity.
+    pub ways: u32,
+    /// Line size in bytes.
+    pub line: u32,
+    /// Loads, stores and AMOs.
+    pub accesses: u64,
+    /// Of which missed.
+    pub misses: u64,
+}
+
+impl DcacheMeasurement {
+    /// Misses per access (0 when there were no accesses).
+    pub fn miss_rate(&self) -> f64 {
+        if self.accesses == 0 {
+            0.0
+        } else {
+            self.misses as f64 / self.accesses as f64
+        }
+    }
+}
+
+/// Encode the measurements block: tag, reserved, count, entries, CRC-32.
+pub(crate) fn encode_measurements(m: &[DcacheMeasurement]) -> Vec<u8> {
+    let mut out = vec![MEASUREMENTS_TAG, 0];
+    out.extend_from_slice(&(m.len() as u16).to_le_bytes());
+    for d in m {
+        out.extend_from_slice(&d.size.to_le_bytes());
+        out.extend_from_slice(&d.ways.to_le_bytes());
+        out.extend_from_slice(&d.line.to_le_bytes());
+        out.extend_from_slice(&d.accesses.to_le_bytes());
+        out.extend_from_slice(&d.misses.to_le_bytes());
+    }
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Bytes of one measurement entry.
+pub(crate) const MEASUREMENT_LEN: usize = 28;

@@ -34,6 +34,9 @@ mod format;
 mod reader;
 mod writer;
 
-pub use format::{decode_trailer, Header, StreamKind, Totals, TraceError, FORMAT_VERSION, MAGIC};
+pub use format::{
+    decode_trailer, DcacheMeasurement, Header, StreamKind, Totals, TraceError, FORMAT_VERSION,
+    MAGIC,
+};
 pub use reader::TraceReader;
 pub use writer::{TraceWriter, WriteSummary};

@@ -6,6 +6,7 @@ use crate::format::{
     Cursor, Header, StreamKind, Totals, TraceError, FORMAT_VERSION, MAGIC, MAX_SEGMENT_RAW,
     SEGMENT_HEADER_LEN, SEGMENT_TAG, TRAILER_LEN, TRAILER_TAG,
 };
+use crate::format::{DcacheMeasurement, MEASUREMENTS_TAG, MEASUREMENT_LEN};
 use std::io::Read;
 
 #[derive(Default)]
@@ -42,6 +43,7 @@ pub struct TraceReader<R: Read> {
     /// Sequence number of the segment currently loaded (`u32::MAX`: none yet).
     segment: u32,
     totals: Option<(Totals, u32)>,
+    dcache: Vec<DcacheMeasurement>,
 }
 
 impl TraceReader<std::io::BufReader<std::fs::File>> {
@@ -90,6 +92,7 @@ impl<R: Read> TraceReader<R> {
             header,
             segment: u32::MAX,
             totals: None,
+            dcache: Vec::new(),
         })
     }
 
@@ -218,6 +221,7 @@ impl<R: Read> TraceReader<R> {
         }
         match tag[0] {
             SEGMENT_TAG => self.load_segment(at),
+            MEASUREMENTS_TAG => self.load_measurements(at),
             TRAILER_TAG => {
                 let mut t = [0u8; TRAILER_LEN];
                 t[0] = TRAILER_TAG;
@@ -245,6 +249,45 @@ impl<R: Read> TraceReader<R> {
                 ),
             )),
         }
+    }
+
+    fn load_measurements(&mut self, at: u64) -> Result<(), TraceError> {
+        let mut head = [0u8; 4];
+        head[0] = MEASUREMENTS_TAG;
+        if read_full(&mut self.input, &mut head[1..])? < 3 {
+            return Err(truncated(at, "measurements block"));
+        }
+        let n = usize::from(u16::from_le_bytes([head[2], head[3]]));
+        let mut body = vec![0u8; n * MEASUREMENT_LEN + 4];
+        if read_full(&mut self.input, &mut body)? < body.len() {
+            return Err(truncated(at, "measurements block"));
+        }
+        let mut whole = head.to_vec();
+        whole.extend_from_slice(&body[..n * MEASUREMENT_LEN]);
+        let crc = u32::from_le_bytes(body[n * MEASUREMENT_LEN..].try_into().unwrap());
+        if crc != crc32fast::hash(&whole) || !self.dcache.is_empty() {
+            return Err(corrupt(at, "measurements block checksum mismatch".into()));
+        }
+        let mut c = Cursor { buf: &body, pos: 0 };
+        for _ in 0..n {
+            let (size, ways, line) = (c.u32(), c.u32(), c.u32());
+            let (accesses, misses) = (c.u64(), c.u64());
+            self.dcache.push(DcacheMeasurement {
+                size: size.unwrap_or(0),
+                ways: ways.unwrap_or(0),
+                line: line.unwrap_or(0),
+                accesses: accesses.unwrap_or(0),
+                misses: misses.unwrap_or(0),
+            });
+        }
+        self.offset += whole.len() as u64 + 4;
+        Ok(())
+    }
+
+    /// Data-cache measurements stored by the recorder (available once the
+    /// reader has reached the end of the trace).
+    pub fn dcache(&self) -> &[DcacheMeasurement] {
+        &self.dcache
     }
 
     fn load_segment(&mut self, at: u64) -> Result<(), TraceError> {
@@ -330,7 +373,12 @@ impl<R: Read> TraceReader<R> {
 
     /// After the consumer is done: checks that nothing recorded is left
     /// unread, reads the trailer, and returns the recorded totals.
-    pub fn finish(mut self) -> Result<Totals, TraceError> {
+    pub fn finish(self) -> Result<Totals, TraceError> {
+        self.finish_all().map(|(t, _)| t)
+    }
+
+    /// [`TraceReader::finish`], also returning the data-cache measurements.
+    pub fn finish_all(mut self) -> Result<(Totals, Vec<DcacheMeasurement>), TraceError> {
         for (h, s) in self.harts.iter().enumerate() {
             if let Some(left) = s.leftover() {
                 return Err(TraceError::Desync {
@@ -354,7 +402,7 @@ impl<R: Read> TraceReader<R> {
         if read_full(&mut self.input, &mut extra)? != 0 {
             return Err(corrupt(self.offset, "data after the trailer".into()));
         }
-        Ok(self.totals.unwrap().0)
+        Ok((self.totals.unwrap().0, self.dcache))
     }
 }
 

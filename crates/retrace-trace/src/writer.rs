@@ -231,7 +231,17 @@ impl<W: Write> TraceWriter<W> {
     }
 
     /// Write the remaining items and the trailer; returns the sizes.
-    pub fn finish(mut self, totals: &Totals) -> Result<WriteSummary, TraceError> {
+    pub fn finish(self, totals: &Totals) -> Result<WriteSummary, TraceError> {
+        self.finish_with(totals, &[])
+    }
+
+    /// Like [`TraceWriter::finish`], with data-cache measurements stored
+    /// before the trailer.
+    pub fn finish_with(
+        mut self,
+        totals: &Totals,
+        dcache: &[crate::DcacheMeasurement],
+    ) -> Result<WriteSummary, TraceError> {
         self.flush_segment();
         drop(self.to_compressor.take());
         if let Some(h) = self.compressor.take() {
@@ -247,6 +257,11 @@ impl<W: Write> TraceWriter<W> {
             return Err(TraceError::Io(std::io::Error::other(
                 "the trace compressor stopped early",
             )));
+        }
+        if !dcache.is_empty() {
+            let block = crate::format::encode_measurements(dcache);
+            self.out.write_all(&block)?;
+            self.summary.file_bytes += block.len() as u64;
         }
         let trailer = totals.encode(self.summary.segments);
         self.out.write_all(&trailer)?;

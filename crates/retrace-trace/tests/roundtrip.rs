@@ -65,6 +65,26 @@ fn roundtrip_across_many_segments() {
 }
 
 #[test]
+fn dcache_measurements_roundtrip() {
+    let mut buf = Vec::new();
+    let mut w = TraceWriter::new(&mut buf, &Header::new(1, 32, 1)).unwrap();
+    w.branch(0, true);
+    let m = retrace_trace::DcacheMeasurement {
+        size: 16384,
+        ways: 4,
+        line: 64,
+        accesses: 1000,
+        misses: 37,
+    };
+    w.finish_with(&Totals::default(), &[m]).unwrap();
+    let mut r = TraceReader::new(&buf[..]).unwrap();
+    assert_eq!(r.next_bit(0).unwrap(), Some(true));
+    let (_, d) = r.finish_all().unwrap();
+    assert_eq!(d, vec![m]);
+    assert!((d[0].miss_rate() - 0.037).abs() < 1e-12);
+}
+
+#[test]
 fn header_survives() {
     let (buf, _, _) = sample(10, 1);
     let r = TraceReader::new(&buf[..]).unwrap();
