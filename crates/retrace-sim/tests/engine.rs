@@ -1,0 +1,182 @@
+//! Functional-engine behaviour on hand-assembled RV64 programs: exact
+//! instruction budgets, self-modifying code, observer hooks, LR/SC and
+//! traps into a handler.
+
+use retrace_program::Elf;
+use retrace_sim::{
+    Cause, Console, HostConfig, Machine, MachineConfig, Observer, Retired, StopReason,
+};
+
+const BASE: u64 = 0x8000_0000;
+
+fn elf64(code: &[u32]) -> Elf {
+    let code: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let mut f = Vec::new();
+    f.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    f.extend_from_slice(&2u16.to_le_bytes());
+    f.extend_from_slice(&243u16.to_le_bytes());
+    f.extend_from_slice(&1u32.to_le_bytes());
+    f.extend_from_slice(&BASE.to_le_bytes());
+    f.extend_from_slice(&64u64.to_le_bytes());
+    f.extend_from_slice(&0u64.to_le_bytes());
+    f.extend_from_slice(&0u32.to_le_bytes());
+    for v in [64u16, 56, 1, 64, 0, 0] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    f.extend_from_slice(&1u32.to_le_bytes());
+    f.extend_from_slice(&7u32.to_le_bytes());
+    f.extend_from_slice(&120u64.to_le_bytes());
+    f.extend_from_slice(&BASE.to_le_bytes());
+    f.extend_from_slice(&BASE.to_le_bytes());
+    f.extend_from_slice(&(code.len() as u64).to_le_bytes());
+    f.extend_from_slice(&(code.len() as u64).to_le_bytes());
+    f.extend_from_slice(&4u64.to_le_bytes());
+    f.extend_from_slice(&code);
+    Elf::parse(&f).unwrap()
+}
+
+fn machine(code: &[u32]) -> Machine {
+    Machine::new(
+        &elf64(code),
+        &MachineConfig::default(),
+        HostConfig::default(),
+        Console::null(),
+    )
+    .unwrap()
+}
+
+/// addi a0, a0, 1; bne a0, a1, -4 ... an endless counting loop.
+const COUNT_LOOP: [u32; 2] = [0x0015_0513, 0xfeb5_1ee3];
+
+#[test]
+fn budget_is_exact_and_runs_resume() {
+    let mut m = machine(&COUNT_LOOP);
+    m.harts[0].x[11] = u64::MAX; // never equal: loop forever
+    let r = m.run(Some(1001), &mut ());
+    assert_eq!(r.stop, StopReason::Runaway { limit: 1001 });
+    assert_eq!(r.instructions, 1001);
+    assert_eq!(m.harts[0].x[10], 501); // 501 addi, 500 bne
+    let r = m.run(Some(1), &mut ());
+    assert_eq!(r.instructions, 1002);
+    assert_eq!(m.harts[0].pc, BASE);
+}
+
+#[derive(Default)]
+struct Counter {
+    retired: u64,
+    branches: u64,
+    taken: u64,
+    mem: Vec<u64>,
+    traps: Vec<Cause>,
+}
+
+impl Observer for Counter {
+    fn retire(&mut self, ev: &Retired<'_>) {
+        self.retired += 1;
+        if let Some(a) = ev.mem_addr {
+            self.mem.push(a);
+        }
+    }
+    fn branch(&mut self, _: usize, _: u64, _: &retrace_isa::Inst, taken: bool, _: u64) {
+        self.branches += 1;
+        self.taken += u64::from(taken);
+    }
+    fn trap(&mut self, ev: &retrace_sim::TrapEvent) {
+        self.traps.push(ev.cause);
+    }
+}
+
+#[test]
+fn observer_sees_every_instruction_and_branch() {
+    let mut m = machine(&COUNT_LOOP);
+    m.harts[0].x[11] = 10;
+    let mut c = Counter::default();
+    let r = m.run(Some(19), &mut c);
+    assert_eq!(r.instructions, 19);
+    assert_eq!(c.retired, 19);
+    assert_eq!((c.branches, c.taken), (9, 9));
+    assert_eq!(r.harts[0].branches, 9);
+}
+
+#[test]
+fn store_over_code_is_executed_fresh() {
+    // 0: auipc t0, 0
+    // 4: lui t1, 0x00500 ; 8: addi t1, t1, 0x513   -> t1 = 0x00500513 (li a0, 5)
+    // c: jal x0, +8 (to 0x14)  -- executes 0x10 first time? no: skip
+    // 10: li a0, 1  (to be overwritten with li a0, 5)
+    // 14: sw t1, 16(t0) ; 18: j -8 (to 0x10) ; 1c: never
+    let code = [
+        0x0000_0297,
+        0x0050_0337,
+        0x5133_0313,
+        0x0080_006f,
+        0x0010_0513,
+        0x0062_a823,
+        0xff9f_f06f,
+    ];
+    let mut m = machine(&code);
+    // Decode the victim once first, so the cache holds the old instruction.
+    m.harts[0].pc = BASE + 0x10;
+    m.run(Some(1), &mut ());
+    assert_eq!(m.harts[0].x[10], 1);
+    m.harts[0].pc = BASE;
+    // auipc, lui, addi, jal, sw, j, li
+    let r = m.run(Some(7), &mut ());
+    assert_eq!(r.instructions, 8);
+    assert_eq!(m.harts[0].x[10], 5, "stale decoded instruction executed");
+    assert!(r.cache_flushes >= 1);
+}
+
+#[test]
+fn lr_sc_pairs_and_fails_without_reservation() {
+    // auipc a0, 1 (a0 = BASE + 0x1000); li a1, 7
+    // sc.w a2, a1, (a0)   -> fails (no reservation): a2 = 1
+    // lr.w a3, (a0); sc.w a4, a1, (a0) -> succeeds: a4 = 0; lw a5, 0(a0) = 7
+    let code = [
+        0x0000_1517,
+        0x0070_0593,
+        0x18b5_262f,
+        0x1005_26af,
+        0x18b5_272f,
+        0x0005_2783,
+    ];
+    let mut m = machine(&code);
+    let mut c = Counter::default();
+    m.run(Some(6), &mut c);
+    let x = &m.harts[0].x;
+    assert_eq!((x[12], x[13], x[14], x[15]), (1, 0, 0, 7));
+    assert_eq!(c.mem, vec![BASE + 0x1000; 4]);
+}
+
+#[test]
+fn traps_go_to_the_handler_or_stop_the_run() {
+    // 0: auipc t0, 0; 4: addi t0, t0, 16; 8: csrw mtvec, t0; c: illegal
+    // 10: csrr a0, mcause; 14: csrr a1, mepc; 18: j .
+    let code = [
+        0x0000_0297,
+        0x0102_8293,
+        0x3052_9073,
+        0xffff_ffff,
+        0x3420_2573,
+        0x3410_25f3,
+        0x0000_006f,
+    ];
+    let mut m = machine(&code);
+    let mut c = Counter::default();
+    m.run(Some(6), &mut c);
+    assert_eq!(m.harts[0].x[10], 2);
+    assert_eq!(m.harts[0].x[11], BASE + 0xc);
+    assert_eq!(c.traps, vec![Cause::ILLEGAL_INSTRUCTION]);
+    // Without the handler the run stops with the cause.
+    let mut m = machine(&code[3..]);
+    let r = m.run(None, &mut ());
+    match r.stop {
+        StopReason::Fault(f) => {
+            assert_eq!(
+                (f.cause, f.pc, f.tval),
+                (Cause::ILLEGAL_INSTRUCTION, BASE, 0xffff_ffff)
+            )
+        }
+        other => panic!("unexpected stop {other:?}"),
+    }
+}
