@@ -159,6 +159,11 @@ impl Estimator {
         self.dcache_miss_rate = rate;
     }
 
+    /// Cycles so far, before the data-cache term.
+    pub fn cycles(&self) -> u64 {
+        self.cycles
+    }
+
     /// The fidelity.
     pub fn fidelity(&self) -> Fidelity {
         self.fidelity

@@ -14,10 +14,14 @@
 
 mod estimator;
 mod machine;
+mod profile;
 mod run;
 mod walk;
 
 pub use estimator::{Estimate, Estimator, Fidelity};
 pub use machine::{TraceHistory, INVALID};
-pub use run::{estimate_trace, hash_pc, read_totals, replay_check, CheckResult, PC_HASH_SEED};
+pub use profile::{BranchProfile, FunctionProfile, PpProfile, Profile, Profiler};
+pub use run::{
+    estimate_trace, hash_pc, profile_trace, read_totals, replay_check, CheckResult, PC_HASH_SEED,
+};
 pub use walk::{walk, Exit, Graph, History, Leave, ReplayError, Visit, WalkStats};

@@ -172,3 +172,26 @@ pub fn replay_check(
     replay(table, entry, trace, &mut h)?;
     Ok(h.0)
 }
+
+/// Replay `trace` on one core and profile it (functions, branches, hottest
+/// partial programs).
+pub fn profile_trace(
+    program: &retrace_program::Program,
+    trace: &Path,
+    core: &CoreModel,
+    fidelity: Fidelity,
+) -> Result<(crate::profile::Profile, Estimate), ReplayError> {
+    let mut table = program.table.clone();
+    let mut prof = crate::profile::Profiler::new(Estimator::new(core, fidelity, 0.0), program);
+    let (_, _, measured) = replay(&mut table, program.entry, trace, &mut prof)?;
+    let (profile, mut est) = prof.finish(&table);
+    if let Some(dc) = &core.dcache {
+        if let Some(m) = measured
+            .iter()
+            .find(|m| (m.size, m.ways, m.line) == (dc.size, dc.ways, dc.line))
+        {
+            est.set_dcache_miss_rate(m.miss_rate());
+        }
+    }
+    Ok((profile, est.estimate()))
+}
