@@ -1,0 +1,133 @@
+//! Acceptance test of the partial-program table: every example program in
+//! `programs/bin/` (found by listing the directory, both XLENs, every
+//! optimisation level, the picolibc runtime included) runs in the
+//! functional simulator while a checker follows the table instruction by
+//! instruction. Every retired instruction must be the table's prediction
+//! and every PP must end in one of its successors. All failing programs are
+//! reported, not just the first.
+
+use retrace_program::{Checker, Elf, Program};
+use retrace_sim::{
+    Console, HostConfig, Machine, MachineConfig, Observer, Retired, StopReason, TrapEvent,
+};
+use std::path::{Path, PathBuf};
+
+struct Follow<'a, 't>(&'a mut Checker<'t>);
+
+impl Observer for Follow<'_, '_> {
+    fn retire(&mut self, ev: &Retired<'_>) {
+        if ev.hart == 0 {
+            self.0.retire(ev.pc, ev.next_pc);
+        }
+    }
+    fn trap(&mut self, ev: &TrapEvent) {
+        if let (0, Some(h)) = (ev.hart, ev.handler) {
+            self.0.trap(h);
+        }
+    }
+}
+
+fn programs() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("programs/bin");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}; run programs/build.sh", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| matches!(p.extension(), Some(e) if e == "elf"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Checks one program; `Err` describes what went wrong.
+fn check(path: &Path) -> Result<String, String> {
+    let name = path.file_name().unwrap().to_string_lossy().to_string();
+    let elf =
+        Elf::parse(&std::fs::read(path).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    let mut program = Program::analyse(&elf).map_err(|e| e.to_string())?;
+    if !program.warnings.is_empty() {
+        return Err(format!("{name}: analysis warnings {:?}", program.warnings));
+    }
+    let host = HostConfig {
+        cmdline: HostConfig::qemu_cmdline(&name, &[]),
+        ..HostConfig::default()
+    };
+    let mut m = Machine::new(&elf, &MachineConfig::default(), host, Console::null())
+        .map_err(|e| e.to_string())?;
+    let mut checker = Checker::new(&mut program.table);
+    let result = m.run(Some(2_000_000_000), &mut Follow(&mut checker));
+    let r = checker.finish();
+    if !matches!(result.stop, StopReason::Exit { .. }) {
+        return Err(format!("{name}: did not exit: {}", result.stop));
+    }
+    if r.executed_instructions == 0
+        || r.covered_instructions != r.executed_instructions
+        || r.mismatches != 0
+    {
+        return Err(format!(
+            "{name}: {} of {} covered, {} mismatches: {:?}",
+            r.covered_instructions, r.executed_instructions, r.mismatches, r.first_mismatches
+        ));
+    }
+    Ok(format!(
+        "{name}: {} instructions, {} PP executions, {} PPs executed, {} added at run time",
+        r.executed_instructions,
+        r.pp_executions,
+        r.executed_partial_programs,
+        r.added_partial_programs
+    ))
+}
+
+#[test]
+fn every_example_program_follows_its_table() {
+    let progs = programs();
+    assert!(
+        progs.len() >= 10,
+        "only {} programs in programs/bin",
+        progs.len()
+    );
+    let mut failures = Vec::new();
+    for p in &progs {
+        match check(p) {
+            Ok(line) => eprintln!("{line}"),
+            Err(e) => failures.push(e),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} programs failed:\n{}",
+        failures.len(),
+        progs.len(),
+        failures.join("\n")
+    );
+}
+
+/// The CLI's JSON report has the documented fields and passes.
+#[test]
+fn pp_check_json_reports_full_coverage() {
+    let prog = Path::new(env!("CARGO_MANIFEST_DIR")).join("programs/bin/nqueens-rv32-O2.elf");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_retrace"))
+        .args(["pp", "--check", "--json"])
+        .arg(&prog)
+        .args(["--", "6", "6"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    for field in [
+        "partial_programs",
+        "executed_partial_programs",
+        "executed_instructions",
+        "covered_instructions",
+        "mismatches",
+    ] {
+        assert!(v.get(field).is_some(), "no {field} in {v}");
+    }
+    assert_eq!(v["executed_instructions"], v["covered_instructions"]);
+    assert_eq!(v["mismatches"], 0);
+    assert!(v["executed_instructions"].as_u64().unwrap() > 1000);
+}
