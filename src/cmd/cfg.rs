@@ -1,6 +1,7 @@
 //! `retrace cfg`: one function's control-flow graph, as Graphviz DOT or as
 //! a block listing.
 
+use crate::cmd::pp::emit;
 use crate::cmd::run::load_elf;
 use crate::status::{tag, Status};
 use anyhow::anyhow;
@@ -44,7 +45,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         .function_named(&args.function)
         .map_err(|e| tag(anyhow!("{shown}: {e}"), Status::BadInput))?;
     if args.dot {
-        print!("{}", dot::function_dot(&program, f));
+        emit(&dot::function_dot(&program, f))?;
         return Ok(ExitCode::SUCCESS);
     }
     let cfg = program.cfg(f);
@@ -86,6 +87,6 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             }
         );
     }
-    print!("{out}");
+    emit(&out)?;
     Ok(ExitCode::SUCCESS)
 }

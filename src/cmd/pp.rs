@@ -142,7 +142,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             out = format!("{v}\n");
         }
     }
-    print!("{out}");
+    emit(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -604,4 +604,14 @@ fn check(
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Writes to stdout; a closed pipe (`| head`) ends the output quietly.
+pub(crate) fn emit(s: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(s.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
 }

@@ -101,10 +101,10 @@ pub fn function_dot(program: &Program, f: FuncId) -> String {
                 EdgeKind::Jump | EdgeKind::IndirectTarget => "color=blue",
                 EdgeKind::FallThrough => "color=gray40",
             };
-            let colour = if back { " color=red penwidth=2" } else { "" };
+            let style = if back { "color=red penwidth=2" } else { style };
             let _ = writeln!(
                 s,
-                "  b{} -> b{} [label=\"{}\" {style}{colour}];",
+                "  b{} -> b{} [label=\"{}\" {style}];",
                 i,
                 t.0,
                 kind.name()
