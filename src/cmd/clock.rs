@@ -411,7 +411,7 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         println!();
         if sc.rounds == 0 {
             println!(
-                "{}: {} frequency changes per processor, no offsets; largest event error {:.4} ticks ({:.3} ns)",
+                "{}: {} frequency changes per processor, no offsets; largest event error {:.6} ticks ({:.3} ns)",
                 sc.name, sc.changes, s.max_error_ticks, s.estimators[0].max_event_error_ns
             );
             continue;
