@@ -5,9 +5,15 @@ use std::process::ExitCode;
 
 pub mod cfg;
 pub mod clock;
+pub mod common;
+pub mod compare;
+pub mod cores;
 pub mod demo;
 pub mod disasm;
+pub mod estimate;
 pub mod pp;
+pub mod profile;
+pub mod record;
 pub mod run;
 
 /// retrace: how long a program takes on a RISC-V core that you do not have.
@@ -33,6 +39,16 @@ pub enum Command {
     Pp(pp::Args),
     /// Show one function's control-flow graph (Graphviz DOT with --dot).
     Cfg(cfg::Args),
+    /// Run a program once and record its branch history to a trace file.
+    Record(record::Args),
+    /// Estimate a recorded run's cycles on one or many cores, from the trace.
+    Estimate(estimate::Args),
+    /// Cycle-level engine versus record + estimate: error and speedup.
+    Compare(compare::Args),
+    /// Cycles per function, branch probabilities and hot spots from a trace.
+    Profile(profile::Args),
+    /// List the built-in target cores.
+    Cores(cores::Args),
 }
 
 /// Run one parsed command line; the result is the process exit status.
@@ -44,6 +60,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Clock(c) => clock::main(c),
         Command::Pp(a) => pp::main(a),
         Command::Cfg(a) => cfg::main(a),
+        Command::Record(a) => record::main(a),
+        Command::Estimate(a) => estimate::main(a),
+        Command::Compare(a) => compare::main(a),
+        Command::Profile(a) => profile::main(a),
+        Command::Cores(a) => cores::main(a),
     }
 }
 

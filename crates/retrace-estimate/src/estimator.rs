@@ -67,14 +67,58 @@ struct Key {
     fetch_misses: u64,
 }
 
+/// A memo entry kept inline with its partial program: the replay's hot
+/// path finds most answers here without hashing.
+#[derive(Clone, Copy)]
+struct Recent {
+    entry: SignatureId,
+    outcome: u8,
+    fetch_misses: u64,
+    cycles: u64,
+    next: SignatureId,
+}
+
+const NO_RECENT: Recent = Recent {
+    entry: SignatureId(u32::MAX),
+    outcome: 0,
+    fetch_misses: 0,
+    cycles: 0,
+    next: SignatureId(0),
+};
+
 /// Per-partial-program facts computed once.
-#[derive(Default, Clone)]
+#[derive(Clone)]
 struct PpFacts {
     /// Instruction index and pc where the path enters a new I-cache line.
     line_starts: Box<[(u32, u64)]>,
     /// Loads, stores and AMOs on the path.
     mem_ops: u32,
+    /// Instructions on the path.
+    len: u32,
+    /// Address of the end instruction.
+    last: u64,
+    /// The end is a branch whose target lies before it.
+    backward: bool,
+    /// The address after the end instruction (a call's return address).
+    after: u64,
+    /// The two most recent memo entries (most recent first).
+    recent: [Recent; 2],
     ready: bool,
+}
+
+impl Default for PpFacts {
+    fn default() -> Self {
+        PpFacts {
+            line_starts: Box::new([]),
+            mem_ops: 0,
+            len: 0,
+            last: 0,
+            backward: false,
+            after: 0,
+            recent: [NO_RECENT; 2],
+            ready: false,
+        }
+    }
 }
 
 /// Results of an estimate.
@@ -189,7 +233,17 @@ impl Estimator {
         e
     }
 
+    #[inline]
     fn facts(&mut self, table: &PpTable, pp: PpId) -> &PpFacts {
+        let i = pp.index();
+        if i < self.facts.len() && self.facts[i].ready {
+            return &self.facts[i];
+        }
+        self.learn(table, pp)
+    }
+
+    #[cold]
+    fn learn(&mut self, table: &PpTable, pp: PpId) -> &PpFacts {
         let i = pp.index();
         if i >= self.facts.len() {
             let n = table.len().max(i + 1);
@@ -211,9 +265,16 @@ impl Estimator {
                 }
                 mem_ops += u32::from(inst.mem().is_some());
             }
+            let p = table.get(pp);
+            let end = table.end_inst(pp);
             self.facts[i] = PpFacts {
                 line_starts: lines.into_boxed_slice(),
                 mem_ops,
+                len: p.len,
+                last: p.last.get(),
+                backward: end.map(|e| e.imm < 0).unwrap_or(false),
+                after: end.map(|e| e.fallthrough(p.last.get())).unwrap_or(0),
+                recent: [NO_RECENT; 2],
                 ready: true,
             };
         }
@@ -241,15 +302,27 @@ impl Estimator {
     /// Time `n` instructions of `pp` from the current signature with the
     /// given end outcome and fetch misses.
     fn time(&mut self, table: &PpTable, pp: PpId, n: u32, outcome: u8, fetch_misses: u64) -> u64 {
+        let f = &mut self.facts[pp.index()];
+        let full = n == f.len && f.line_starts.len() <= 64;
+        if full {
+            for k in 0..2 {
+                let r = f.recent[k];
+                if r.entry == self.sig && r.outcome == outcome && r.fetch_misses == fetch_misses {
+                    f.recent.swap(0, k);
+                    self.sig = r.next;
+                    return r.cycles;
+                }
+            }
+        }
         let key = Key {
             entry: self.sig,
             pp,
             outcome,
             fetch_misses,
         };
-        let full = n == table.get(pp).len && self.facts[pp.index()].line_starts.len() <= 64;
         if full {
             if let Some(&(c, next)) = self.memo.get(&key) {
+                self.remember(pp, key, c, next);
                 self.sig = next;
                 return c;
             }
@@ -276,9 +349,23 @@ impl Estimator {
             .time(self.sig, self.scratch.iter().map(|(i, e)| (i, *e)));
         if full {
             self.memo.insert(key, (c, next));
+            self.remember(pp, key, c, next);
         }
         self.sig = next;
         c
+    }
+
+    #[inline]
+    fn remember(&mut self, pp: PpId, key: Key, cycles: u64, next: SignatureId) {
+        let f = &mut self.facts[pp.index()];
+        f.recent[1] = f.recent[0];
+        f.recent[0] = Recent {
+            entry: key.entry,
+            outcome: key.outcome,
+            fetch_misses: key.fetch_misses,
+            cycles,
+            next,
+        };
     }
 
     fn account(&mut self, pp: PpId, cycles: u64, n: u32) {
@@ -293,15 +380,12 @@ impl Estimator {
 
 impl Visit<PpTable> for Estimator {
     fn pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
-        self.facts(table, pp);
-        let len = table.get(pp).len;
+        let f = self.facts(table, pp);
+        let (len, last, backward, after) = (f.len, f.last, f.backward, f.after);
         let misses = self.fetch(pp, len);
         let mut outcome = 0u8;
-        let last = table.get(pp).last.get();
         match how {
             Leave::Branch(taken) => {
-                let end = table.end_inst(pp);
-                let backward = end.map(|i| i.imm < 0).unwrap_or(false);
                 let predicted = match &mut self.predictor {
                     Some(p) => p.predict_and_update(last, backward, taken),
                     None => predict_static(self.model().branch.predictor, backward),
@@ -310,8 +394,8 @@ impl Visit<PpTable> for Estimator {
                 self.result.mispredicts += u64::from(predicted != taken);
             }
             Leave::Call => {
-                if let (Some(ras), Some(end)) = (&mut self.ras, table.end_inst(pp)) {
-                    ras.push(end.fallthrough(last));
+                if let Some(ras) = &mut self.ras {
+                    ras.push(after);
                 }
             }
             Leave::Return { .. } => {

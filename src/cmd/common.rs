@@ -1,0 +1,116 @@
+//! Pieces several subcommands share: loading programs, cores and traces with
+//! the right error messages and exit statuses, and the program's host setup.
+
+use crate::status::{tag, Status};
+use anyhow::anyhow;
+use retrace_program::{Elf, Program};
+use retrace_sim::HostConfig;
+use retrace_timing::{preset, CoreModel, PRESETS};
+use std::path::Path;
+
+/// Load `path` as a RISC-V ELF program, with bad-input errors.
+pub use super::run::load_elf;
+
+/// Resolve `--core`: a preset name, or a path to a TOML core description.
+pub fn load_core(spec: &str) -> anyhow::Result<CoreModel> {
+    let looks_like_file = spec.ends_with(".toml") || spec.contains('/');
+    let result = if looks_like_file {
+        CoreModel::from_file(Path::new(spec)).map_err(|e| anyhow!("{e}"))
+    } else {
+        preset(spec).map_err(|e| anyhow!("{e}"))
+    };
+    result.map_err(|e| tag(e, Status::BadInput))
+}
+
+/// Refuse a core that cannot run programs of the ELF's width.
+pub fn check_xlen(core: &CoreModel, elf: &Elf, shown: &str) -> anyhow::Result<()> {
+    if core.supports(elf.xlen) {
+        return Ok(());
+    }
+    let supports = match (core.rv32, core.rv64) {
+        (true, false) => "RV32 only",
+        (false, true) => "RV64 only",
+        _ => "RV32 and RV64",
+    };
+    Err(tag(
+        anyhow!(
+            "core {} supports {supports}, but {shown} is an RV{} program; pick another core (`retrace cores` lists them)",
+            core.name,
+            elf.xlen.bits()
+        ),
+        Status::BadInput,
+    ))
+}
+
+/// Analyse a program (CFG, partial programs), with a bad-input error.
+pub fn analyse(elf: &Elf, shown: &str) -> anyhow::Result<Program> {
+    Program::analyse(elf).map_err(|e| tag(anyhow!("cannot analyse {shown}: {e}"), Status::BadInput))
+}
+
+/// The host configuration of a program run with `args`, without host files
+/// or host time (recordings must repeat).
+pub fn host(shown: &str, args: &[String]) -> HostConfig {
+    HostConfig {
+        cmdline: HostConfig::qemu_cmdline(shown, args),
+        ..HostConfig::default()
+    }
+}
+
+/// The data-cache geometries of the built-in presets: what `record`
+/// measures by default so that `estimate` can use measured miss rates.
+pub fn preset_dcaches() -> Vec<retrace_timing::CacheModel> {
+    let mut v: Vec<retrace_timing::CacheModel> = Vec::new();
+    for (name, _) in PRESETS {
+        if let Some(dc) = preset(name).ok().and_then(|m| m.dcache) {
+            if !v
+                .iter()
+                .any(|g| (g.size, g.ways, g.line) == (dc.size, dc.ways, dc.line))
+            {
+                v.push(dc);
+            }
+        }
+    }
+    v
+}
+
+/// Format a count with thousands separators, for tables.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Map a replay failure to a one-line bad-input error naming the trace.
+pub fn replay_error(trace: &Path, e: retrace_estimate::ReplayError) -> anyhow::Error {
+    tag(anyhow!("trace {}: {e}", trace.display()), Status::BadInput)
+}
+
+/// Open a trace's header and check it belongs to `elf`.
+pub fn check_trace(trace: &Path, elf: &Elf, shown: &str) -> anyhow::Result<retrace_trace::Header> {
+    let reader = retrace_trace::TraceReader::open(trace).map_err(|e| {
+        tag(
+            anyhow!("cannot read trace {}: {e}", trace.display()),
+            Status::BadInput,
+        )
+    })?;
+    let h = reader.header().clone();
+    if h.identity != elf.identity() {
+        return Err(tag(
+            anyhow!(
+                "trace {} records program {:?} (identity {:016x}), not {shown} (identity {:016x}); record this program with `retrace record`",
+                trace.display(),
+                h.program,
+                h.identity,
+                elf.identity()
+            ),
+            Status::BadInput,
+        ));
+    }
+    Ok(h)
+}
