@@ -247,7 +247,9 @@ impl CorrectionPass<'_, '_> {
             Alignment::Reference => Ok(own),
             Alignment::Offset(track) => {
                 let offset = track.offset_near(own.0, &mut self.offset_segments[index]);
-                Ok(VirtualTime(own.0 + offset))
+                // Saturating: an extrapolated drift far outside any real trace
+                // must not overflow.
+                Ok(VirtualTime(own.0.saturating_add(offset)))
             }
             Alignment::NotSynchronised => Err(Error::NotSynchronised {
                 at: None,

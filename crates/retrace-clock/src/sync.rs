@@ -175,12 +175,16 @@ pub fn estimate(rounds: &[SyncRound], estimator: Estimator) -> Result<OffsetEsti
     };
     let count = used.len() as i128;
     // Sum 4d exactly and divide once, so averaging adds no rounding per round.
-    let sum_times_four: i128 = used.iter().map(|r| r.offset_times_four()).sum();
+    let sum_times_four = checked_sum(used.iter().map(|r| r.offset_times_four()))?;
     let offset = div_round(sum_times_four, 4 * count);
     // The mean of per-round bounds bounds the mean of per-round errors.
     // (Rounded up, so the bound never shrinks below the truth.)
-    let bound = (used.iter().map(|r| r.bound()).sum::<i128>() + count - 1).div_euclid(count);
-    let at = div_round(used.iter().map(|r| r.responder_answers).sum(), count);
+    let bound_sum = checked_sum(used.iter().map(|r| r.bound()))?;
+    let bound = (bound_sum + count - 1).div_euclid(count);
+    let at = div_round(
+        checked_sum(used.iter().map(|r| r.responder_answers))?,
+        count,
+    );
     let spread = if used.len() < 2 {
         0.0
     } else {
@@ -202,6 +206,18 @@ pub fn estimate(rounds: &[SyncRound], estimator: Estimator) -> Result<OffsetEsti
         rounds_total: rounds.len(),
         at,
     })
+}
+
+/// Sum that reports overflow (values near 2⁶⁴ seconds, summed over many
+/// rounds, could pass `i128`) instead of wrapping or panicking.
+fn checked_sum(values: impl Iterator<Item = i128>) -> Result<i128> {
+    let mut sum: i128 = 0;
+    for value in values {
+        sum = sum.checked_add(value).ok_or_else(|| {
+            Error::InvalidArgument("sync round values too large to average".into())
+        })?;
+    }
+    Ok(sum)
 }
 
 /// How offsets measured at several re-synchronisations become an offset at
@@ -268,7 +284,7 @@ impl OffsetTrack {
         sorted.sort_by_key(|e| e.at);
         let track = match model {
             DriftModel::Constant => {
-                let sum: i128 = sorted.iter().map(|e| e.offset).sum();
+                let sum = checked_sum(sorted.iter().map(|e| e.offset))?;
                 OffsetTrack::constant(div_round(sum, sorted.len() as i128))
             }
             DriftModel::Piecewise => {
@@ -283,7 +299,10 @@ impl OffsetTrack {
                         .map(|e| e.offset)
                         .collect();
                     index += same.len();
-                    knots.push((at, div_round(same.iter().sum(), same.len() as i128)));
+                    knots.push((
+                        at,
+                        div_round(checked_sum(same.iter().copied())?, same.len() as i128),
+                    ));
                 }
                 let mut slopes: Vec<f64> = knots
                     .windows(2)

@@ -223,6 +223,38 @@ mod garbage {
             all_parsers(&text);
         }
 
+        /// Well-formed files with extreme values: parse, synchronise and
+        /// correct end to end without a panic or an overflow.
+        #[test]
+        fn pipeline_never_panics_on_extreme_values(
+            history in proptest::collection::vec((0u32..3, any::<u64>(), any::<u64>()), 1..8),
+            rounds in proptest::collection::vec((0u32..3, 0u32..3, 0u64..3, proptest::array::uniform6(any::<u64>())), 0..6),
+            events in proptest::collection::vec((0u32..4, any::<u64>()), 0..8),
+            model in 0usize..3,
+        ) {
+            let mut h = String::from("processor,counter,hz\n");
+            for (p, c, hz) in &history { h += &format!("{p},{c},{hz}\n"); }
+            let mut s = String::from("reference,responder,session,A,B,C,a,b,c\n");
+            for (r, q, session, v) in &rounds {
+                s += &format!("{r},{q},{session},{},{},{},{},{},{}\n", v[0], v[1], v[2], v[3], v[4], v[5]);
+            }
+            let mut e = String::from("processor,counter\n");
+            for (p, c) in &events { e += &format!("{p},{c}\n"); }
+            let skip = ReadOptions { bad_rows: BadRows::Skip, width: None };
+            let histories = parse_history(&h, Path::new("h"), skip).unwrap().histories;
+            let rows = parse_sync(&s, Path::new("s"), skip).unwrap().rows;
+            let drift = [DriftModel::Constant, DriftModel::Piecewise, DriftModel::Fit][model];
+            for estimator in Estimator::ALL {
+                if let Ok(sync) = retrace_clock::synchronise(&histories, &rows, estimator, drift) {
+                    let corrector = retrace_clock::Corrector::new(&histories, &sync);
+                    let mut pass = corrector.pass();
+                    for event in &parse_events(&e, Path::new("e"), skip).unwrap().events {
+                        let _ = pass.correct(event.processor, event.counter);
+                    }
+                }
+            }
+        }
+
         #[test]
         fn parsers_never_panic_on_near_valid_text(tokens in proptest::collection::vec(token(), 0..40)) {
             all_parsers(&tokens.concat());
