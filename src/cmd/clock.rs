@@ -79,7 +79,7 @@ pub struct CorrectArgs {
     #[arg(long, default_value = "piecewise", value_parser = ["constant", "piecewise", "fit"])]
     drift: String,
     /// Counter width in bits when counters wrap around (e.g. 32).
-    #[arg(long, value_name = "BITS")]
+    #[arg(long, value_name = "BITS", value_parser = clap::value_parser!(u32).range(1..=64))]
     counter_bits: Option<u32>,
     /// Leave out bad rows and report how many, instead of stopping at the first.
     #[arg(long)]

@@ -1057,6 +1057,32 @@ mod tests {
     }
 
     #[test]
+    fn narrow_counters_unwrap_in_histories_and_events() {
+        let width = Some(CounterWidth::new(8).unwrap());
+        let options = ReadOptions {
+            bad_rows: BadRows::Fail,
+            width,
+        };
+        // 1 Hz: one tick is one second. Changes at 200, then 300 (wrapped to 44).
+        let history = "processor,counter,hz\n0,10,1\n0,200,2\n0,44,4\n";
+        let parsed = parse_history(history, &file(), options).unwrap();
+        let h = parsed.histories.get(ProcessorId(0)).unwrap();
+        assert_eq!(
+            h.rows().map(|(c, _)| c).collect::<Vec<_>>(),
+            vec![10, 200, 300]
+        );
+        let events = "processor,counter\n0,250\n0,4\n0,60\n";
+        let parsed = parse_events(events, &file(), options).unwrap();
+        let counters: Vec<u64> = parsed.events.iter().map(|e| e.counter).collect();
+        assert_eq!(counters, vec![250, 260, 316]);
+        // 316: 200 s + 100 cycles at 2 Hz + 16 cycles at 4 Hz.
+        assert_eq!(
+            h.virtual_time(316).unwrap(),
+            VirtualTime(254 * 1_000_000_000_000_000_000)
+        );
+    }
+
+    #[test]
     fn decimal_parsing_is_exact() {
         assert_eq!(parse_decimal_scaled("2.4", 6), Ok(2_400_000));
         assert_eq!(
