@@ -1021,6 +1021,18 @@ mod tests {
             5_152_000_000_000
         );
         assert_eq!(parsed.histories.len(), 4);
+        // The other spelling proposed for the newer event.
+        let policy = parse_ftrace_line(
+            "k-1 [003] 99: power:policy_frequency: frequency=900000 policy_cpu=3",
+        );
+        assert_eq!(
+            policy,
+            Ok(Some(vec![(
+                ProcessorId(3),
+                99,
+                Hz::new(900_000_000).unwrap()
+            )]))
+        );
         let bad = "x-1 [000] 12.5: cpu_frequency: state=0 cpu_id=0\n";
         let error =
             parse_history(bad, &PathBuf::from("t.txt"), ReadOptions::default()).unwrap_err();
