@@ -283,6 +283,7 @@ impl Estimator {
 
     /// Fetch the first `n` instructions' lines through the I-cache; returns
     /// the miss mask (bit k: the k-th line fetch missed).
+    #[inline]
     fn fetch(&mut self, pp: PpId, n: u32) -> u64 {
         let Some(ic) = &mut self.icache else { return 0 };
         let mut mask = 0u64;
@@ -301,6 +302,7 @@ impl Estimator {
 
     /// Time `n` instructions of `pp` from the current signature with the
     /// given end outcome and fetch misses.
+    #[inline]
     fn time(&mut self, table: &PpTable, pp: PpId, n: u32, outcome: u8, fetch_misses: u64) -> u64 {
         let f = &mut self.facts[pp.index()];
         let full = n == f.len && f.line_starts.len() <= 64;
@@ -314,6 +316,21 @@ impl Estimator {
                 }
             }
         }
+        self.time_slow(table, pp, n, outcome, fetch_misses, full)
+    }
+
+    /// [`Estimator::time`] past the inline entries: the memo table, and on a
+    /// miss the pipeline itself.
+    #[cold]
+    fn time_slow(
+        &mut self,
+        table: &PpTable,
+        pp: PpId,
+        n: u32,
+        outcome: u8,
+        fetch_misses: u64,
+        full: bool,
+    ) -> u64 {
         let key = Key {
             entry: self.sig,
             pp,
@@ -368,6 +385,7 @@ impl Estimator {
         };
     }
 
+    #[inline]
     fn account(&mut self, pp: PpId, cycles: u64, n: u32) {
         self.cycles += cycles;
         let i = pp.index();

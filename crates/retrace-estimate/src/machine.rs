@@ -78,6 +78,15 @@ impl Graph for PpTable {
         }
     }
 
+    #[inline]
+    fn index(&self, id: PpId) -> usize {
+        if id == INVALID {
+            usize::MAX
+        } else {
+            id.index()
+        }
+    }
+
     fn resolve(&mut self, addr: u64) -> Result<PpId, ReplayError> {
         if let Some(id) = self.lookup(Addr(addr)) {
             return Ok(id);

@@ -72,7 +72,29 @@ pub fn read_totals(trace: &Path) -> Result<Totals, ReplayError> {
     })
 }
 
-/// Estimate `cores` from one trace, each core's replay on its own thread.
+/// An estimate with the index of its core in the caller's list.
+type Indexed = (usize, Estimate, Estimator);
+
+/// Several estimators fed by one walk: the trace is decoded and walked once
+/// for all of them.
+struct Fan(Vec<Estimator>);
+
+impl Visit<PpTable> for Fan {
+    #[inline]
+    fn pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
+        for e in &mut self.0 {
+            e.pp(table, pp, how, next);
+        }
+    }
+    fn last(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        for e in &mut self.0 {
+            e.last(table, pp, executed);
+        }
+    }
+}
+
+/// Estimate `cores` from one trace. The cores are split over the machine's
+/// CPUs; each thread decodes and walks the trace once for all its cores.
 ///
 /// The data-cache term uses `dcache_miss_rate` when given, else the miss
 /// rate the recorder measured for the core's data-cache geometry (0 when the
@@ -85,36 +107,58 @@ pub fn estimate_trace(
     fidelity: Fidelity,
     dcache_miss_rate: Option<f64>,
 ) -> Result<Vec<(Estimate, Estimator)>, ReplayError> {
-    std::thread::scope(|s| {
-        let jobs: Vec<_> = cores
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, cores.len().max(1));
+    let groups: Vec<Vec<usize>> = (0..threads)
+        .map(|t| (t..cores.len()).step_by(threads).collect())
+        .collect();
+    let results: Vec<Result<Vec<Indexed>, ReplayError>> = std::thread::scope(|s| {
+        let jobs: Vec<_> = groups
             .iter()
-            .map(|core| {
+            .map(|group| {
                 s.spawn(move || {
                     let mut t = table.clone();
-                    let mut est = Estimator::new(core, fidelity, dcache_miss_rate.unwrap_or(0.0));
-                    let (_, _, measured) = replay(&mut t, entry, trace, &mut est)?;
-                    let mut measured_rate = None;
-                    if let Some(dc) = &core.dcache {
-                        measured_rate = measured
-                            .iter()
-                            .find(|m| (m.size, m.ways, m.line) == (dc.size, dc.ways, dc.line))
-                            .map(|m| m.miss_rate());
+                    let mut fan = Fan(group
+                        .iter()
+                        .map(|&i| {
+                            Estimator::new(&cores[i], fidelity, dcache_miss_rate.unwrap_or(0.0))
+                        })
+                        .collect());
+                    let (_, _, measured) = replay(&mut t, entry, trace, &mut fan)?;
+                    let mut out = Vec::new();
+                    for (&i, mut est) in group.iter().zip(fan.0) {
+                        let core = &cores[i];
+                        let measured_rate = core.dcache.as_ref().and_then(|dc| {
+                            measured
+                                .iter()
+                                .find(|m| (m.size, m.ways, m.line) == (dc.size, dc.ways, dc.line))
+                                .map(|m| m.miss_rate())
+                        });
+                        if dcache_miss_rate.is_none() {
+                            est.set_dcache_miss_rate(measured_rate.unwrap_or(0.0));
+                        }
+                        let mut e = est.estimate();
+                        e.dcache_measured = core.dcache.is_none()
+                            || dcache_miss_rate.is_some()
+                            || measured_rate.is_some();
+                        out.push((i, e, est));
                     }
-                    if dcache_miss_rate.is_none() {
-                        est.set_dcache_miss_rate(measured_rate.unwrap_or(0.0));
-                    }
-                    let mut e = est.estimate();
-                    e.dcache_measured = core.dcache.is_none()
-                        || dcache_miss_rate.is_some()
-                        || measured_rate.is_some();
-                    Ok((e, est))
+                    Ok(out)
                 })
             })
             .collect();
         jobs.into_iter()
             .map(|j| j.join().expect("estimate thread panicked"))
             .collect()
-    })
+    });
+    let mut all = Vec::with_capacity(cores.len());
+    for r in results {
+        all.extend(r?);
+    }
+    all.sort_by_key(|(i, _, _)| *i);
+    Ok(all.into_iter().map(|(_, e, est)| (e, est)).collect())
 }
 
 /// The replay's executed-PC sequence, summarised.

@@ -62,6 +62,9 @@ pub trait Graph {
     fn start(&self, id: Self::Id) -> u64;
     /// The partial program starting at `addr`, created if need be.
     fn resolve(&mut self, addr: u64) -> Result<Self::Id, ReplayError>;
+    /// A dense index for `id` (`usize::MAX` for ids that are not in the
+    /// graph), so the walker can cache exits in a vector.
+    fn index(&self, id: Self::Id) -> usize;
 }
 
 /// Where the walker's history comes from.
@@ -170,10 +173,18 @@ pub fn walk<G: Graph, H: History, V: Visit<G>>(
     let mut stack: Vec<G::Id> = Vec::new();
     let mut matched: u64 = 0;
     let mut cur = entry;
+    // Exits and lengths, converted from the graph once per partial program:
+    // the loop below runs once per executed partial program.
+    let mut cache: Vec<Option<(Exit<G::Id>, u32)>> = Vec::new();
     loop {
+        let i = graph.index(cur);
+        let cached = cache.get(i).copied().flatten();
         // `len` before `exit`: the run may end inside a partial program whose
         // end cannot execute (a fault), and that must not be an error.
-        let len = u64::from(graph.len(cur));
+        let len = match cached {
+            Some((_, len)) => u64::from(len),
+            None => u64::from(graph.len(cur)),
+        };
         st.pps += 1;
         if st.instructions + len >= instructions {
             let executed = (instructions - st.instructions) as u32;
@@ -182,11 +193,24 @@ pub fn walk<G: Graph, H: History, V: Visit<G>>(
             return Ok(st);
         }
         st.instructions += len;
+        let exit = match cached {
+            Some((exit, _)) => exit,
+            None => {
+                let exit = graph.exit(cur)?;
+                if i != usize::MAX {
+                    if i >= cache.len() {
+                        cache.resize(i + 1, None);
+                    }
+                    cache[i] = Some((exit, len as u32));
+                }
+                exit
+            }
+        };
         let exhausted = |what| ReplayError::HistoryExhausted {
             what,
             instructions: st.instructions,
         };
-        let (how, next) = match graph.exit(cur)? {
+        let (how, next) = match exit {
             Exit::Branch { taken, not_taken } => {
                 let b = history.bit()?.ok_or_else(|| exhausted("a branch bit"))?;
                 st.bits += 1;
@@ -292,6 +316,9 @@ mod seed_tests {
         }
         fn resolve(&mut self, addr: u64) -> Result<usize, ReplayError> {
             Ok(addr as usize)
+        }
+        fn index(&self, pp: usize) -> usize {
+            pp
         }
     }
 
