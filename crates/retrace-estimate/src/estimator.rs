@@ -13,6 +13,14 @@
 //!   which line fetches missed) to the memo key. Exact on every core whose
 //!   state depends only on the instruction stream.
 //!
+//! The memo is organised as a graph of *nodes*, one per (entry signature,
+//! partial program) seen, each with an edge per end outcome that remembers
+//! its cycles and the node it leads to. In steady state a replayed partial
+//! program costs one node visit — no hashing, no pipeline — which is what
+//! makes the replay fast; the hash table and the pipeline are consulted only
+//! the first time a node is left with an outcome (or, under `control`, on
+//! an I-cache miss, whose pattern is part of the key).
+//!
 //! Data-cache effects cannot come from branch bits. They are estimated as
 //! `memory accesses × miss rate × miss penalty`, with a miss rate the caller
 //! supplies (measured once, e.g. by a cycle-level run); the error this leaves
@@ -67,27 +75,37 @@ struct Key {
     fetch_misses: u64,
 }
 
-/// A memo entry kept inline with its partial program: the replay's hot
-/// path finds most answers here without hashing.
+/// "No node yet".
+const NO_NODE: u32 = u32::MAX;
+
+/// One way of leaving a node: for one end outcome, the cycles and the node
+/// entered next (valid for the partial program `next_pp`).
 #[derive(Clone, Copy)]
-struct Recent {
-    entry: SignatureId,
-    outcome: u8,
-    fetch_misses: u64,
+struct Edge {
     cycles: u64,
-    next: SignatureId,
+    next: u32,
+    next_pp: PpId,
+    visits: u64,
 }
 
-const NO_RECENT: Recent = Recent {
-    entry: SignatureId(u32::MAX),
-    outcome: 0,
-    fetch_misses: 0,
+const NO_EDGE: Edge = Edge {
     cycles: 0,
-    next: SignatureId(0),
+    next: NO_NODE,
+    next_pp: PpId(u32::MAX),
+    visits: 0,
 };
 
+/// A partial program entered with a given pipeline signature.
+#[derive(Clone, Copy)]
+struct Node {
+    pp: PpId,
+    sig: SignatureId,
+    /// Indexed by outcome (taken | mispredicted << 1), all fetches hitting.
+    edges: [Edge; 4],
+}
+
 /// Per-partial-program facts computed once.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 struct PpFacts {
     /// Instruction index and pc where the path enters a new I-cache line.
     line_starts: Box<[(u32, u64)]>,
@@ -101,24 +119,7 @@ struct PpFacts {
     backward: bool,
     /// The address after the end instruction (a call's return address).
     after: u64,
-    /// The two most recent memo entries (most recent first).
-    recent: [Recent; 2],
     ready: bool,
-}
-
-impl Default for PpFacts {
-    fn default() -> Self {
-        PpFacts {
-            line_starts: Box::new([]),
-            mem_ops: 0,
-            len: 0,
-            last: 0,
-            backward: false,
-            after: 0,
-            recent: [NO_RECENT; 2],
-            ready: false,
-        }
-    }
 }
 
 /// Results of an estimate.
@@ -132,7 +133,8 @@ pub struct Estimate {
     pub dcache_cycles: u64,
     /// Instructions replayed.
     pub instructions: u64,
-    /// Conditional branches mispredicted (as the fidelity sees them).
+    /// Conditional branches and returns mispredicted (as the fidelity sees
+    /// them).
     pub mispredicts: u64,
     /// I-cache misses (control fidelity).
     pub icache_misses: u64,
@@ -154,17 +156,21 @@ pub struct Estimator {
     fidelity: Fidelity,
     dcache_miss_rate: f64,
     sig: SignatureId,
+    /// The node being executed (`NO_NODE` before the first and after a slow
+    /// step that did not create one).
+    node: u32,
     cycles: u64,
     memo: FxHashMap<Key, (u64, SignatureId)>,
+    nodes: Vec<Node>,
+    node_ids: FxHashMap<(SignatureId, PpId), u32>,
     predictor: Option<BranchPredictor>,
     ras: Option<ReturnStack>,
     icache: Option<Cache>,
     facts: Vec<PpFacts>,
     scratch: Vec<(Inst, Events)>,
-    /// Executions of each partial program (indexed by [`PpId`]).
-    pub counts: Vec<u64>,
-    /// Cycles spent in each partial program.
-    pub pp_cycles: Vec<u64>,
+    /// Executions and cycles of partial programs outside the node graph
+    /// (slow steps), indexed by [`PpId`].
+    extra: Vec<(u64, u64)>,
     result: Estimate,
 }
 
@@ -178,8 +184,11 @@ impl Estimator {
             fidelity,
             dcache_miss_rate,
             sig: SignatureId::IDLE,
+            node: NO_NODE,
             cycles: 0,
             memo: FxHashMap::default(),
+            nodes: Vec::new(),
+            node_ids: FxHashMap::default(),
             predictor: (control && model.branch.predictor.is_dynamic())
                 .then(|| BranchPredictor::new(model.branch.predictor)),
             ras: (control && model.branch.ras_depth > 0)
@@ -191,8 +200,7 @@ impl Estimator {
             },
             facts: Vec::new(),
             scratch: Vec::new(),
-            counts: Vec::new(),
-            pp_cycles: Vec::new(),
+            extra: Vec::new(),
             result: Estimate::default(),
         }
     }
@@ -218,9 +226,35 @@ impl Estimator {
         self.timer.model()
     }
 
+    /// Executions and cycles of every partial program, indexed by [`PpId`]
+    /// (for profiles).
+    pub fn per_pp(&self) -> Vec<(u64, u64)> {
+        let mut v = self.extra.clone();
+        for n in &self.nodes {
+            let i = n.pp.index();
+            if i >= v.len() {
+                v.resize(i + 1, (0, 0));
+            }
+            for e in &n.edges {
+                v[i].0 += e.visits;
+                v[i].1 += e.visits * e.cycles;
+            }
+        }
+        v
+    }
+
     /// The estimate so far (complete after the walk).
     pub fn estimate(&self) -> Estimate {
         let mut e = self.result;
+        for n in &self.nodes {
+            let mem = u64::from(self.facts[n.pp.index()].mem_ops);
+            for (o, edge) in n.edges.iter().enumerate() {
+                e.mem_ops += edge.visits * mem;
+                if o & 2 != 0 && self.facts[n.pp.index()].len > 0 {
+                    e.mispredicts += edge.visits;
+                }
+            }
+        }
         e.control_cycles = self.cycles;
         e.dcache_cycles = match &self.model().dcache {
             Some(dc) => (e.mem_ops as f64 * self.dcache_miss_rate * f64::from(dc.miss_penalty))
@@ -248,36 +282,31 @@ impl Estimator {
         if i >= self.facts.len() {
             let n = table.len().max(i + 1);
             self.facts.resize(n, PpFacts::default());
-            self.counts.resize(n, 0);
-            self.pp_cycles.resize(n, 0);
         }
-        if !self.facts[i].ready {
-            let mut lines = Vec::new();
-            let mut mem_ops = 0;
-            let mut prev = u64::MAX;
-            for (k, (pc, inst)) in table.insts(pp).enumerate() {
-                if let Some(ic) = &self.icache {
-                    let line = ic.line_of(pc.get());
-                    if line != prev {
-                        lines.push((k as u32, pc.get()));
-                        prev = line;
-                    }
+        let mut lines = Vec::new();
+        let mut mem_ops = 0;
+        let mut prev = u64::MAX;
+        for (k, (pc, inst)) in table.insts(pp).enumerate() {
+            if let Some(ic) = &self.icache {
+                let line = ic.line_of(pc.get());
+                if line != prev {
+                    lines.push((k as u32, pc.get()));
+                    prev = line;
                 }
-                mem_ops += u32::from(inst.mem().is_some());
             }
-            let p = table.get(pp);
-            let end = table.end_inst(pp);
-            self.facts[i] = PpFacts {
-                line_starts: lines.into_boxed_slice(),
-                mem_ops,
-                len: p.len,
-                last: p.last.get(),
-                backward: end.map(|e| e.imm < 0).unwrap_or(false),
-                after: end.map(|e| e.fallthrough(p.last.get())).unwrap_or(0),
-                recent: [NO_RECENT; 2],
-                ready: true,
-            };
+            mem_ops += u32::from(inst.mem().is_some());
         }
+        let p = table.get(pp);
+        let end = table.end_inst(pp);
+        self.facts[i] = PpFacts {
+            line_starts: lines.into_boxed_slice(),
+            mem_ops,
+            len: p.len,
+            last: p.last.get(),
+            backward: end.map(|e| e.imm < 0).unwrap_or(false),
+            after: end.map(|e| e.fallthrough(p.last.get())).unwrap_or(0),
+            ready: true,
+        };
         &self.facts[i]
     }
 
@@ -293,7 +322,7 @@ impl Estimator {
             }
             if !ic.access(pc) {
                 // Paths that touch more than 64 lines fold into the top bit;
-                // the memo is then bypassed for them (see `time`).
+                // the memo is then bypassed for them (see `time_path`).
                 mask |= 1 << k.min(63);
             }
         }
@@ -301,36 +330,17 @@ impl Estimator {
     }
 
     /// Time `n` instructions of `pp` from the current signature with the
-    /// given end outcome and fetch misses.
-    #[inline]
-    fn time(&mut self, table: &PpTable, pp: PpId, n: u32, outcome: u8, fetch_misses: u64) -> u64 {
-        let f = &mut self.facts[pp.index()];
-        let full = n == f.len && f.line_starts.len() <= 64;
-        if full {
-            for k in 0..2 {
-                let r = f.recent[k];
-                if r.entry == self.sig && r.outcome == outcome && r.fetch_misses == fetch_misses {
-                    f.recent.swap(0, k);
-                    self.sig = r.next;
-                    return r.cycles;
-                }
-            }
-        }
-        self.time_slow(table, pp, n, outcome, fetch_misses, full)
-    }
-
-    /// [`Estimator::time`] past the inline entries: the memo table, and on a
-    /// miss the pipeline itself.
-    #[cold]
-    fn time_slow(
+    /// given end outcome and fetch misses (memo, then pipeline).
+    fn time_path(
         &mut self,
         table: &PpTable,
         pp: PpId,
         n: u32,
         outcome: u8,
         fetch_misses: u64,
-        full: bool,
     ) -> u64 {
+        let full =
+            n == self.facts[pp.index()].len && self.facts[pp.index()].line_starts.len() <= 64;
         let key = Key {
             entry: self.sig,
             pp,
@@ -339,7 +349,6 @@ impl Estimator {
         };
         if full {
             if let Some(&(c, next)) = self.memo.get(&key) {
-                self.remember(pp, key, c, next);
                 self.sig = next;
                 return c;
             }
@@ -355,7 +364,7 @@ impl Estimator {
                 }
                 line_k += 1;
             }
-            if k + 1 == n as usize && n == table.get(pp).len {
+            if k + 1 == n as usize && full {
                 ev.taken = outcome & 1 != 0;
                 ev.mispredict = outcome & 2 != 0;
             }
@@ -366,41 +375,64 @@ impl Estimator {
             .time(self.sig, self.scratch.iter().map(|(i, e)| (i, *e)));
         if full {
             self.memo.insert(key, (c, next));
-            self.remember(pp, key, c, next);
         }
         self.sig = next;
         c
     }
 
-    #[inline]
-    fn remember(&mut self, pp: PpId, key: Key, cycles: u64, next: SignatureId) {
-        let f = &mut self.facts[pp.index()];
-        f.recent[1] = f.recent[0];
-        f.recent[0] = Recent {
-            entry: key.entry,
-            outcome: key.outcome,
-            fetch_misses: key.fetch_misses,
-            cycles,
-            next,
-        };
+    /// The node for (current signature, `pp`), created if new.
+    fn node_for(&mut self, pp: PpId) -> u32 {
+        let sig = self.sig;
+        if let Some(&n) = self.node_ids.get(&(sig, pp)) {
+            return n;
+        }
+        let n = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            pp,
+            sig,
+            edges: [NO_EDGE; 4],
+        });
+        self.node_ids.insert((sig, pp), n);
+        n
     }
 
-    #[inline]
-    fn account(&mut self, pp: PpId, cycles: u64, n: u32) {
-        self.cycles += cycles;
+    /// A step outside the node graph (I-cache misses, or the last partial
+    /// program): counted per partial program.
+    fn slow_step(&mut self, table: &PpTable, pp: PpId, n: u32, outcome: u8, misses: u64) {
+        let c = self.time_path(table, pp, n, outcome, misses);
+        self.cycles += c;
         let i = pp.index();
-        self.counts[i] += 1;
-        self.pp_cycles[i] += cycles;
-        self.result.instructions += u64::from(n);
-        self.result.mem_ops += u64::from(self.facts[i].mem_ops);
+        if i >= self.extra.len() {
+            self.extra.resize(i + 1, (0, 0));
+        }
+        self.extra[i].0 += 1;
+        self.extra[i].1 += c;
+        let mem: u32 = if n == self.facts[i].len {
+            self.facts[i].mem_ops
+        } else {
+            table
+                .insts(pp)
+                .take(n as usize)
+                .map(|(_, inst)| u32::from(inst.mem().is_some()))
+                .sum()
+        };
+        self.result.mem_ops += u64::from(mem);
+        self.result.mispredicts += u64::from(outcome & 2 != 0 && n == self.facts[i].len);
+        self.node = NO_NODE;
     }
 }
 
 impl Visit<PpTable> for Estimator {
+    #[inline]
     fn pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
         let f = self.facts(table, pp);
         let (len, last, backward, after) = (f.len, f.last, f.backward, f.after);
-        let misses = self.fetch(pp, len);
+        self.result.instructions += u64::from(len);
+        let misses = if self.icache.is_some() {
+            self.fetch(pp, len)
+        } else {
+            0
+        };
         let mut outcome = 0u8;
         match how {
             Leave::Branch(taken) => {
@@ -409,7 +441,6 @@ impl Visit<PpTable> for Estimator {
                     None => predict_static(self.model().branch.predictor, backward),
                 };
                 outcome = u8::from(taken) | (u8::from(predicted != taken) << 1);
-                self.result.mispredicts += u64::from(predicted != taken);
             }
             Leave::Call => {
                 if let Some(ras) = &mut self.ras {
@@ -424,9 +455,34 @@ impl Visit<PpTable> for Estimator {
             }
             Leave::Indirect | Leave::Continue => {}
         }
-        self.result.icache_misses += u64::from(misses.count_ones());
-        let c = self.time(table, pp, len, outcome, misses);
-        self.account(pp, c, len);
+        if misses != 0 {
+            self.result.icache_misses += u64::from(misses.count_ones());
+            return self.slow_step(table, pp, len, outcome, misses);
+        }
+        // The node graph: one visit per replayed partial program.
+        if self.node == NO_NODE || self.nodes[self.node as usize].pp != pp {
+            self.node = self.node_for(pp);
+        }
+        let node = self.node as usize;
+        let edge = self.nodes[node].edges[usize::from(outcome)];
+        if edge.next != NO_NODE && edge.next_pp == next {
+            let e = &mut self.nodes[node].edges[usize::from(outcome)];
+            e.visits += 1;
+            self.cycles += e.cycles;
+            self.node = e.next;
+            return;
+        }
+        // First time this node leaves this way (or to another successor).
+        self.sig = self.nodes[node].sig;
+        let c = self.time_path(table, pp, len, outcome, 0);
+        self.cycles += c;
+        let next_node = self.node_for(next);
+        let e = &mut self.nodes[node].edges[usize::from(outcome)];
+        e.cycles = c;
+        e.next = next_node;
+        e.next_pp = next;
+        e.visits += 1;
+        self.node = next_node;
     }
 
     fn last(&mut self, table: &PpTable, pp: PpId, executed: u32) {
@@ -434,21 +490,14 @@ impl Visit<PpTable> for Estimator {
             return;
         }
         self.facts(table, pp);
+        if self.node != NO_NODE {
+            self.sig = self.nodes[self.node as usize].sig;
+        }
         let misses = self.fetch(pp, executed);
         self.result.icache_misses += u64::from(misses.count_ones());
+        self.result.instructions += u64::from(executed);
         // The run ended inside or at the end of this partial program: its end
         // instruction's control outcome is unknown and did not happen.
-        let c = self.time(table, pp, executed, 0, misses);
-        self.cycles += c;
-        let i = pp.index();
-        self.counts[i] += 1;
-        self.pp_cycles[i] += c;
-        self.result.instructions += u64::from(executed);
-        let mem: u32 = table
-            .insts(pp)
-            .take(executed as usize)
-            .map(|(_, inst)| u32::from(inst.mem().is_some()))
-            .sum();
-        self.result.mem_ops += u64::from(mem);
+        self.slow_step(table, pp, executed, 0, misses);
     }
 }

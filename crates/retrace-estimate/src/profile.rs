@@ -131,13 +131,13 @@ impl<'p> Profiler<'p> {
             })
             .collect();
         let mut hottest = Vec::new();
+        let per_pp = self.estimator.per_pp();
         for (id, p) in table.iter() {
             let i = id.index();
-            let executed = self.estimator.counts.get(i).copied().unwrap_or(0);
+            let (executed, cycles) = per_pp.get(i).copied().unwrap_or((0, 0));
             if executed == 0 {
                 continue;
             }
-            let cycles = self.estimator.pp_cycles[i];
             if let Some(f) = self.pp_function.get(i).copied().flatten() {
                 funcs[f.index()].exclusive += cycles;
                 funcs[f.index()].instructions += executed * u64::from(p.len);
