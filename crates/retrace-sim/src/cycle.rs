@@ -49,9 +49,27 @@ impl FunctionMap {
         let r = *self.ranges.get(i.checked_sub(1)?)?;
         (pc < r.1).then_some(r)
     }
+
+    /// The widest `[lo, hi)` around `pc` in which every address maps to the
+    /// same function as `pc` (or to none): a function's range cut at the next
+    /// function's start, or the gap between two functions.
+    fn segment(&self, pc: u64) -> (u64, u64, Option<usize>) {
+        let i = self.ranges.partition_point(|r| r.0 <= pc);
+        let next = self.ranges.get(i).map_or(u64::MAX, |r| r.0);
+        match i.checked_sub(1).map(|k| self.ranges[k]) {
+            Some((start, end, f)) if pc < end => (start, end.min(next), Some(f)),
+            Some((_, end, _)) => (end, next, None),
+            None => (0, next, None),
+        }
+    }
 }
 
 /// The observer of a cycle-level run.
+///
+/// Exclusive cycles are attributed per *segment*: a stretch of consecutive
+/// instructions inside one function is charged when execution leaves it, so
+/// the common step costs one range check. [`CycleObserver::per_function`] is
+/// complete after [`CycleObserver::finish`].
 pub struct CycleObserver {
     core: CoreState,
     funcs: FunctionMap,
@@ -60,8 +78,18 @@ pub struct CycleObserver {
     /// Active call frames: (function, cycles at entry).
     frames: Vec<(usize, u64)>,
     active: Vec<u32>,
-    /// Memo of the last lookup: pcs mostly stay in one function.
-    last: (u64, u64, Option<usize>),
+    /// The current segment: pcs in `[lo, hi)` belong to `func`; it began at
+    /// `cycles` cycles and `insns` instructions.
+    seg: Segment,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    lo: u64,
+    hi: u64,
+    func: Option<usize>,
+    cycles: u64,
+    insns: u64,
 }
 
 impl CycleObserver {
@@ -74,7 +102,15 @@ impl CycleObserver {
             per_function: vec![FunctionCycles::default(); funcs.len()],
             frames: Vec::new(),
             active: vec![0; funcs.len()],
-            last: (1, 0, None),
+            // Without functions the segment covers every address, so the
+            // range check never fails.
+            seg: Segment {
+                lo: if funcs.is_empty() { 0 } else { 1 },
+                hi: if funcs.is_empty() { u64::MAX } else { 0 },
+                func: None,
+                cycles: 0,
+                insns: 0,
+            },
         }
     }
 
@@ -83,22 +119,38 @@ impl CycleObserver {
         &self.core
     }
 
-    #[inline]
-    fn function_of(&mut self, pc: u64) -> Option<usize> {
-        if pc >= self.last.0 && pc < self.last.1 {
-            return self.last.2;
+    /// Charge the current segment to its function and start a new one at
+    /// `pc` (or, with `pc` `None`, at the end of the run).
+    #[cold]
+    #[inline(never)]
+    fn switch_segment(&mut self, pc: Option<u64>) {
+        let cycles = self.core.cycles();
+        let insns = self.core.stats().instructions;
+        if let Some(f) = self.seg.func {
+            let pf = &mut self.per_function[f];
+            pf.exclusive += cycles - self.seg.cycles;
+            pf.instructions += insns - self.seg.insns;
         }
-        let r = self.funcs.range(pc);
-        self.last = match r {
-            Some((start, end, f)) => (start, end, Some(f)),
-            None => (1, 0, None),
+        let (lo, hi, func) = match pc {
+            Some(pc) => self.funcs.segment(pc),
+            None => (self.seg.lo, self.seg.hi, self.seg.func),
         };
-        self.last.2
+        self.seg = Segment {
+            lo,
+            hi,
+            func,
+            cycles,
+            insns,
+        };
     }
 
-    /// Close every open frame (at the end of the run) so inclusive times of
-    /// functions that never returned (`main` calling `exit`) are counted.
+    /// Charge the open segment and close every open frame (at the end of the
+    /// run) so inclusive times of functions that never returned (`main`
+    /// calling `exit`) are counted. Calling it again adds nothing.
     pub fn finish(&mut self) {
+        if !self.per_function.is_empty() {
+            self.switch_segment(None);
+        }
         let now = self.core.cycles();
         while let Some((f, start)) = self.frames.pop() {
             self.leave(f, start, now);
@@ -111,32 +163,14 @@ impl CycleObserver {
             self.per_function[f].inclusive += now - start;
         }
     }
-}
 
-impl Observer for CycleObserver {
-    #[inline]
-    fn retire(&mut self, ev: &Retired<'_>) {
-        let inst = ev.inst;
-        let flow = inst.flow();
-        let outcome = Outcome {
-            next_pc: ev.next_pc,
-            taken: flow == Flow::CondBranch && ev.next_pc != inst.fallthrough(ev.pc),
-            mem_addr: ev.mem_addr.unwrap_or(0),
-        };
-        let before = self.core.cycles();
-        self.core.step(ev.pc, inst, outcome);
+    /// Calls and returns, for inclusive cycles and call counts.
+    #[inline(never)]
+    fn call_or_return(&mut self, flow: Flow, next_pc: u64) {
         let now = self.core.cycles();
-        if self.per_function.is_empty() {
-            return;
-        }
-        if let Some(f) = self.function_of(ev.pc) {
-            let pf = &mut self.per_function[f];
-            pf.exclusive += now - before;
-            pf.instructions += 1;
-        }
         match flow {
             Flow::Call | Flow::IndirectCall => {
-                if let Some(callee) = self.function_of(ev.next_pc) {
+                if let Some(callee) = self.funcs.lookup(next_pc) {
                     self.per_function[callee].calls += 1;
                     self.active[callee] += 1;
                     self.frames.push((callee, now));
@@ -148,6 +182,31 @@ impl Observer for CycleObserver {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+impl Observer for CycleObserver {
+    // Inlined into the engine's loop: a call per instruction is a
+    // measurable part of the budget.
+    #[inline(always)]
+    fn retire(&mut self, ev: &Retired<'_>) {
+        let inst = ev.inst;
+        let outcome = Outcome {
+            next_pc: ev.next_pc,
+            // Only read for conditional branches, where leaving the
+            // fall-through path means taken.
+            taken: ev.next_pc != inst.fallthrough(ev.pc),
+            mem_addr: ev.mem_addr.unwrap_or(0),
+        };
+        if ev.pc < self.seg.lo || ev.pc >= self.seg.hi {
+            self.switch_segment(Some(ev.pc));
+        }
+        let flow = self.core.step(ev.pc, inst, outcome);
+        if matches!(flow, Flow::Call | Flow::IndirectCall | Flow::Return)
+            && !self.per_function.is_empty()
+        {
+            self.call_or_return(flow, ev.next_pc);
         }
     }
 }

@@ -43,16 +43,27 @@ impl Cache {
 
     /// Access `addr`; returns whether it hit. A miss fills the line, evicting
     /// the least recently used line of its set.
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, addr: u64) -> bool {
         let line = addr >> self.line_shift;
+        // Most accesses repeat the previous line (sequential fetch, stack
+        // slots): that check is inlined into the caller, the search is not.
         if line == self.last_line {
             self.hits += 1;
             return true;
         }
+        self.access_other(line)
+    }
+
+    #[inline(never)]
+    fn access_other(&mut self, line: u64) -> bool {
         self.last_line = line;
         let set = (line & self.set_mask) as usize * self.ways;
         let ways = &mut self.tags[set..set + self.ways];
+        if ways[0] == line {
+            self.hits += 1;
+            return true;
+        }
         match ways.iter().position(|&t| t == line) {
             Some(i) => {
                 ways[..=i].rotate_right(1);

@@ -5,7 +5,7 @@
 use crate::cache::Cache;
 use crate::model::CoreModel;
 use crate::path::Events;
-use crate::pipeline::Pipeline;
+use crate::pipeline::{Costs, OpTable, Pipeline};
 use crate::predict::{BranchPredictor, ReturnStack};
 use retrace_isa::{Flow, Inst};
 
@@ -62,6 +62,10 @@ pub struct CoreState {
     icache: Option<Cache>,
     dcache: Option<Cache>,
     stats: CoreStats,
+    /// The model's per-operation facts and costs, tabulated once so a step
+    /// does not re-derive timing class, register use and flow.
+    ops: OpTable,
+    costs: Costs,
 }
 
 impl CoreState {
@@ -75,6 +79,8 @@ impl CoreState {
             icache: model.icache.as_ref().map(Cache::new),
             dcache: model.dcache.as_ref().map(Cache::new),
             stats: CoreStats::default(),
+            ops: OpTable::new(model),
+            costs: Costs::of(model),
         }
     }
 
@@ -102,19 +108,24 @@ impl CoreState {
         s
     }
 
-    /// Account for one retired instruction at `pc`.
-    #[inline]
-    pub fn step(&mut self, pc: u64, inst: &Inst, outcome: Outcome) {
+    /// Account for one retired instruction at `pc`; returns its control
+    /// flow (callers that attribute time to functions need it too).
+    // Inlined into the cycle-level engine's loop, where it runs for every
+    // instruction.
+    #[inline(always)]
+    pub fn step(&mut self, pc: u64, inst: &Inst, outcome: Outcome) -> Flow {
+        let facts = *self.ops.get(inst.op);
+        let flow = facts.flow(inst);
         let mut ev = Events::default();
         if let Some(ic) = &mut self.icache {
             ev.fetch_miss = !ic.access(pc);
         }
-        if let Some(dc) = &mut self.dcache {
-            if inst.mem().is_some() {
+        if facts.mem {
+            if let Some(dc) = &mut self.dcache {
                 ev.data_miss = !dc.access(outcome.mem_addr);
             }
         }
-        match inst.flow() {
+        match flow {
             Flow::CondBranch => {
                 let backward = inst.imm < 0;
                 let predicted = self
@@ -126,13 +137,14 @@ impl CoreState {
                 self.stats.mispredicts += u64::from(ev.mispredict);
             }
             Flow::Call | Flow::IndirectCall => self.ras.push(inst.fallthrough(pc)),
-            Flow::Return if self.model.branch.ras_depth > 0 => {
+            Flow::Return if self.costs.branch.ras_depth > 0 => {
                 ev.mispredict = self.ras.pop() != Some(outcome.next_pc);
                 self.stats.return_mispredicts += u64::from(ev.mispredict);
             }
             _ => {}
         }
         self.stats.instructions += 1;
-        self.pipeline.issue(&self.model, inst, ev);
+        self.pipeline.issue_op(&self.costs, &facts, inst, flow, ev);
+        flow
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::model::{BranchModel, CoreModel, TimingClass};
 use crate::path::{Events, Signature};
-use retrace_isa::{Flow, Inst};
+use retrace_isa::{Flow, Inst, Op};
 
 /// Pipeline state: the cycle at which the next instruction may issue, and
 /// for each register the cycle at which its newest value may be consumed.
@@ -43,27 +43,43 @@ impl Pipeline {
     /// data-cache miss stall and control-flow penalty.
     #[inline]
     pub fn issue(&mut self, model: &CoreModel, inst: &Inst, ev: Events) {
-        let class = TimingClass::of(inst);
+        let costs = Costs::of(model);
+        let facts = OpFacts::of(model, inst.op);
+        self.issue_op(&costs, &facts, inst, facts.flow(inst), ev);
+    }
+
+    /// [`Pipeline::issue`] with the per-model and per-operation facts
+    /// already looked up: the rule itself, which both the cycle-level engine
+    /// (with facts tabulated once per core) and [`Pipeline::issue`] use.
+    #[inline(always)]
+    pub(crate) fn issue_op(
+        &mut self,
+        costs: &Costs,
+        facts: &OpFacts,
+        inst: &Inst,
+        flow: Flow,
+        ev: Events,
+    ) {
         let mut start = self.cycle;
         if ev.fetch_miss {
-            if let Some(ic) = &model.icache {
-                start += u64::from(ic.miss_penalty);
-            }
+            start += costs.fetch_miss;
         }
-        for r in inst.reads().into_iter().flatten() {
-            start = start.max(self.ready[usize::from(r)]);
+        // x0 is never written (see below), so `ready[0]` stays 0 and reading
+        // it never delays; the facts say which fields are really registers.
+        if facts.reads_rs1 {
+            start = start.max(self.ready[usize::from(inst.rs1 & 31)]);
         }
-        let mem_stall = match (&model.dcache, ev.data_miss) {
-            (Some(dc), true) => u64::from(dc.miss_penalty),
-            _ => 0,
-        };
-        if let Some(rd) = inst.writes() {
-            self.ready[usize::from(rd)] = start + u64::from(model.latency.get(class)) + mem_stall;
+        if facts.reads_rs2 {
+            start = start.max(self.ready[usize::from(inst.rs2 & 31)]);
+        }
+        let mem_stall = if ev.data_miss { costs.data_miss } else { 0 };
+        if facts.writes_rd && inst.rd != 0 {
+            self.ready[usize::from(inst.rd & 31)] = start + u64::from(facts.latency) + mem_stall;
         }
         self.cycle = start
-            + u64::from(model.occupancy.get(class))
+            + u64::from(facts.occupancy)
             + mem_stall
-            + u64::from(control_penalty(&model.branch, inst.flow(), ev));
+            + u64::from(control_penalty(&costs.branch, flow, ev));
     }
 
     /// The state that matters for the future, relative to the current cycle:
@@ -89,6 +105,109 @@ impl Pipeline {
     }
 }
 
+/// The costs of a core that do not depend on the instruction.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Costs {
+    /// Stall of an instruction-cache miss (0 without an instruction cache).
+    pub fetch_miss: u64,
+    /// Stall of a data-cache miss (0 without a data cache).
+    pub data_miss: u64,
+    /// Branch, jump and return costs.
+    pub branch: BranchModel,
+}
+
+impl Costs {
+    pub(crate) fn of(model: &CoreModel) -> Costs {
+        Costs {
+            fetch_miss: model.icache.map_or(0, |c| u64::from(c.miss_penalty)),
+            data_miss: model.dcache.map_or(0, |c| u64::from(c.miss_penalty)),
+            branch: model.branch,
+        }
+    }
+}
+
+/// What the timing rule needs to know about an operation, on one core. All
+/// of it depends on the [`Op`] alone (not on operands), so a core tabulates
+/// it once per operation instead of matching on the instruction every step.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct OpFacts {
+    /// Cycles until the result may be consumed.
+    pub latency: u32,
+    /// Cycles the instruction holds the issue stage.
+    pub occupancy: u32,
+    /// `rs1` is a register operand.
+    pub reads_rs1: bool,
+    /// `rs2` is a register operand.
+    pub reads_rs2: bool,
+    /// `rd` is written (when it is not x0).
+    pub writes_rd: bool,
+    /// It accesses data memory (load, store, LR/SC, AMO).
+    pub mem: bool,
+    /// `jal`/`jalr`: the flow depends on the registers linked and used.
+    operand_flow: bool,
+    /// The flow, when it does not depend on operands.
+    flow: Option<Flow>,
+}
+
+impl OpFacts {
+    /// The facts of `op` on `model`, derived from the same [`TimingClass`]
+    /// and register-use functions the rest of retrace uses.
+    pub(crate) fn of(model: &CoreModel, op: Op) -> OpFacts {
+        // Distinct non-zero registers in every field tell which fields the
+        // operation reads and writes.
+        let probe = Inst {
+            op,
+            rd: 3,
+            rs1: 1,
+            rs2: 2,
+            len: 4,
+            imm: 0,
+            raw: 0,
+        };
+        let reads = probe.reads();
+        let class = TimingClass::of(&probe);
+        let operand_flow = matches!(op, Op::Jal | Op::Jalr);
+        OpFacts {
+            latency: model.latency.get(class),
+            occupancy: model.occupancy.get(class),
+            reads_rs1: reads.contains(&Some(1)),
+            reads_rs2: reads.contains(&Some(2)),
+            writes_rd: probe.writes() == Some(3),
+            mem: op.mem().is_some(),
+            operand_flow,
+            flow: (!operand_flow).then(|| probe.flow()),
+        }
+    }
+
+    /// The control flow of `inst` (whose operation these facts describe).
+    #[inline(always)]
+    pub(crate) fn flow(&self, inst: &Inst) -> Flow {
+        match self.flow {
+            Some(f) if !self.operand_flow => f,
+            _ => inst.flow(),
+        }
+    }
+}
+
+/// [`OpFacts`] of every operation on one core, indexed by `Op as u8`.
+#[derive(Clone, Debug)]
+pub(crate) struct OpTable(Box<[OpFacts; 256]>);
+
+impl OpTable {
+    pub(crate) fn new(model: &CoreModel) -> OpTable {
+        let mut t = Box::new([OpFacts::default(); 256]);
+        for &op in Op::ALL {
+            t[op as u8 as usize] = OpFacts::of(model, op);
+        }
+        OpTable(t)
+    }
+
+    #[inline(always)]
+    pub(crate) fn get(&self, op: Op) -> &OpFacts {
+        &self.0[op as u8 as usize]
+    }
+}
+
 /// Extra cycles that control flow costs after an instruction issues.
 #[inline]
 fn control_penalty(b: &BranchModel, flow: Flow, ev: Events) -> u32 {
@@ -111,5 +230,52 @@ fn control_penalty(b: &BranchModel, flow: Flow, ev: Events) -> u32 {
         }
         Flow::Return | Flow::IndirectJump | Flow::IndirectCall => b.jalr_penalty,
         _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::presets::{preset, PRESETS};
+
+    /// The tabulated facts agree with the instruction's own answers for
+    /// every operation and a spread of operand values, x0 included.
+    #[test]
+    fn op_facts_match_the_instruction() {
+        for (name, _) in PRESETS {
+            let model = preset(name).unwrap();
+            let table = OpTable::new(&model);
+            for &op in Op::ALL {
+                for (rd, rs1, rs2, imm) in [(0, 0, 0, 0), (1, 5, 0, 0), (0, 1, 7, 0), (5, 1, 2, 8)]
+                {
+                    let inst = Inst {
+                        op,
+                        rd,
+                        rs1,
+                        rs2,
+                        len: 4,
+                        imm,
+                        raw: 0,
+                    };
+                    let f = table.get(op);
+                    let class = TimingClass::of(&inst);
+                    assert_eq!(f.latency, model.latency.get(class), "{op:?}");
+                    assert_eq!(f.occupancy, model.occupancy.get(class), "{op:?}");
+                    assert_eq!(f.flow(&inst), inst.flow(), "{op:?}");
+                    assert_eq!(f.mem, inst.mem().is_some(), "{op:?}");
+                    let reads = [
+                        (f.reads_rs1 && rs1 != 0).then_some(rs1),
+                        (f.reads_rs2 && rs2 != 0).then_some(rs2),
+                    ];
+                    let mut want: Vec<u8> = inst.reads().into_iter().flatten().collect();
+                    let mut got: Vec<u8> = reads.into_iter().flatten().collect();
+                    want.sort_unstable();
+                    got.sort_unstable();
+                    assert_eq!(got, want, "{op:?} reads");
+                    let writes = (f.writes_rd && rd != 0).then_some(rd);
+                    assert_eq!(writes, inst.writes(), "{op:?} writes");
+                }
+            }
+        }
     }
 }
