@@ -1,0 +1,465 @@
+//! End-to-end tests of the trace commands (`record`, `estimate`, `compare`,
+//! `profile`) and of bad traces: each damaged, foreign or missing trace must
+//! give exit status 125 and one line on stderr, never a panic or a number.
+//! The byte offsets used here are the layout of `docs/FORMATS.md` ("Trace
+//! files (.rtrace)").
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const MAGIC: &[u8; 8] = b"\x89RTRACE\n";
+const TRAILER_LEN: usize = 60;
+const SEGMENT_HEADER_LEN: usize = 20;
+
+fn retrace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_retrace"))
+        .args(args)
+        .output()
+        .expect("retrace runs")
+}
+
+fn program(name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("programs/bin")
+        .join(name);
+    assert!(p.is_file(), "{} is missing", p.display());
+    p.to_str().unwrap().to_string()
+}
+
+/// A file under the temporary directory with a name no other test (or
+/// test process) uses; removed when dropped.
+struct Temp(PathBuf);
+
+impl Temp {
+    fn new(what: &str) -> Temp {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        Temp(std::env::temp_dir().join(format!(
+            "retrace-cli-trace-{}-{n}-{what}",
+            std::process::id()
+        )))
+    }
+    fn s(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+    fn write(what: &str, bytes: &[u8]) -> Temp {
+        let t = Temp::new(what);
+        std::fs::write(&t.0, bytes).unwrap();
+        t
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `retrace record PROG -o TRACE --json`; returns the trace and the JSON
+/// summary (the last line of stdout, after the program's own output).
+fn record(prog: &str) -> (Temp, serde_json::Value) {
+    let trace = Temp::new("trace.rtrace");
+    let out = retrace(&["record", &program(prog), "-o", trace.s(), "--json"]);
+    assert!(out.status.success(), "record {prog}: {}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    (trace, json)
+}
+
+/// Exit status 125, exactly one line on stderr starting `retrace: error:`,
+/// no panic text, nothing on stdout, every `needle` in the line.
+fn assert_bad_input(out: &Output, case: &str, needles: &[&str]) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(125), "{case}: {err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{case}: expected one line, got {err:?}");
+    assert!(lines[0].starts_with("retrace: error: "), "{case}: {err:?}");
+    for bad in ["panicked", "RUST_BACKTRACE", "stack backtrace"] {
+        assert!(!err.contains(bad), "{case}: {err:?}");
+    }
+    assert!(out.stdout.is_empty(), "{case}: printed a result anyway");
+    for n in needles {
+        assert!(lines[0].contains(n), "{case}: {n:?} missing from {err:?}");
+    }
+}
+
+/// CRC-32 (IEEE 802.3, reflected, polynomial 0xEDB88320), as `crc32fast`.
+fn crc32(data: &[u8]) -> u32 {
+    let mut table = [0u32; 256];
+    for (i, e) in table.iter_mut().enumerate() {
+        let mut c = i as u32;
+        for _ in 0..8 {
+            c = if c & 1 != 0 {
+                0xEDB8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
+        }
+        *e = c;
+    }
+    !data.iter().fold(!0u32, |c, &b| {
+        table[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8)
+    })
+}
+
+fn le64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// Offset of the first segment: after magic, version, length, body, CRC.
+fn first_segment(bytes: &[u8]) -> usize {
+    12 + usize::from(u16::from_le_bytes([bytes[10], bytes[11]])) + 4
+}
+
+/// The trace with one trailer field (byte offset within the trailer)
+/// changed by `delta` and the trailer's CRC-32 recomputed, so the damage
+/// passes the checksum and only the replay can notice it.
+fn with_trailer_field(bytes: &[u8], field: usize, delta: i64) -> Vec<u8> {
+    let mut b = bytes.to_vec();
+    let t = b.len() - TRAILER_LEN;
+    assert_eq!(b[t], b'T');
+    assert_eq!(&b[t + 52..], b"RTRACEND");
+    assert_eq!(
+        crc32(&b[t..t + 48]),
+        u32::from_le_bytes(b[t + 48..t + 52].try_into().unwrap()),
+        "the test's CRC-32 must agree with the writer's"
+    );
+    let v = le64(&b, t + field).wrapping_add_signed(delta);
+    b[t + field..t + field + 8].copy_from_slice(&v.to_le_bytes());
+    let crc = crc32(&b[t..t + 48]);
+    b[t + 48..t + 52].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+#[test]
+fn crc32_matches_the_standard_check_value() {
+    assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+}
+
+#[test]
+fn record_then_estimate_and_check() {
+    let prog = program("nqueens-rv32-O2.elf");
+    let (trace, rec) = record("nqueens-rv32-O2.elf");
+    let bytes = std::fs::read(&trace.0).unwrap();
+    assert_eq!(&bytes[..8], MAGIC);
+    assert_eq!(
+        u16::from_le_bytes([bytes[8], bytes[9]]),
+        1,
+        "format version"
+    );
+    assert_eq!(bytes[20], 32, "xlen");
+    assert_eq!(&bytes[bytes.len() - 8..], b"RTRACEND");
+    assert_eq!(rec["trace_bytes"].as_u64(), Some(bytes.len() as u64));
+    let t = bytes.len() - TRAILER_LEN;
+    let instructions = rec["instructions"].as_u64().unwrap();
+    assert!(instructions > 0);
+    assert_eq!(le64(&bytes, t + 8), instructions);
+    assert_eq!(le64(&bytes, t + 16), rec["branches"].as_u64().unwrap());
+
+    let out = retrace(&[
+        "estimate",
+        &prog,
+        trace.s(),
+        "--core",
+        "ideal",
+        "--json",
+        "--check",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let e = &j["estimates"][0];
+    assert_eq!(e["core"], "ideal");
+    assert_eq!(e["instructions"].as_u64(), Some(instructions));
+    // One cycle per instruction on `ideal`.
+    assert_eq!(e["cycles"].as_u64(), Some(instructions));
+    assert_eq!(j["check"]["matches"], true);
+    assert_eq!(j["check"]["instructions"].as_u64(), Some(instructions));
+}
+
+#[test]
+fn trace_of_another_program_names_both_identities() {
+    let (nq, _) = record("nqueens-rv32-O2.elf");
+    let (crc, _) = record("crc32-rv32-O2.elf");
+    let nq_id = format!("{:016x}", le64(&std::fs::read(&nq.0).unwrap(), 12));
+    let crc_id = format!("{:016x}", le64(&std::fs::read(&crc.0).unwrap(), 12));
+    assert_ne!(nq_id, crc_id);
+    let out = retrace(&[
+        "estimate",
+        &program("nqueens-rv32-O2.elf"),
+        crc.s(),
+        "--core",
+        "ideal",
+    ]);
+    assert_bad_input(
+        &out,
+        "foreign trace",
+        &["crc32-rv32-O2.elf", "nqueens-rv32-O2.elf", &nq_id, &crc_id],
+    );
+    let out = retrace(&["profile", &program("crc32-rv32-O2.elf"), nq.s()]);
+    assert_bad_input(&out, "foreign trace (profile)", &[&nq_id, &crc_id]);
+}
+
+#[test]
+fn truncated_traces_are_one_line_errors() {
+    let prog = program("crc32-rv32-O2.elf");
+    let (trace, _) = record("crc32-rv32-O2.elf");
+    let bytes = std::fs::read(&trace.0).unwrap();
+    let seg = first_segment(&bytes);
+    let n = bytes.len();
+    for cut in [
+        0,
+        5,
+        8,
+        11,
+        20,
+        seg - 1,
+        seg,
+        seg + 1,
+        seg + SEGMENT_HEADER_LEN,
+        seg + SEGMENT_HEADER_LEN + 7,
+        n / 2,
+        n - TRAILER_LEN - 1,
+        n - TRAILER_LEN,
+        n - 30,
+        n - 1,
+    ] {
+        let cut_file = Temp::write("cut.rtrace", &bytes[..cut]);
+        let out = retrace(&["estimate", &prog, cut_file.s(), "--core", "ideal"]);
+        let case = format!("cut at {cut} of {n}");
+        if cut < 8 {
+            assert_bad_input(&out, &case, &[cut_file.s(), "not a retrace trace"]);
+        } else {
+            assert_bad_input(&out, &case, &[cut_file.s(), "truncated", "offset"]);
+        }
+    }
+}
+
+#[test]
+fn corrupt_segment_names_segment_and_offset() {
+    let prog = program("crc32-rv32-O2.elf");
+    let (trace, _) = record("crc32-rv32-O2.elf");
+    let bytes = std::fs::read(&trace.0).unwrap();
+    let seg = first_segment(&bytes);
+    assert_eq!(bytes[seg], b'S', "a segment follows the header");
+    let stored = u32::from_le_bytes(bytes[seg + 12..seg + 16].try_into().unwrap()) as usize;
+    let payload = seg + SEGMENT_HEADER_LEN;
+    for at in [payload, payload + stored / 2, payload + stored - 1] {
+        let mut b = bytes.clone();
+        b[at] ^= 0x5a;
+        let bad = Temp::write("flip.rtrace", &b);
+        let out = retrace(&["estimate", &prog, bad.s(), "--core", "ideal"]);
+        assert_bad_input(
+            &out,
+            &format!("byte {at} flipped"),
+            &[
+                "corrupt",
+                "checksum mismatch in segment 0",
+                &format!("offset {seg}"),
+            ],
+        );
+    }
+    // The segment's own CRC field, and its sequence number.
+    for (at, what) in [
+        (seg + 16, "checksum mismatch in segment 0"),
+        (seg + 4, "where 0 was expected"),
+    ] {
+        let mut b = bytes.clone();
+        b[at] ^= 0x01;
+        let bad = Temp::write("flip.rtrace", &b);
+        let out = retrace(&["estimate", &prog, bad.s(), "--core", "ideal"]);
+        assert_bad_input(
+            &out,
+            &format!("byte {at} flipped"),
+            &[what, &format!("offset {seg}")],
+        );
+    }
+    // A flipped byte in the header (the program identity).
+    let mut b = bytes.clone();
+    b[13] ^= 0x80;
+    let bad = Temp::write("flip.rtrace", &b);
+    let out = retrace(&["estimate", &prog, bad.s(), "--core", "ideal"]);
+    assert_bad_input(&out, "header byte flipped", &["header checksum mismatch"]);
+}
+
+#[test]
+fn unknown_version_non_trace_and_missing_files() {
+    let prog = program("crc32-rv32-O2.elf");
+    let (trace, _) = record("crc32-rv32-O2.elf");
+    let bytes = std::fs::read(&trace.0).unwrap();
+
+    let mut b = bytes.clone();
+    b[8..10].copy_from_slice(&2u16.to_le_bytes());
+    let v2 = Temp::write("v2.rtrace", &b);
+    for cmd in ["estimate", "profile"] {
+        let mut args = vec![cmd, &prog, v2.s()];
+        if cmd == "estimate" {
+            args.extend(["--core", "ideal"]);
+        }
+        let out = retrace(&args);
+        assert_bad_input(&out, "version 2", &["version 2", "version 1"]);
+    }
+
+    // The ELF itself, an empty file and a text file are not traces.
+    let empty = Temp::write("empty.rtrace", b"");
+    let text = Temp::write("text.rtrace", b"RTRACE is not a trace\n");
+    for not_trace in [prog.as_str(), empty.s(), text.s()] {
+        let out = retrace(&["estimate", &prog, not_trace, "--core", "ideal"]);
+        assert_bad_input(&out, not_trace, &[not_trace, "not a retrace trace"]);
+    }
+
+    let missing = Temp::new("missing.rtrace");
+    let out = retrace(&["estimate", &prog, missing.s(), "--core", "ideal"]);
+    assert_bad_input(&out, "missing trace", &[missing.s()]);
+    let out = retrace(&["profile", &prog, missing.s()]);
+    assert_bad_input(&out, "missing trace (profile)", &[missing.s()]);
+}
+
+#[test]
+fn totals_that_do_not_match_the_replay_are_errors() {
+    let prog = program("crc32-rv32-O2.elf");
+    let (trace, rec) = record("crc32-rv32-O2.elf");
+    let bytes = std::fs::read(&trace.0).unwrap();
+    let branches = rec["branches"].as_u64().unwrap();
+    // (trailer field offset, change, words the message must contain)
+    let cases: [(usize, i64, Vec<String>); 5] = [
+        (
+            16,
+            1,
+            vec![
+                "totals do not match".into(),
+                format!("recorded {} branches", branches + 1),
+                format!("the replay used {branches}"),
+            ],
+        ),
+        (16, -1, vec!["totals do not match".into()]),
+        (24, 1, vec!["totals do not match".into()]),
+        (
+            32,
+            1,
+            vec!["totals do not match".into(), "1 escapes".into()],
+        ),
+        // Far fewer instructions: the replay stops with history unread.
+        (8, -100_000, vec!["branch bits left unread".into()]),
+    ];
+    for (field, delta, needles) in cases {
+        let bad = Temp::write("totals.rtrace", &with_trailer_field(&bytes, field, delta));
+        let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+        let out = retrace(&["estimate", &prog, bad.s(), "--core", "ideal"]);
+        assert_bad_input(&out, &format!("field {field} {delta:+}"), &needles);
+        let out = retrace(&["profile", &prog, bad.s(), "--json"]);
+        assert_bad_input(&out, &format!("profile, field {field} {delta:+}"), &needles);
+    }
+    // The segment count in the trailer (a u32 at offset 4).
+    let mut b = bytes.clone();
+    let t = b.len() - TRAILER_LEN;
+    b[t + 4] += 1;
+    let crc = crc32(&b[t..t + 48]);
+    b[t + 48..t + 52].copy_from_slice(&crc.to_le_bytes());
+    let bad = Temp::write("segments.rtrace", &b);
+    let out = retrace(&["estimate", &prog, bad.s(), "--core", "ideal"]);
+    assert_bad_input(
+        &out,
+        "segment count",
+        &["trailer counts 2 segments, the file has 1"],
+    );
+}
+
+/// Known gap: a trailer whose instruction total was rewritten by a few
+/// instructions (with a valid CRC) still gives an estimate, off by those
+/// instructions: the replay stops at the recorded total and nothing checks
+/// that it stopped at the program's exit.
+#[test]
+#[ignore = "the replay trusts the trailer's instruction total; a small change gives a wrong number"]
+fn instruction_total_that_does_not_match_is_an_error() {
+    let prog = program("crc32-rv32-O2.elf");
+    let (trace, _) = record("crc32-rv32-O2.elf");
+    let bytes = std::fs::read(&trace.0).unwrap();
+    for delta in [-1, 5] {
+        let bad = Temp::write("insns.rtrace", &with_trailer_field(&bytes, 8, delta));
+        let out = retrace(&["estimate", &prog, bad.s(), "--core", "ideal"]);
+        assert_bad_input(&out, &format!("instructions {delta:+}"), &[]);
+    }
+}
+
+/// Known gap: a recording cut by `--max-insns` right after a conditional
+/// branch keeps that branch's bit, which the replay (stopping at the
+/// recorded total) never reads.
+#[test]
+#[ignore = "a run stopped by --max-insns at a conditional branch leaves a bit the replay does not read"]
+fn recording_cut_by_max_insns_replays() {
+    let prog = program("crc32-rv32-O2.elf");
+    for limit in 1000..1012 {
+        let trace = Temp::new("limit.rtrace");
+        let limit_s = limit.to_string();
+        let out = retrace(&["record", &prog, "-o", trace.s(), "--max-insns", &limit_s]);
+        assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
+        let out = retrace(&["estimate", &prog, trace.s(), "--core", "ideal", "--json"]);
+        assert!(out.status.success(), "limit {limit}: {}", stderr(&out));
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(j["estimates"][0]["cycles"].as_u64(), Some(limit));
+    }
+}
+
+#[test]
+fn compare_reports_every_field_and_no_error_on_inorder5() {
+    let out = retrace(&[
+        "compare",
+        &program("nqueens-rv32-O2.elf"),
+        "--core",
+        "inorder5",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for field in [
+        "reference_cycles",
+        "estimated_cycles",
+        "error_cycles",
+        "error_percent",
+        "reference_seconds",
+        "record_seconds",
+        "estimate_seconds",
+        "speedup",
+    ] {
+        assert!(j[field].is_number(), "{field} missing or not a number: {j}");
+    }
+    let reference = j["reference_cycles"].as_u64().unwrap();
+    assert!(reference > j["instructions"].as_u64().unwrap() / 2);
+    assert_eq!(j["estimated_cycles"].as_u64(), Some(reference));
+    assert_eq!(j["error_cycles"].as_i64(), Some(0));
+    assert_eq!(j["error_percent"].as_f64(), Some(0.0));
+    let est = j["estimate_seconds"].as_f64().unwrap();
+    let speedup = j["speedup"].as_f64().unwrap();
+    assert!(est > 0.0 && speedup > 0.0);
+    let expected = j["reference_seconds"].as_f64().unwrap() / est;
+    assert!(
+        (speedup - expected).abs() <= 1e-9 * expected.max(1.0),
+        "{j}"
+    );
+}
+
+#[test]
+fn profile_lists_functions_including_main() {
+    let prog = program("nqueens-rv32-O2.elf");
+    let (trace, rec) = record("nqueens-rv32-O2.elf");
+    let out = retrace(&["profile", &prog, trace.s(), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["instructions"], rec["instructions"]);
+    let funcs = j["functions"].as_array().unwrap();
+    let main = funcs
+        .iter()
+        .find(|f| f["name"] == "main")
+        .unwrap_or_else(|| panic!("no main in {funcs:?}"));
+    assert!(main["calls"].as_u64().unwrap() >= 1);
+    assert!(
+        main["inclusive_cycles"].as_u64().unwrap() >= main["exclusive_cycles"].as_u64().unwrap()
+    );
+    assert!(main["inclusive_cycles"].as_u64().unwrap() > 0);
+    assert!(!j["branches"].as_array().unwrap().is_empty());
+}
