@@ -1,6 +1,11 @@
 //! `retrace pp`: the partial-program table of a program, its loops and
 //! if-else regions, and `--check`, which runs the program and verifies
 //! instruction by instruction that execution follows the table.
+//!
+//! With `--core`, each partial program also gets its static cycles on that
+//! core: its path issued into an idle pipeline by the same [`PathTimer`] the
+//! replay uses (caches hitting, branches predicted by the core's static
+//! rule), so the figures read as "what this path costs on its own".
 
 use crate::cmd::run::load_elf;
 use crate::status::{tag, Status};
@@ -9,6 +14,7 @@ use clap::ValueEnum;
 use retrace_program::loops::Operand;
 use retrace_program::{Addr, CheckReport, Checker, End, FuncId, PpId, PpTable, Program, TripCount};
 use retrace_sim::{Console, HostConfig, Machine, MachineConfig, Observer, Retired, TrapEvent};
+use retrace_timing::{static_prediction, Events, PathTimer, SignatureId};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -46,6 +52,7 @@ Examples:
   retrace pp prog.elf
   retrace pp prog.elf --function main --loops --regions
   retrace pp prog.elf --format csv > table.csv
+  retrace pp prog.elf --core picorv32
   retrace pp prog.elf --check --json -- 1000")]
 pub struct Args {
     /// The program: a RISC-V ELF executable.
@@ -63,6 +70,12 @@ pub struct Args {
     /// Print each function's if-else regions.
     #[arg(long)]
     pub regions: bool,
+    /// Add each partial program's static cycles on this core (a preset
+    /// name or a TOML core description): its path issued into an idle
+    /// pipeline, caches hitting, branches predicted by the core's static
+    /// rule. A PP ending in a conditional branch shows `not-taken/taken`.
+    #[arg(long, value_name = "NAME|FILE.toml", conflicts_with = "check")]
+    pub core: Option<String>,
     /// Run the program and check that execution follows the table.
     #[arg(long)]
     pub check: bool,
@@ -105,10 +118,19 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     };
     let ids = selected(&program, func);
     let names = Names::new(&program, &elf);
+    let cycles = match &args.core {
+        Some(spec) => {
+            let core = super::common::load_core(spec)?;
+            super::common::check_xlen(&core, &elf, &shown)?;
+            Some(PpCycles::new(&core, &program.table, &ids))
+        }
+        None => None,
+    };
+    let cycles = cycles.as_ref();
     let mut out = String::new();
     match args.format {
         Format::Text => {
-            text_table(&mut out, &program.table, &ids, &names);
+            text_table(&mut out, &program.table, &ids, &names, cycles);
             let funcs: Vec<FuncId> = match func {
                 Some(f) => vec![f],
                 None => (0..program.functions.len())
@@ -136,14 +158,75 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                 analysis_seconds * 1e3
             );
         }
-        Format::Csv => csv_table(&mut out, &program.table, &ids, &names),
+        Format::Csv => csv_table(&mut out, &program.table, &ids, &names, cycles),
         Format::Json => {
-            let v = json_all(&program, &ids, &names, func, &args);
+            let v = json_all(&program, &ids, &names, func, &args, cycles);
             out = format!("{v}\n");
         }
     }
     emit(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Static cycles of partial programs on one core.
+struct PpCycles {
+    core: String,
+    /// Per PP index: cycles when it falls through (or does not end in a
+    /// conditional branch), and when its final branch is taken.
+    cycles: Vec<Option<(u64, Option<u64>)>>,
+}
+
+impl PpCycles {
+    fn new(core: &retrace_timing::CoreModel, t: &PpTable, ids: &[PpId]) -> PpCycles {
+        let mut timer = PathTimer::new(core);
+        let mut cycles = vec![None; t.len()];
+        for &id in ids {
+            let insts: Vec<_> = t.insts(id).map(|(_, i)| i).collect();
+            let mut time = |last: Events| {
+                let n = insts.len();
+                let path = insts
+                    .iter()
+                    .enumerate()
+                    .map(|(k, i)| (i, if k + 1 == n { last } else { Events::default() }));
+                timer.time(SignatureId::IDLE, path).0
+            };
+            let branch = match (t.get(id).end, insts.last()) {
+                (End::Branch { .. }, Some(b)) => Some(b.imm < 0),
+                _ => None,
+            };
+            let c = match branch {
+                Some(backward) => {
+                    // The core's static prediction decides which direction
+                    // pays the misprediction penalty.
+                    let predicted = static_prediction(core.branch.predictor, backward);
+                    let ev = |taken: bool| Events {
+                        taken,
+                        mispredict: predicted != taken,
+                        ..Events::default()
+                    };
+                    (time(ev(false)), Some(time(ev(true))))
+                }
+                None => (time(Events::default()), None),
+            };
+            cycles[id.index()] = Some(c);
+        }
+        PpCycles {
+            core: core.name.clone(),
+            cycles,
+        }
+    }
+
+    fn get(&self, id: PpId) -> Option<(u64, Option<u64>)> {
+        self.cycles.get(id.index()).copied().flatten()
+    }
+
+    fn text(&self, id: PpId) -> String {
+        match self.get(id) {
+            Some((n, Some(t))) => format!("{n}/{t}"),
+            Some((n, None)) => n.to_string(),
+            None => "-".into(),
+        }
+    }
 }
 
 /// The PPs to show: all, or those starting at a block of one function.
@@ -232,22 +315,45 @@ fn succ_text(t: &PpTable, id: PpId) -> String {
     }
 }
 
-fn text_table(out: &mut String, t: &PpTable, ids: &[PpId], n: &Names<'_>) {
+fn text_table(
+    out: &mut String,
+    t: &PpTable,
+    ids: &[PpId],
+    n: &Names<'_>,
+    cycles: Option<&PpCycles>,
+) {
+    if let Some(c) = cycles {
+        let _ = writeln!(
+            out,
+            "cycles on core {}: from an idle pipeline; not-taken/taken for branches",
+            c.core
+        );
+    }
     let _ = writeln!(
         out,
-        "{:>6}  {:<34} {:<18} {:<44} {:>6}  successors",
-        "ID", "start", "start kind", "end", "insts"
+        "{:>6}  {:<34} {:<18} {:<44} {:>6}{}  successors",
+        "ID",
+        "start",
+        "start kind",
+        "end",
+        "insts",
+        if cycles.is_some() {
+            format!("  {:>11}", "cycles")
+        } else {
+            String::new()
+        }
     );
     for &id in ids {
         let p = t.get(id);
         let _ = writeln!(
             out,
-            "{:>6}  {:<34} {:<18} {:<44} {:>6}  {}",
+            "{:>6}  {:<34} {:<18} {:<44} {:>6}{}  {}",
             id.0,
             format!("{} ({})", n.at(p.start), p.start),
             p.starts.to_string(),
             end_text(t, id, n),
             p.len,
+            cycles.map_or_else(String::new, |c| format!("  {:>11}", c.text(id))),
             succ_text(t, id)
         );
     }
@@ -265,8 +371,19 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-fn csv_table(out: &mut String, t: &PpTable, ids: &[PpId], n: &Names<'_>) {
-    out.push_str("id,start,start_symbol,start_kinds,last,end_kind,instructions,taken,not_taken,call_target,return_point,next\n");
+fn csv_table(
+    out: &mut String,
+    t: &PpTable,
+    ids: &[PpId],
+    n: &Names<'_>,
+    cycles: Option<&PpCycles>,
+) {
+    out.push_str("id,start,start_symbol,start_kinds,last,end_kind,instructions,taken,not_taken,call_target,return_point,next");
+    out.push_str(if cycles.is_some() {
+        ",cycles,cycles_taken\n"
+    } else {
+        "\n"
+    });
     for &id in ids {
         let p = t.get(id);
         let (mut taken, mut not_taken, mut target, mut ret, mut next) =
@@ -284,7 +401,7 @@ fn csv_table(out: &mut String, t: &PpTable, ids: &[PpId], n: &Names<'_>) {
         }
         let _ = writeln!(
             out,
-            "{},{:#x},{},{},{:#x},{},{},{},{},{},{},{}",
+            "{},{:#x},{},{},{:#x},{},{},{},{},{},{},{}{}",
             id.0,
             p.start.0,
             csv_field(&n.at(p.start)),
@@ -296,12 +413,18 @@ fn csv_table(out: &mut String, t: &PpTable, ids: &[PpId], n: &Names<'_>) {
             opt(not_taken),
             opt(target),
             opt(ret),
-            opt(next)
+            opt(next),
+            match cycles.and_then(|c| c.get(id)) {
+                Some((c, taken)) =>
+                    format!(",{c},{}", taken.map_or(String::new(), |t| t.to_string())),
+                None if cycles.is_some() => ",,".to_string(),
+                None => String::new(),
+            }
         );
     }
 }
 
-fn pp_json(t: &PpTable, id: PpId, n: &Names<'_>) -> serde_json::Value {
+fn pp_json(t: &PpTable, id: PpId, n: &Names<'_>, cycles: Option<&PpCycles>) -> serde_json::Value {
     let p = t.get(id);
     let j = |x: Option<PpId>| x.map(|i| i.0);
     let mut v = serde_json::json!({
@@ -315,6 +438,12 @@ fn pp_json(t: &PpTable, id: PpId, n: &Names<'_>) -> serde_json::Value {
         "path": t.runs(id).iter().map(|r| serde_json::json!([format!("{:#x}", r.start.0), r.count])).collect::<Vec<_>>(),
     });
     let o = v.as_object_mut().expect("a JSON object literal");
+    if let Some((c, taken)) = cycles.and_then(|c| c.get(id)) {
+        o.insert("cycles".into(), c.into());
+        if let Some(t) = taken {
+            o.insert("cycles_taken".into(), t.into());
+        }
+    }
     match p.end {
         End::Branch { taken, not_taken } => {
             o.insert("taken".into(), j(taken).into());
@@ -455,6 +584,7 @@ fn json_all(
     n: &Names<'_>,
     func: Option<FuncId>,
     args: &Args,
+    cycles: Option<&PpCycles>,
 ) -> serde_json::Value {
     let funcs: Vec<FuncId> = match func {
         Some(f) => vec![f],
@@ -464,10 +594,13 @@ fn json_all(
         "program": args.program.display().to_string(),
         "functions": p.functions.len(),
         "instructions_decoded": p.table.code().decoded(),
-        "partial_programs": ids.iter().map(|&id| pp_json(&p.table, id, n)).collect::<Vec<_>>(),
+        "partial_programs": ids.iter().map(|&id| pp_json(&p.table, id, n, cycles)).collect::<Vec<_>>(),
         "warnings": p.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
     });
     let o = v.as_object_mut().expect("a JSON object literal");
+    if let Some(c) = cycles {
+        o.insert("core".into(), c.core.clone().into());
+    }
     if args.loops {
         let mut all = Vec::new();
         for &f in &funcs {
