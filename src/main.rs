@@ -10,6 +10,14 @@ mod status;
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
+    // Rust ignores SIGPIPE, so `retrace … | head` would make the next print
+    // panic. Like other Unix tools, end quietly when the reader goes away.
+    #[cfg(unix)]
+    // SAFETY: restoring a signal's default disposition at start-up, before
+    // any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = cmd::Cli::parse();
     match cmd::dispatch(cli) {
         Ok(code) => code,

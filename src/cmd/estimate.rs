@@ -118,8 +118,12 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         let host = super::common::host(&shown, &header.args);
         let mut m = Machine::new(&elf, &MachineConfig::default(), host, Console::null())
             .map_err(|e| tag(anyhow!("cannot load {shown}: {e}"), Status::BadInput))?;
+        // Run as far as the recording did (a recording cut by --max-insns
+        // stops there too).
+        let recorded =
+            retrace_estimate::read_totals(&args.trace).map_err(|e| replay_error(&args.trace, e))?;
         let mut h = PcHash(PC_HASH_SEED, 0);
-        m.run(None, &mut h);
+        m.run(Some(recorded.instructions), &mut h);
         if (replayed.instructions, replayed.pc_hash) != (h.1, h.0) {
             return Err(tag(
                 anyhow!(

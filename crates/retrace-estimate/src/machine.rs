@@ -87,6 +87,16 @@ impl Graph for PpTable {
         }
     }
 
+    fn pc_at(&self, id: PpId, k: u32) -> u64 {
+        if id == INVALID {
+            return u64::MAX;
+        }
+        self.insts(id)
+            .nth(k as usize)
+            .map(|(pc, _)| pc.get())
+            .unwrap_or(u64::MAX)
+    }
+
     fn resolve(&mut self, addr: u64) -> Result<PpId, ReplayError> {
         if let Some(id) = self.lookup(Addr(addr)) {
             return Ok(id);

@@ -20,12 +20,27 @@ fn replay<V: Visit<PpTable>>(
     let reader = TraceReader::open(trace)?;
     // The totals are in the trailer; the walk stops at the recorded
     // instruction count, so read it first from a second handle (cheap: the
-    // trailer is the file's last 60 bytes).
-    let totals = read_totals(trace)?;
+    // trailer is the file's last bytes). When that fails, read the whole
+    // file to name the damaged segment.
+    let totals = match read_totals(trace) {
+        Ok(t) => t,
+        Err(e) => {
+            TraceReader::open(trace)?.validate()?;
+            return Err(e);
+        }
+    };
     let mut history = TraceHistory::new(reader, 0);
     let start = table.resolve(entry.get())?;
     let stats = walk(table, &mut history, visit, start, totals.instructions)?;
     let (recorded, dcache) = history.into_reader().finish_all()?;
+    if stats.last_pc != recorded.last_pc {
+        return Err(ReplayError::Totals {
+            what: format!(
+                "the recorded run ended at pc {:#x}, the replay after {} instructions at {:#x}",
+                recorded.last_pc, recorded.instructions, stats.last_pc
+            ),
+        });
+    }
     if stats.bits != recorded.branches
         || stats.indirect != recorded.indirect
         || stats.escapes != recorded.escapes
@@ -50,7 +65,7 @@ pub fn read_totals(trace: &Path) -> Result<Totals, ReplayError> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = std::fs::File::open(trace).map_err(retrace_trace::TraceError::Io)?;
     let len = f.metadata().map_err(retrace_trace::TraceError::Io)?.len();
-    let trailer = 60u64;
+    let trailer = retrace_trace::TRAILER_LEN as u64;
     if len < trailer {
         return Err(retrace_trace::TraceError::Truncated {
             offset: len,
@@ -60,7 +75,7 @@ pub fn read_totals(trace: &Path) -> Result<Totals, ReplayError> {
     }
     f.seek(SeekFrom::Start(len - trailer))
         .map_err(retrace_trace::TraceError::Io)?;
-    let mut t = [0u8; 60];
+    let mut t = [0u8; retrace_trace::TRAILER_LEN];
     f.read_exact(&mut t)
         .map_err(retrace_trace::TraceError::Io)?;
     retrace_trace::decode_trailer(&t).ok_or_else(|| {

@@ -65,6 +65,8 @@ pub trait Graph {
     /// A dense index for `id` (`usize::MAX` for ids that are not in the
     /// graph), so the walker can cache exits in a vector.
     fn index(&self, id: Self::Id) -> usize;
+    /// Address of the `k`-th instruction (0-based) on `id`'s path.
+    fn pc_at(&self, id: Self::Id, k: u32) -> u64;
 }
 
 /// Where the walker's history comes from.
@@ -157,6 +159,8 @@ pub struct WalkStats {
     pub escapes: u64,
     /// Deepest return stack.
     pub max_depth: usize,
+    /// Address of the last instruction executed.
+    pub last_pc: u64,
 }
 
 /// Walk from `entry` until an [`Exit::Stop`] or until `instructions`
@@ -186,12 +190,20 @@ pub fn walk<G: Graph, H: History, V: Visit<G>>(
             None => u64::from(graph.len(cur)),
         };
         st.pps += 1;
-        if st.instructions + len >= instructions {
+        if st.instructions + len > instructions {
             let executed = (instructions - st.instructions) as u32;
             st.instructions = instructions;
+            if executed > 0 {
+                st.last_pc = graph.pc_at(cur, executed - 1);
+            }
             visit.last(graph, cur, executed);
             return Ok(st);
         }
+        // The run's last partial program may have executed completely (a
+        // run cut at a branch, a call, the exit request): its end consumed
+        // history like any other, so it is walked like any other and the
+        // walk stops after it.
+        let final_pp = st.instructions + len == instructions;
         st.instructions += len;
         let exit = match cached {
             Some((exit, _)) => exit,
@@ -257,10 +269,22 @@ pub fn walk<G: Graph, H: History, V: Visit<G>>(
             }
             Exit::Continue(next) => (Leave::Continue, next),
             Exit::Stop => {
+                st.last_pc = graph.pc_at(cur, len as u32 - 1);
                 visit.last(graph, cur, len as u32);
                 return Ok(st);
             }
         };
+        if final_pp {
+            st.last_pc = graph.pc_at(cur, len as u32 - 1);
+            if graph.index(next) == usize::MAX {
+                // Nothing can follow (the exit request's successor is not
+                // code): time it as the run's end.
+                visit.last(graph, cur, len as u32);
+            } else {
+                visit.pp(graph, cur, how, next);
+            }
+            return Ok(st);
+        }
         visit.pp(graph, cur, how, next);
         cur = next;
     }
@@ -319,6 +343,9 @@ mod seed_tests {
         }
         fn index(&self, pp: usize) -> usize {
             pp
+        }
+        fn pc_at(&self, pp: usize, _: u32) -> u64 {
+            pp as u64
         }
     }
 

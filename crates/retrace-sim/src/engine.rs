@@ -747,6 +747,23 @@ impl Machine {
         None
     }
 
+    /// An `ecall` or `ebreak` that entered a trap handler. Architecturally it
+    /// does not retire (`minstret` does not count it, as on QEMU), but it
+    /// occupied the pipeline and ends a partial program, so observers that
+    /// time or replay instructions see it as executed, going to the handler.
+    fn trapped_call<O: Observer>(&mut self, h: usize, pc: u64, inst: &Inst, obs: &mut O) -> Slow {
+        if O::ENABLED {
+            obs.retire(&Retired {
+                hart: h,
+                pc,
+                inst,
+                next_pc: self.harts[h].pc,
+                mem_addr: None,
+            });
+        }
+        Slow::Continue { retired: false }
+    }
+
     /// Execute one instruction that the block executor leaves to us.
     fn slow<const RV64: bool, O: Observer>(&mut self, h: usize, inst: &Inst, obs: &mut O) -> Slow {
         let pc = self.harts[h].pc;
@@ -780,7 +797,7 @@ impl Machine {
                 let cause = if user { Cause::ECALL_U } else { Cause::ECALL_M };
                 match self.trap(h, cause, 0, obs) {
                     Some(stop) => Slow::Stop(stop, false),
-                    None => Slow::Continue { retired: false },
+                    None => self.trapped_call(h, pc, inst, obs),
                 }
             }
             Op::Ebreak => {
@@ -789,7 +806,7 @@ impl Machine {
                 }
                 match self.trap(h, Cause::BREAKPOINT, pc, obs) {
                     Some(stop) => Slow::Stop(stop, false),
-                    None => Slow::Continue { retired: false },
+                    None => self.trapped_call(h, pc, inst, obs),
                 }
             }
             Op::Mret => {

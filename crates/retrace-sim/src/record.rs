@@ -84,9 +84,13 @@ impl<W: Write> Recorder<W> {
         self.unsupported.as_deref()
     }
 
-    /// Finish the trace with the run's instruction count and exit code.
-    pub fn finish(mut self, instructions: u64, exit_code: i64) -> Result<WriteSummary, TraceError> {
-        self.totals.instructions = instructions;
+    /// Instructions seen executed so far.
+    pub fn instructions(&self) -> u64 {
+        self.totals.instructions
+    }
+
+    /// Finish the trace with the run's exit code.
+    pub fn finish(mut self, exit_code: i64) -> Result<WriteSummary, TraceError> {
         self.totals.exit_code = exit_code;
         let measured: Vec<_> = self
             .dcaches
@@ -106,6 +110,10 @@ impl<W: Write> Recorder<W> {
 impl<W: Write> Observer for Recorder<W> {
     #[inline(always)]
     fn retire(&mut self, ev: &Retired<'_>) {
+        // The replay counts what observers see executed (a trapping `ecall`
+        // included), so the totals do too.
+        self.totals.instructions += 1;
+        self.totals.last_pc = ev.pc;
         if let Some(addr) = ev.mem_addr {
             for (_, c) in &mut self.dcaches {
                 c.access(addr);
@@ -224,7 +232,7 @@ pub fn record_run<W: Write>(
         _ => -1,
     };
     let branches = rec.totals.branches;
-    let trace = rec.finish(run.instructions, exit)?;
+    let trace = rec.finish(exit)?;
     Ok(Recording {
         run,
         trace,

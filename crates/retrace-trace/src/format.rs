@@ -20,7 +20,7 @@ pub const MEASUREMENTS_TAG: u8 = b'M';
 /// Size of a segment's fixed header.
 pub const SEGMENT_HEADER_LEN: usize = 20;
 /// Size of the trailer including the end magic.
-pub const TRAILER_LEN: usize = 60;
+pub const TRAILER_LEN: usize = 68;
 /// Largest raw segment a reader accepts (guards allocations on corrupt input).
 pub const MAX_SEGMENT_RAW: u32 = 64 << 20;
 
@@ -120,10 +120,21 @@ impl Header {
         body.extend_from_slice(&self.harts.to_le_bytes());
         body.extend_from_slice(&self.options.to_le_bytes());
         put_str(&mut body, &self.program);
-        body.extend_from_slice(&(self.args.len().min(u16::MAX as usize) as u16).to_le_bytes());
-        for a in self.args.iter().take(u16::MAX as usize) {
-            put_str(&mut body, a);
+        // Arguments are informational (and used to re-run for a check); keep
+        // as many whole ones as fit the header's 16-bit length.
+        let mut args = Vec::new();
+        let mut kept = 0u16;
+        for a in &self.args {
+            let before = args.len();
+            put_str(&mut args, a);
+            if body.len() + 2 + args.len() > MAX_HEADER_BODY || kept == u16::MAX {
+                args.truncate(before);
+                break;
+            }
+            kept += 1;
         }
+        body.extend_from_slice(&kept.to_le_bytes());
+        body.extend_from_slice(&args);
         let mut out = Vec::with_capacity(body.len() + 16);
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -162,8 +173,18 @@ impl Header {
     }
 }
 
+/// Longest string stored in a header (program name, each argument).
+const MAX_HEADER_STR: usize = 4096;
+/// Header bodies stay below the 16-bit length field with room to spare.
+const MAX_HEADER_BODY: usize = 60_000;
+
 fn put_str(out: &mut Vec<u8>, s: &str) {
-    let bytes = &s.as_bytes()[..s.len().min(u16::MAX as usize)];
+    // Cut at a character boundary so the stored text stays valid UTF-8.
+    let mut n = s.len().min(MAX_HEADER_STR);
+    while !s.is_char_boundary(n) {
+        n -= 1;
+    }
+    let bytes = &s.as_bytes()[..n];
     out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
     out.extend_from_slice(bytes);
 }
@@ -180,8 +201,10 @@ pub struct Totals {
     pub indirect: u64,
     /// Return-escape records.
     pub escapes: u64,
-    /// The program's exit code.
+    /// The program's exit code (-1 when it did not exit by itself).
     pub exit_code: i64,
+    /// Address of the last instruction executed: the replay must end there.
+    pub last_pc: u64,
 }
 
 impl Totals {
@@ -194,17 +217,18 @@ impl Totals {
         t[24..32].copy_from_slice(&self.indirect.to_le_bytes());
         t[32..40].copy_from_slice(&self.escapes.to_le_bytes());
         t[40..48].copy_from_slice(&self.exit_code.to_le_bytes());
-        let crc = crc32fast::hash(&t[..48]);
-        t[48..52].copy_from_slice(&crc.to_le_bytes());
-        t[52..60].copy_from_slice(&END_MAGIC);
+        t[48..56].copy_from_slice(&self.last_pc.to_le_bytes());
+        let crc = crc32fast::hash(&t[..56]);
+        t[56..60].copy_from_slice(&crc.to_le_bytes());
+        t[60..68].copy_from_slice(&END_MAGIC);
         t
     }
 
     /// Parse a trailer; `None` when its checksum or magic is wrong.
     pub(crate) fn decode(t: &[u8; TRAILER_LEN]) -> Option<(Totals, u32)> {
         let le64 = |r: std::ops::Range<usize>| u64::from_le_bytes(t[r].try_into().unwrap());
-        let crc = u32::from_le_bytes(t[48..52].try_into().unwrap());
-        if t[0] != TRAILER_TAG || crc != crc32fast::hash(&t[..48]) || t[52..60] != END_MAGIC {
+        let crc = u32::from_le_bytes(t[56..60].try_into().unwrap());
+        if t[0] != TRAILER_TAG || crc != crc32fast::hash(&t[..56]) || t[60..68] != END_MAGIC {
             return None;
         }
         let segments = u32::from_le_bytes(t[4..8].try_into().unwrap());
@@ -215,6 +239,7 @@ impl Totals {
                 indirect: le64(24..32),
                 escapes: le64(32..40),
                 exit_code: le64(40..48) as i64,
+                last_pc: le64(48..56),
             },
             segments,
         ))

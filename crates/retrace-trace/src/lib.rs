@@ -36,7 +36,7 @@ mod writer;
 
 pub use format::{
     decode_trailer, DcacheMeasurement, Header, StreamKind, Totals, TraceError, FORMAT_VERSION,
-    MAGIC,
+    MAGIC, TRAILER_LEN,
 };
 pub use reader::TraceReader;
 pub use writer::{TraceWriter, WriteSummary};

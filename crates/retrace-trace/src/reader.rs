@@ -85,7 +85,7 @@ impl<R: Read> TraceReader<R> {
         }
         let header = Header::decode(&rest[..len])
             .ok_or_else(|| corrupt(12, "malformed header fields".into()))?;
-        Ok(TraceReader {
+        let mut reader = TraceReader {
             input,
             offset: (12 + len + 4) as u64,
             harts: (0..header.harts).map(|_| HartStreams::default()).collect(),
@@ -93,7 +93,21 @@ impl<R: Read> TraceReader<R> {
             segment: u32::MAX,
             totals: None,
             dcache: Vec::new(),
-        })
+        };
+        // Load the first segment now, so that `peek_record` sees items
+        // recorded before the first branch bit.
+        reader.load_next()?;
+        Ok(reader)
+    }
+
+    /// Read through the rest of the trace without consuming its items,
+    /// validating every segment and the trailer: the precise error (segment,
+    /// offset) for a damaged file.
+    pub fn validate(mut self) -> Result<Totals, TraceError> {
+        while self.totals.is_none() {
+            self.load_next()?;
+        }
+        Ok(self.totals.unwrap().0)
     }
 
     /// The trace's header.
