@@ -18,8 +18,11 @@ use crate::observer::{HartId, Observer, Retired, TrapEvent};
 use crate::Cause;
 use retrace_isa::{Flow, Inst};
 use retrace_trace::{StreamKind, Totals, TraceError, TraceWriter, WriteSummary};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::io::Write;
+
+/// Slots of [`Recorder`]'s recent-target cache (a power of two).
+const RECENT_SLOTS: usize = 256;
 
 /// Per-hart recording state.
 #[derive(Default)]
@@ -36,6 +39,10 @@ pub struct Recorder<W: Write> {
     targets: HashMap<(u64, u64), u64>,
     /// Number of targets seen per site.
     site_len: HashMap<u64, u64>,
+    /// A direct-mapped cache in front of `targets`: indirect jumps repeat
+    /// (a comparator called from qsort, an interpreter's dispatch), and this
+    /// keeps the common case to one compare.
+    recent: Box<[(u64, u64, u64); RECENT_SLOTS]>,
     totals: Totals,
     unsupported: Option<String>,
     /// Data caches simulated during the run, to measure miss rates that the
@@ -49,8 +56,9 @@ impl<W: Write> Recorder<W> {
         Recorder {
             writer,
             harts: (0..harts).map(|_| HartRecord::default()).collect(),
-            targets: HashMap::new(),
-            site_len: HashMap::new(),
+            targets: HashMap::default(),
+            site_len: HashMap::default(),
+            recent: Box::new([(u64::MAX, u64::MAX, 0); RECENT_SLOTS]),
             totals: Totals::default(),
             unsupported: None,
             dcaches: Vec::new(),
@@ -68,7 +76,14 @@ impl<W: Write> Recorder<W> {
     fn indirect(&mut self, hart: HartId, site: u64, target: u64) {
         let h = hart as u16;
         self.totals.indirect += 1;
+        let slot = ((site >> 1) ^ (target >> 1).wrapping_mul(0x9e37_79b9)) as usize % RECENT_SLOTS;
+        let r = self.recent[slot];
+        if r.0 == site && r.1 == target {
+            self.writer.record(h, StreamKind::Indirect, r.2);
+            return;
+        }
         if let Some(&i) = self.targets.get(&(site, target)) {
+            self.recent[slot] = (site, target, i);
             self.writer.record(h, StreamKind::Indirect, i);
         } else {
             let n = self.site_len.entry(site).or_insert(0);
