@@ -420,13 +420,7 @@ fn exec<const RV64: bool, O: Observer>(
                     hart.pc = pc;
                     return (i, Exit::Trap(Cause::LOAD_MISALIGNED, at));
                 }
-                let v = if n == 4 {
-                    mem.read::<4>(at)
-                        .map(|v| i32::from_le_bytes(v) as i64 as u64)
-                } else {
-                    mem.read::<8>(at).map(u64::from_le_bytes)
-                };
-                let Some(v) = v else {
+                let Some(v) = read_reserved(mem, at, n) else {
                     hart.pc = pc;
                     return (i, Exit::Trap(Cause::LOAD_ACCESS, at));
                 };
@@ -448,13 +442,7 @@ fn exec<const RV64: bool, O: Observer>(
                     hart.pc = pc;
                     return (i, Exit::Trap(Cause::STORE_MISALIGNED, at));
                 }
-                let current = if n == 4 {
-                    mem.read::<4>(at)
-                        .map(|v| i32::from_le_bytes(v) as i64 as u64)
-                } else {
-                    mem.read::<8>(at).map(u64::from_le_bytes)
-                };
-                let Some(current) = current else {
+                let Some(current) = read_reserved(mem, at, n) else {
                     hart.pc = pc;
                     return (i, Exit::Trap(Cause::STORE_ACCESS, at));
                 };
@@ -1080,4 +1068,16 @@ fn write_csr<const RV64: bool>(hart: &mut Hart, csr: Csr, v: u64) -> Result<(), 
         _ => return Err(()),
     }
     Ok(())
+}
+
+/// The aligned word (`n` = 4, sign-extended) or doubleword (`n` = 8) that
+/// LR reserves and SC compares: both must read it the same way.
+#[inline]
+fn read_reserved(mem: &Memory, at: u64, n: u64) -> Option<u64> {
+    if n == 4 {
+        mem.read::<4>(at)
+            .map(|v| i32::from_le_bytes(v) as i64 as u64)
+    } else {
+        mem.read::<8>(at).map(u64::from_le_bytes)
+    }
 }
