@@ -465,3 +465,35 @@ fn profile_lists_functions_including_main() {
     assert!(main["inclusive_cycles"].as_u64().unwrap() > 0);
     assert!(!j["branches"].as_array().unwrap().is_empty());
 }
+
+/// A core of the user's own with a data cache no preset has: `record
+/// --dcache` measures its miss rate, `estimate` uses it, and the result
+/// equals the cycle-level engine's (`compare` measures the core's geometry
+/// by itself).
+#[test]
+fn own_core_data_cache_is_measured_and_used() {
+    let prog = program("dijkstra-rv32-O2.elf");
+    let out = retrace(&["cores", "--show", "rocket"]);
+    let toml = String::from_utf8(out.stdout)
+        .unwrap()
+        .replace("name = \"rocket\"", "name = \"rocket32k\"")
+        .replace("size = 16384", "size = 32768")
+        .replace("ways = 4", "ways = 8");
+    let core = Temp::write("rocket32k.toml", toml.as_bytes());
+    let trace = Temp::new("own.rtrace");
+    let out = retrace(&["record", &prog, "-o", trace.s(), "--dcache", "32768:8:64"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = retrace(&["estimate", &prog, trace.s(), "--core", core.s(), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let est = &j["estimates"][0];
+    assert_eq!(est["dcache_measured"], true, "{j}");
+    let out = retrace(&["compare", &prog, "--core", core.s(), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(est["cycles"], c["reference_cycles"], "{j}\n{c}");
+    assert_eq!(c["error_cycles"], 0);
+    // A geometry that is not one is refused by the argument parser.
+    let out = retrace(&["record", &prog, "-o", trace.s(), "--dcache", "1000:3:64"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -73,6 +73,21 @@ impl Comparison {
     }
 }
 
+/// The data-cache geometries to measure while recording for `core`: the
+/// presets' and the core's own.
+fn measured_dcaches(core: &retrace_timing::CoreModel) -> Vec<retrace_timing::CacheModel> {
+    let mut v = preset_dcaches();
+    if let Some(dc) = core.dcache {
+        if !v
+            .iter()
+            .any(|g| (g.size, g.ways, g.line) == (dc.size, dc.ways, dc.line))
+        {
+            v.push(dc);
+        }
+    }
+    v
+}
+
 /// Run the three steps for `elf` on `core`.
 pub fn compare(
     elf: &retrace_program::Elf,
@@ -120,7 +135,7 @@ pub fn compare(
         max_insns,
         std::io::BufWriter::with_capacity(1 << 20, file),
         retrace_trace::Header::new(0, 32, 1),
-        &preset_dcaches(),
+        &measured_dcaches(core),
     )
     .map_err(|e| tag(anyhow!("cannot record {shown}: {e}"), Status::Fault))?;
     let record_seconds = t.elapsed().as_secs_f64();

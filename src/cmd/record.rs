@@ -29,8 +29,12 @@ pub struct Args {
     pub max_insns: Option<u64>,
     /// Do not measure data-cache miss rates (by default the recorder measures
     /// the geometries of the built-in cores, for `estimate`'s data-cache term).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "dcache")]
     pub no_dcache: bool,
+    /// Also measure this data-cache geometry, SIZE:WAYS:LINE in bytes (e.g.
+    /// 32768:8:64), for a core of your own. Repeatable.
+    #[arg(long, value_name = "SIZE:WAYS:LINE", value_parser = parse_geometry)]
+    pub dcache: Vec<retrace_timing::CacheModel>,
     /// Print one JSON object with the recording's figures as the last line
     /// of stdout.
     #[arg(long)]
@@ -38,6 +42,24 @@ pub struct Args {
     /// Arguments passed to the program.
     #[arg(last = true, value_name = "ARGS")]
     pub args: Vec<String>,
+}
+
+/// Parse `SIZE:WAYS:LINE` into a cache geometry (validated like a core
+/// description's cache).
+fn parse_geometry(text: &str) -> Result<retrace_timing::CacheModel, String> {
+    let parts: Vec<&str> = text.split(':').collect();
+    let [size, ways, line] = parts[..] else {
+        return Err(format!(
+            "`{text}`: give SIZE:WAYS:LINE in bytes, e.g. 16384:4:64"
+        ));
+    };
+    let toml = format!(
+        "name = \"dcache\"\nxlen = [32]\n[dcache]\nsize = {size}\nways = {ways}\nline = {line}\nmiss_penalty = 1\n"
+    );
+    retrace_timing::CoreModel::from_toml(&toml, "--dcache")
+        .map_err(|e| format!("`{text}`: {e}"))?
+        .dcache
+        .ok_or_else(|| format!("`{text}`: not a cache geometry"))
 }
 
 /// Entry point of `retrace record`.
@@ -57,11 +79,19 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     header.args = args.args.clone();
-    let dcaches = if args.no_dcache {
+    let mut dcaches = if args.no_dcache {
         Vec::new()
     } else {
         preset_dcaches()
     };
+    for g in &args.dcache {
+        if !dcaches
+            .iter()
+            .any(|d| (d.size, d.ways, d.line) == (g.size, g.ways, g.line))
+        {
+            dcaches.push(*g);
+        }
+    }
     let console = Console {
         stdout: Box::new(std::io::stdout()),
         stderr: Box::new(std::io::stderr()),
