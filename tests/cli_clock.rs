@@ -24,6 +24,27 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     path.to_str().unwrap().to_string()
 }
 
+/// `clock correct` with zero offsets must refuse these files with status 125
+/// and a message containing `message`; `input` is shown on failure.
+fn assert_correct_fails(history: &str, events: &str, message: &str, input: &str) {
+    let out = retrace(&[
+        "clock",
+        "correct",
+        "--history",
+        history,
+        "--zero-offsets",
+        events,
+        "-o",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(125), "{input}");
+    assert!(
+        stderr(&out).contains(message),
+        "expected {message:?} in {}",
+        stderr(&out)
+    );
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -140,22 +161,7 @@ fn bad_inputs_are_errors_with_file_and_line_and_status_125() {
     ];
     for (text, message) in cases {
         let history = write(&dir, "h.csv", text);
-        let out = retrace(&[
-            "clock",
-            "correct",
-            "--history",
-            &history,
-            "--zero-offsets",
-            &events,
-            "-o",
-            "-",
-        ]);
-        assert_eq!(out.status.code(), Some(125), "{text}");
-        assert!(
-            stderr(&out).contains(message),
-            "expected {message:?} in {}",
-            stderr(&out)
-        );
+        assert_correct_fails(&history, &events, message, text);
     }
     let history = write(&dir, "h.csv", "processor,counter,hz\n1,100,10\n2,0,10\n");
     let bad_events = [
@@ -174,22 +180,7 @@ fn bad_inputs_are_errors_with_file_and_line_and_status_125() {
     ];
     for (text, message) in bad_events {
         let events = write(&dir, "e.csv", text);
-        let out = retrace(&[
-            "clock",
-            "correct",
-            "--history",
-            &history,
-            "--zero-offsets",
-            &events,
-            "-o",
-            "-",
-        ]);
-        assert_eq!(out.status.code(), Some(125), "{text}");
-        assert!(
-            stderr(&out).contains(message),
-            "expected {message:?} in {}",
-            stderr(&out)
-        );
+        assert_correct_fails(&history, &events, message, text);
     }
     // A responder that never synchronised with the reference.
     let sync = write(
