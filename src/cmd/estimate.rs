@@ -6,9 +6,8 @@ use super::common::{
 };
 use crate::status::{tag, Status};
 use anyhow::anyhow;
-use retrace_estimate::{estimate_trace, replay_check, Estimate, Fidelity, PC_HASH_SEED};
+use retrace_estimate::{estimate_trace, replay_check, Estimate, Fidelity};
 use retrace_program::Addr;
-use retrace_sim::{Console, Machine, MachineConfig, Observer, Retired};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -68,15 +67,6 @@ pub fn estimate_json(
     })
 }
 
-struct PcHash(u64, u64);
-impl Observer for PcHash {
-    #[inline]
-    fn retire(&mut self, ev: &Retired<'_>) {
-        self.0 = retrace_estimate::hash_pc(self.0, ev.pc);
-        self.1 += 1;
-    }
-}
-
 /// Entry point of `retrace estimate`.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let elf = load_elf(&args.program)?;
@@ -116,19 +106,18 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         let replayed = replay_check(&mut table, Addr(elf.entry), &args.trace)
             .map_err(|e| replay_error(&args.trace, e))?;
         let host = super::common::host(&shown, &header.args);
-        let mut m = Machine::new(&elf, &MachineConfig::default(), host, Console::null())
-            .map_err(|e| tag(anyhow!("cannot load {shown}: {e}"), Status::BadInput))?;
         // Run as far as the recording did (a recording cut by --max-insns
         // stops there too).
         let recorded =
             retrace_estimate::read_totals(&args.trace).map_err(|e| replay_error(&args.trace, e))?;
-        let mut h = PcHash(PC_HASH_SEED, 0);
-        m.run(Some(recorded.instructions), &mut h);
-        if (replayed.instructions, replayed.pc_hash) != (h.1, h.0) {
+        let (_, functional) =
+            retrace_sim::check::functional_pc_sequence(&elf, host, Some(recorded.instructions))
+                .map_err(|e| tag(anyhow!("cannot load {shown}: {e}"), Status::BadInput))?;
+        if replayed != functional {
             return Err(tag(
                 anyhow!(
                     "check failed: the replay executes {} instructions (pc hash {:016x}), the functional engine {} (pc hash {:016x})",
-                    replayed.instructions, replayed.pc_hash, h.1, h.0
+                    replayed.instructions, replayed.hash, functional.instructions, functional.hash
                 ),
                 Status::BadInput,
             ));
@@ -146,7 +135,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             .collect();
         let mut j = serde_json::json!({ "program": shown, "trace": args.trace.display().to_string(), "estimates": list });
         if let Some(c) = check {
-            j["check"] = serde_json::json!({ "instructions": c.instructions, "pc_hash": format!("{:016x}", c.pc_hash), "matches": true });
+            j["check"] = serde_json::json!({ "instructions": c.instructions, "pc_hash": format!("{:016x}", c.hash), "matches": true });
         }
         println!("{j}");
     } else {
@@ -183,7 +172,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             eprintln!(
                 "check: {} instructions, pc hash {:016x}: the replay follows the functional engine exactly",
                 thousands(c.instructions),
-                c.pc_hash
+                c.hash
             );
         }
     }

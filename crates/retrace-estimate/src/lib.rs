@@ -21,7 +21,5 @@ mod walk;
 pub use estimator::{Estimate, Estimator, Fidelity};
 pub use machine::{TraceHistory, INVALID};
 pub use profile::{BranchProfile, FunctionProfile, PpProfile, Profile, Profiler};
-pub use run::{
-    estimate_trace, hash_pc, profile_trace, read_totals, replay_check, CheckResult, PC_HASH_SEED,
-};
+pub use run::{estimate_trace, profile_trace, read_totals, replay_check};
 pub use walk::{walk, Exit, Graph, History, Leave, ReplayError, Visit, WalkStats};

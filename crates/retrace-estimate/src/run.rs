@@ -6,7 +6,7 @@ use crate::machine::TraceHistory;
 use crate::walk::{walk, Graph, Leave, ReplayError, Visit, WalkStats};
 use retrace_program::{Addr, PpId, PpTable};
 use retrace_timing::CoreModel;
-use retrace_trace::{DcacheMeasurement, Totals, TraceReader};
+use retrace_trace::{DcacheMeasurement, PcSequence, Totals, TraceReader};
 use std::path::Path;
 
 /// Open `trace`, replay it over `table` from `entry` with `visit`, and check
@@ -176,31 +176,7 @@ pub fn estimate_trace(
     Ok(all.into_iter().map(|(_, e, est)| (e, est)).collect())
 }
 
-/// The replay's executed-PC sequence, summarised.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CheckResult {
-    /// Instructions in the sequence.
-    pub instructions: u64,
-    /// FNV-1a hash of every executed pc, in order (little-endian u64s).
-    pub pc_hash: u64,
-}
-
-/// FNV-1a over a pc sequence: the same function the functional engine's
-/// check observer uses.
-#[inline]
-pub fn hash_pc(hash: u64, pc: u64) -> u64 {
-    let mut h = hash;
-    for b in pc.to_le_bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
-/// The FNV-1a offset basis.
-pub const PC_HASH_SEED: u64 = 0xcbf2_9ce4_8422_2325;
-
-struct PcHasher(CheckResult);
+struct PcHasher(PcSequence);
 
 impl Visit<PpTable> for PcHasher {
     fn pp(&mut self, table: &PpTable, pp: PpId, _: Leave, _: PpId) {
@@ -211,23 +187,19 @@ impl Visit<PpTable> for PcHasher {
             return;
         }
         for (pc, _) in table.insts(pp).take(executed as usize) {
-            self.0.pc_hash = hash_pc(self.0.pc_hash, pc.get());
+            self.0.push(pc.get());
         }
-        self.0.instructions += u64::from(executed);
     }
 }
 
 /// Replay `trace` and summarise the executed-PC sequence, to compare with
-/// the functional engine's.
+/// the functional engine's (`retrace_sim::check`).
 pub fn replay_check(
     table: &mut PpTable,
     entry: Addr,
     trace: &Path,
-) -> Result<CheckResult, ReplayError> {
-    let mut h = PcHasher(CheckResult {
-        instructions: 0,
-        pc_hash: PC_HASH_SEED,
-    });
+) -> Result<PcSequence, ReplayError> {
+    let mut h = PcHasher(PcSequence::new());
     replay(table, entry, trace, &mut h)?;
     Ok(h.0)
 }

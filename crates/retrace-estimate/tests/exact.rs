@@ -6,7 +6,7 @@
 //! recording), the error is printed and must stay within 2%.
 //! Every failing pair is reported, not just the first.
 
-use retrace_estimate::{estimate_trace, replay_check, Fidelity, PC_HASH_SEED};
+use retrace_estimate::{estimate_trace, replay_check, Fidelity};
 use retrace_program::{Addr, Elf, Program};
 use retrace_sim::cycle::run_cycle_level;
 use retrace_sim::record::record_run;
@@ -65,29 +65,15 @@ fn check(path: &Path) -> Vec<String> {
     // The replay reproduces the executed pc sequence.
     let mut table = program.table.clone();
     let chk = replay_check(&mut table, Addr(elf.entry), &trace).unwrap();
-    struct Hash(u64, u64);
-    impl retrace_sim::Observer for Hash {
-        fn retire(&mut self, ev: &retrace_sim::Retired<'_>) {
-            self.0 = retrace_estimate::hash_pc(self.0, ev.pc);
-            self.1 += 1;
-        }
-    }
-    let mut m = retrace_sim::Machine::new(
-        &elf,
-        &retrace_sim::MachineConfig::default(),
-        host(path),
-        Console::null(),
-    )
-    .unwrap();
-    let mut h = Hash(PC_HASH_SEED, 0);
-    m.run(Some(2_000_000_000), &mut h);
-    if (chk.instructions, chk.pc_hash) != (h.1, h.0) {
+    let (_, functional) =
+        retrace_sim::check::functional_pc_sequence(&elf, host(path), Some(2_000_000_000)).unwrap();
+    if chk != functional {
         bad.push(format!(
             "{name}: replay pc sequence {} insns hash {:016x}, functional {} insns hash {:016x}",
-            chk.instructions, chk.pc_hash, h.1, h.0
+            chk.instructions, chk.hash, functional.instructions, functional.hash
         ));
     }
-    assert_eq!(rec.run.instructions, h.1);
+    assert_eq!(rec.run.instructions, functional.instructions);
 
     let mut cases: Vec<(CoreModel, Fidelity, bool)> = Vec::new();
     for name in ["ideal", "picorv32", "inorder5"] {

@@ -23,6 +23,7 @@
 //! tree. `SYS_HEAPINFO` describes the same layout QEMU does.
 #![deny(missing_docs)]
 
+pub mod check;
 pub mod csr;
 pub mod cycle;
 mod engine;

@@ -30,10 +30,12 @@
 //! ```
 #![deny(missing_docs)]
 
+mod check;
 mod format;
 mod reader;
 mod writer;
 
+pub use check::PcSequence;
 pub use format::{
     decode_trailer, DcacheMeasurement, Header, StreamKind, Totals, TraceError, FORMAT_VERSION,
     MAGIC, TRAILER_LEN,
