@@ -163,6 +163,9 @@ pub struct WalkStats {
     pub last_pc: u64,
 }
 
+/// Slots of the walker's cache of resolved targets (a power of two).
+const TARGET_SLOTS: usize = 1024;
+
 /// Walk from `entry` until an [`Exit::Stop`] or until `instructions`
 /// instructions have executed (the run's recorded total; `u64::MAX` for a
 /// graph that ends with stops).
@@ -180,6 +183,21 @@ pub fn walk<G: Graph, H: History, V: Visit<G>>(
     // Exits and lengths, converted from the graph once per partial program:
     // the loop below runs once per executed partial program.
     let mut cache: Vec<Option<(Exit<G::Id>, u32)>> = Vec::new();
+    // Recently resolved targets of indirect jumps and escapes, direct-mapped
+    // by address: a function pointer or a dispatch table repeats its targets,
+    // and this spares the graph's lookup.
+    let mut targets: Vec<Option<(u64, G::Id)>> = vec![None; TARGET_SLOTS];
+    let mut resolve = |graph: &mut G, addr: u64| -> Result<G::Id, ReplayError> {
+        let slot = (addr >> 1) as usize % TARGET_SLOTS;
+        if let Some((a, id)) = targets[slot] {
+            if a == addr {
+                return Ok(id);
+            }
+        }
+        let id = graph.resolve(addr)?;
+        targets[slot] = Some((addr, id));
+        Ok(id)
+    };
     loop {
         let i = graph.index(cur);
         let cached = cache.get(i).copied().flatten();
@@ -238,7 +256,7 @@ pub fn walk<G: Graph, H: History, V: Visit<G>>(
                 st.indirect += 1;
                 stack.push(ret);
                 st.max_depth = st.max_depth.max(stack.len());
-                (Leave::Call, graph.resolve(addr)?)
+                (Leave::Call, resolve(graph, addr)?)
             }
             Exit::Return => {
                 let top = stack.pop();
@@ -251,7 +269,7 @@ pub fn walk<G: Graph, H: History, V: Visit<G>>(
                         if let Some(pos) = stack.iter().rposition(|&id| graph.start(id) == addr) {
                             stack.truncate(pos);
                         }
-                        (Leave::Return { escaped: true }, graph.resolve(addr)?)
+                        (Leave::Return { escaped: true }, resolve(graph, addr)?)
                     }
                     None => {
                         matched += 1;
@@ -265,7 +283,7 @@ pub fn walk<G: Graph, H: History, V: Visit<G>>(
             Exit::Indirect { site } => {
                 let addr = history.indirect(site)?;
                 st.indirect += 1;
-                (Leave::Indirect, graph.resolve(addr)?)
+                (Leave::Indirect, resolve(graph, addr)?)
             }
             Exit::Continue(next) => (Leave::Continue, next),
             Exit::Stop => {
