@@ -130,13 +130,23 @@ impl<R: Read> TraceReader<R> {
     /// trace.
     #[inline]
     pub fn next_bit(&mut self, hart: u16) -> Result<Option<bool>, TraceError> {
-        let i = self.hart(hart)?;
-        let h = &mut self.harts[i];
-        if h.bit_pos < h.bit_count {
-            let p = h.bit_pos;
-            h.bit_pos += 1;
-            return Ok(Some((h.bits[(p >> 6) as usize] >> (p & 63)) & 1 == 1));
+        // The replay's hottest call: the common case is a bit of the loaded
+        // segment, with nothing to validate.
+        if let Some(h) = self.harts.get_mut(usize::from(hart)) {
+            if h.bit_pos < h.bit_count {
+                let p = h.bit_pos;
+                h.bit_pos += 1;
+                if let Some(w) = h.bits.get((p >> 6) as usize) {
+                    return Ok(Some((w >> (p & 63)) & 1 == 1));
+                }
+            }
         }
+        self.next_bit_slow(hart)
+    }
+
+    #[cold]
+    fn next_bit_slow(&mut self, hart: u16) -> Result<Option<bool>, TraceError> {
+        self.hart(hart)?;
         if !self.advance(hart, StreamKind::Branches)? {
             return Ok(None);
         }
