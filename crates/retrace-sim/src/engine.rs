@@ -227,6 +227,24 @@ fn exec<const RV64: bool, O: Observer>(
         let imm = inst.imm as i64 as u64;
         let mut next = pc.wrapping_add(u64::from(inst.len));
         let mut addr = None;
+        // A store reached HTIF or decoded code: retire the instruction here
+        // and leave the block, so the engine can stop or flush the cache.
+        macro_rules! leave_after_store {
+            () => {{
+                x[0] = 0;
+                if O::ENABLED {
+                    obs.retire(&Retired {
+                        hart: h,
+                        pc,
+                        inst,
+                        next_pc: next,
+                        mem_addr: addr,
+                    });
+                }
+                hart.pc = next;
+                return (i + 1, Exit::Store);
+            }};
+        }
         macro_rules! load {
             ($n:literal, $conv:expr) => {{
                 let at = ea::<RV64>(a.wrapping_add(imm));
@@ -253,17 +271,7 @@ fn exec<const RV64: bool, O: Observer>(
                         htif.exit = Some((ea::<RV64>(b) >> 1) as u32);
                     }
                     if htif.exit.is_some() || mem.code_written {
-                        if O::ENABLED {
-                            obs.retire(&Retired {
-                                hart: h,
-                                pc,
-                                inst,
-                                next_pc: next,
-                                mem_addr: addr,
-                            });
-                        }
-                        hart.pc = next;
-                        return (i + 1, Exit::Store);
+                        leave_after_store!();
                     }
                 }
             }};
@@ -302,18 +310,7 @@ fn exec<const RV64: bool, O: Observer>(
                 x[rd] = old;
                 addr = Some(at);
                 if mem.code_written {
-                    x[0] = 0;
-                    if O::ENABLED {
-                        obs.retire(&Retired {
-                            hart: h,
-                            pc,
-                            inst,
-                            next_pc: next,
-                            mem_addr: addr,
-                        });
-                    }
-                    hart.pc = next;
-                    return (i + 1, Exit::Store);
+                    leave_after_store!();
                 }
             }};
         }
@@ -460,18 +457,7 @@ fn exec<const RV64: bool, O: Observer>(
                 x[rd] = u64::from(!ok);
                 addr = Some(at);
                 if mem.code_written {
-                    x[0] = 0;
-                    if O::ENABLED {
-                        obs.retire(&Retired {
-                            hart: h,
-                            pc,
-                            inst,
-                            next_pc: next,
-                            mem_addr: addr,
-                        });
-                    }
-                    hart.pc = next;
-                    return (i + 1, Exit::Store);
+                    leave_after_store!();
                 }
             }
             Op::AmoswapW => amo!(4, |_, b| b),
