@@ -63,6 +63,10 @@ pub fn estimate_json(
         "dcache_cycles": e.dcache_cycles,
         "dcache_measured": e.dcache_measured,
         "memory_accesses": e.mem_ops,
+        "partial_programs": e.memoised.pps,
+        "memoised_partial_programs": e.memoised.pps_memoised,
+        "memoised_stretches": e.memoised.hits,
+        "stretches_recorded": e.memoised.recorded,
         "seconds": seconds,
     })
 }

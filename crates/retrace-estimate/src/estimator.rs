@@ -89,6 +89,11 @@ struct Edge {
     cycles: u64,
     next: u32,
     next_pp: PpId,
+    /// The pipeline signature after the partial program: the node entered
+    /// next is (this, successor). A return or an indirect jump leaves the
+    /// same way to many successors; the time is the same, only the next
+    /// node differs.
+    exit_sig: SignatureId,
     visits: u64,
 }
 
@@ -96,8 +101,31 @@ const NO_EDGE: Edge = Edge {
     cycles: 0,
     next: NO_NODE,
     next_pp: PpId(u32::MAX),
+    exit_sig: SignatureId::IDLE,
     visits: 0,
 };
+
+/// Running totals of an estimate that a memoised stretch of the replay
+/// adds in one go (`crate::span`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Counters {
+    pub cycles: u64,
+    pub instructions: u64,
+    pub mem_ops: u64,
+    pub mispredicts: u64,
+}
+
+impl Counters {
+    /// `self − earlier`, field by field.
+    pub fn since(self, earlier: Counters) -> Counters {
+        Counters {
+            cycles: self.cycles - earlier.cycles,
+            instructions: self.instructions - earlier.instructions,
+            mem_ops: self.mem_ops - earlier.mem_ops,
+            mispredicts: self.mispredicts - earlier.mispredicts,
+        }
+    }
+}
 
 /// A partial program entered with a given pipeline signature.
 #[derive(Clone, Copy)]
@@ -146,6 +174,8 @@ pub struct Estimate {
     pub mem_ops: u64,
     /// Distinct memo entries (a measure of the state crossing boundaries).
     pub memo_entries: u64,
+    /// How much of the replay came from memoised stretches (`fast` only).
+    pub memoised: crate::span::SpanStats,
     /// Distinct pipeline signatures.
     pub signatures: u64,
     /// Whether the data-cache term rests on a miss rate (measured at
@@ -176,6 +206,7 @@ pub struct Estimator {
     /// (slow steps), indexed by [`PpId`].
     extra: Vec<(u64, u64)>,
     result: Estimate,
+    span_stats: crate::span::SpanStats,
 }
 
 impl Estimator {
@@ -206,6 +237,7 @@ impl Estimator {
             scratch: Vec::new(),
             extra: Vec::new(),
             result: Estimate::default(),
+            span_stats: Default::default(),
         }
     }
 
@@ -213,6 +245,11 @@ impl Estimator {
     /// been read, at its end).
     pub fn set_dcache_miss_rate(&mut self, rate: f64) {
         self.dcache_miss_rate = rate;
+    }
+
+    /// Record how much of the replay came from memoised stretches.
+    pub(crate) fn set_span_stats(&mut self, stats: crate::span::SpanStats) {
+        self.span_stats = stats;
     }
 
     /// Cycles so far, before the data-cache term.
@@ -250,15 +287,6 @@ impl Estimator {
     /// The estimate so far (complete after the walk).
     pub fn estimate(&self) -> Estimate {
         let mut e = self.result;
-        for n in &self.nodes {
-            let mem = u64::from(self.facts[n.pp.index()].mem_ops);
-            for (o, edge) in n.edges.iter().enumerate() {
-                e.mem_ops += edge.visits * mem;
-                if o & 2 != 0 && self.facts[n.pp.index()].len > 0 {
-                    e.mispredicts += edge.visits;
-                }
-            }
-        }
         e.control_cycles = self.cycles;
         e.dcache_cycles = match &self.model().dcache {
             Some(dc) => (e.mem_ops as f64 * self.dcache_miss_rate * f64::from(dc.miss_penalty))
@@ -267,8 +295,51 @@ impl Estimator {
         };
         e.cycles = e.control_cycles + e.dcache_cycles;
         e.memo_entries = self.memo.len() as u64;
+        e.memoised = self.span_stats;
         e.signatures = self.timer.signature_count() as u64;
         e
+    }
+
+    /// The node about to execute and its partial program, when the
+    /// estimator is inside its node graph (`crate::span` memoises stretches
+    /// of the replay from such a node). Only [`Fidelity::Fast`] estimators
+    /// qualify: under `control` the time also depends on predictor and
+    /// cache state that a node does not capture.
+    #[inline]
+    pub(crate) fn current_node(&self) -> Option<(u32, PpId)> {
+        if self.fidelity != Fidelity::Fast || self.icache.is_some() || self.node == NO_NODE {
+            return None;
+        }
+        Some((self.node, self.nodes[self.node as usize].pp))
+    }
+
+    /// Nodes so far (node numbers are below this).
+    #[inline]
+    pub(crate) fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The running totals.
+    #[inline]
+    pub(crate) fn counters(&self) -> Counters {
+        Counters {
+            cycles: self.cycles,
+            instructions: self.result.instructions,
+            mem_ops: self.result.mem_ops,
+            mispredicts: self.result.mispredicts,
+        }
+    }
+
+    /// Add a memoised stretch of the replay that ends before `node`
+    /// executes. Per-partial-program visits ([`Estimator::per_pp`]) do not
+    /// include such stretches; profiles replay step by step.
+    #[inline]
+    pub(crate) fn add_stretch(&mut self, delta: &Counters, node: u32) {
+        self.cycles += delta.cycles;
+        self.result.instructions += delta.instructions;
+        self.result.mem_ops += delta.mem_ops;
+        self.result.mispredicts += delta.mispredicts;
+        self.node = node;
     }
 
     #[inline]
@@ -430,7 +501,7 @@ impl Visit<PpTable> for Estimator {
     #[inline]
     fn pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
         let f = self.facts(table, pp);
-        let (len, last, backward, after) = (f.len, f.last, f.backward, f.after);
+        let (len, last, backward, after, mem_ops) = (f.len, f.last, f.backward, f.after, f.mem_ops);
         self.result.instructions += u64::from(len);
         let misses = if self.icache.is_some() {
             self.fetch(pp, len)
@@ -463,28 +534,42 @@ impl Visit<PpTable> for Estimator {
             self.result.icache_misses += u64::from(misses.count_ones());
             return self.slow_step(table, pp, len, outcome, misses);
         }
+        self.result.mem_ops += u64::from(mem_ops);
+        self.result.mispredicts += u64::from(outcome >> 1 & u8::from(len > 0));
         // The node graph: one visit per replayed partial program.
         if self.node == NO_NODE || self.nodes[self.node as usize].pp != pp {
             self.node = self.node_for(pp);
         }
         let node = self.node as usize;
         let edge = self.nodes[node].edges[usize::from(outcome)];
-        if edge.next != NO_NODE && edge.next_pp == next {
+        if edge.next != NO_NODE {
+            let next_node = if edge.next_pp == next {
+                edge.next
+            } else {
+                // Left the same way before, to another successor (a return,
+                // an indirect jump): same time, another next node.
+                self.sig = edge.exit_sig;
+                self.node_for(next)
+            };
             let e = &mut self.nodes[node].edges[usize::from(outcome)];
             e.visits += 1;
+            e.next = next_node;
+            e.next_pp = next;
             self.cycles += e.cycles;
-            self.node = e.next;
+            self.node = next_node;
             return;
         }
-        // First time this node leaves this way (or to another successor).
+        // First time this node leaves this way.
         self.sig = self.nodes[node].sig;
         let c = self.time_path(table, pp, len, outcome, 0);
         self.cycles += c;
+        let exit_sig = self.sig;
         let next_node = self.node_for(next);
         let e = &mut self.nodes[node].edges[usize::from(outcome)];
         e.cycles = c;
         e.next = next_node;
         e.next_pp = next;
+        e.exit_sig = exit_sig;
         e.visits += 1;
         self.node = next_node;
     }

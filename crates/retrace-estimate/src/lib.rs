@@ -16,10 +16,12 @@ mod estimator;
 mod machine;
 mod profile;
 mod run;
+mod span;
 mod walk;
 
 pub use estimator::{Estimate, Estimator, Fidelity};
 pub use machine::{TraceHistory, INVALID};
 pub use profile::{BranchProfile, FunctionProfile, PpProfile, Profile, Profiler};
-pub use run::{estimate_trace, profile_trace, read_totals, replay_check};
+pub use run::{estimate_trace, estimate_trace_stepwise, profile_trace, read_totals, replay_check};
+pub use span::SpanStats;
 pub use walk::{walk, Exit, Graph, History, Leave, ReplayError, Visit, WalkStats};

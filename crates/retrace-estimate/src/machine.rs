@@ -110,7 +110,7 @@ impl Graph for PpTable {
 
 /// One hart's history in a trace file.
 pub struct TraceHistory<R: Read> {
-    reader: TraceReader<R>,
+    pub(crate) reader: TraceReader<R>,
     hart: u16,
     /// Per indirect site, the targets seen so far, in order of first use.
     sites: FxHashMap<u64, Vec<u64>>,

@@ -3,6 +3,7 @@
 
 use crate::estimator::{Estimate, Estimator, Fidelity};
 use crate::machine::TraceHistory;
+use crate::span::{walk_spans, Spans};
 use crate::walk::{walk, Graph, Leave, ReplayError, Visit, WalkStats};
 use retrace_program::{Addr, PpId, PpTable};
 use retrace_timing::CoreModel;
@@ -16,6 +17,21 @@ fn replay<V: Visit<PpTable>>(
     entry: Addr,
     trace: &Path,
     visit: &mut V,
+) -> Result<(WalkStats, Totals, Vec<DcacheMeasurement>), ReplayError> {
+    replay_with(table, entry, trace, |table, history, start, limit| {
+        walk(table, history, visit, start, limit)
+    })
+}
+
+/// The open trace's history, as the walk reads it.
+type FileHistory = TraceHistory<std::io::BufReader<std::fs::File>>;
+
+/// [`replay`] with the walk given: `walk(table, history, start, limit)`.
+fn replay_with(
+    table: &mut PpTable,
+    entry: Addr,
+    trace: &Path,
+    walk: impl FnOnce(&mut PpTable, &mut FileHistory, PpId, u64) -> Result<WalkStats, ReplayError>,
 ) -> Result<(WalkStats, Totals, Vec<DcacheMeasurement>), ReplayError> {
     let reader = TraceReader::open(trace)?;
     // The totals are in the trailer; the walk stops at the recorded
@@ -31,7 +47,7 @@ fn replay<V: Visit<PpTable>>(
     };
     let mut history = TraceHistory::new(reader, 0);
     let start = table.resolve(entry.get())?;
-    let stats = walk(table, &mut history, visit, start, totals.instructions)?;
+    let stats = walk(table, &mut history, start, totals.instructions)?;
     let (recorded, dcache) = history.into_reader().finish_all()?;
     if stats.last_pc != recorded.last_pc {
         return Err(ReplayError::Totals {
@@ -114,6 +130,11 @@ impl Visit<PpTable> for Fan {
 /// The data-cache term uses `dcache_miss_rate` when given, else the miss
 /// rate the recorder measured for the core's data-cache geometry (0 when the
 /// trace has no measurement for it: see [`Estimate::dcache_measured`]).
+///
+/// At [`Fidelity::Fast`] each core replays on its own with memoised
+/// stretches (`crate::span`), which is many times faster on programs whose
+/// control flow repeats; [`estimate_trace_stepwise`] gives the same numbers
+/// step by step.
 pub fn estimate_trace(
     table: &PpTable,
     entry: Addr,
@@ -121,6 +142,40 @@ pub fn estimate_trace(
     cores: &[CoreModel],
     fidelity: Fidelity,
     dcache_miss_rate: Option<f64>,
+) -> Result<Vec<(Estimate, Estimator)>, ReplayError> {
+    estimate_cores(table, entry, trace, cores, fidelity, dcache_miss_rate, true)
+}
+
+/// [`estimate_trace`] one partial program at a time, all of a thread's
+/// cores fed by one walk: the reference the memoised replay is tested
+/// against.
+pub fn estimate_trace_stepwise(
+    table: &PpTable,
+    entry: Addr,
+    trace: &Path,
+    cores: &[CoreModel],
+    fidelity: Fidelity,
+    dcache_miss_rate: Option<f64>,
+) -> Result<Vec<(Estimate, Estimator)>, ReplayError> {
+    estimate_cores(
+        table,
+        entry,
+        trace,
+        cores,
+        fidelity,
+        dcache_miss_rate,
+        false,
+    )
+}
+
+fn estimate_cores(
+    table: &PpTable,
+    entry: Addr,
+    trace: &Path,
+    cores: &[CoreModel],
+    fidelity: Fidelity,
+    dcache_miss_rate: Option<f64>,
+    spans: bool,
 ) -> Result<Vec<(Estimate, Estimator)>, ReplayError> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -141,7 +196,24 @@ pub fn estimate_trace(
                             Estimator::new(&cores[i], fidelity, dcache_miss_rate.unwrap_or(0.0))
                         })
                         .collect());
-                    let (_, _, measured) = replay(&mut t, entry, trace, &mut fan)?;
+                    let measured = if spans && fidelity == Fidelity::Fast {
+                        // Memoised stretches belong to one core's node graph:
+                        // each core walks the trace on its own.
+                        let mut measured = Vec::new();
+                        for est in &mut fan.0 {
+                            let mut memo = Spans::default();
+                            let stats;
+                            (stats, _, measured) =
+                                replay_with(&mut t, entry, trace, |t, h, s, n| {
+                                    walk_spans(t, h, est, &mut memo, s, n)
+                                })?;
+                            memo.stats.pps = stats.pps;
+                            est.set_span_stats(memo.stats);
+                        }
+                        measured
+                    } else {
+                        replay(&mut t, entry, trace, &mut fan)?.2
+                    };
                     let mut out = Vec::new();
                     for (&i, mut est) in group.iter().zip(fan.0) {
                         let core = &cores[i];

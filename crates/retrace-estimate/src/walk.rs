@@ -176,103 +176,168 @@ pub fn walk<G: Graph, H: History, V: Visit<G>>(
     entry: G::Id,
     instructions: u64,
 ) -> Result<WalkStats, ReplayError> {
-    let mut st = WalkStats::default();
-    let mut stack: Vec<G::Id> = Vec::new();
-    let mut matched: u64 = 0;
-    let mut cur = entry;
-    // Exits and lengths, converted from the graph once per partial program:
-    // the loop below runs once per executed partial program.
-    let mut cache: Vec<Option<(Exit<G::Id>, u32)>> = Vec::new();
-    // Recently resolved targets of indirect jumps and escapes, direct-mapped
-    // by address: a function pointer or a dispatch table repeats its targets,
-    // and this spares the graph's lookup.
-    let mut targets: Vec<Option<(u64, G::Id)>> = vec![None; TARGET_SLOTS];
-    let mut resolve = |graph: &mut G, addr: u64| -> Result<G::Id, ReplayError> {
+    let mut walker = Walker::new(entry, instructions);
+    while !walker.step(graph, history, visit)? {}
+    Ok(walker.stats)
+}
+
+/// The walk's state between partial programs, advanced one partial program
+/// at a time by [`Walker::step`]: what [`walk`] loops over, and what a
+/// replay that memoises whole stretches of the walk (`crate::span`) moves
+/// forward itself when it recognises one.
+pub struct Walker<Id> {
+    /// The partial program to execute next.
+    pub(crate) cur: Id,
+    /// Return points of the calls not yet returned from.
+    pub(crate) stack: Vec<Id>,
+    /// Returns that matched the stack since the last escape.
+    pub(crate) matched: u64,
+    /// Counts so far.
+    pub(crate) stats: WalkStats,
+    /// The run's recorded instruction count: the walk ends there.
+    pub(crate) limit: u64,
+    /// Exits and lengths, converted from the graph once per partial program
+    /// (indexed by [`Graph::index`]).
+    cache: Vec<Option<(Exit<Id>, u32)>>,
+    /// Recently resolved targets of indirect jumps and escapes, direct-mapped
+    /// by address: a function pointer or a dispatch table repeats its
+    /// targets, and this spares the graph's lookup.
+    targets: Vec<Option<(u64, Id)>>,
+}
+
+impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
+    /// A walk from `entry` that ends after `instructions` instructions (or at
+    /// a stop).
+    pub fn new(entry: Id, instructions: u64) -> Self {
+        Walker {
+            cur: entry,
+            stack: Vec::new(),
+            matched: 0,
+            stats: WalkStats::default(),
+            limit: instructions,
+            cache: Vec::new(),
+            targets: vec![None; TARGET_SLOTS],
+        }
+    }
+
+    /// Counts so far (final once [`Walker::step`] returned `true`).
+    pub fn stats(&self) -> WalkStats {
+        self.stats
+    }
+
+    /// How `id` ends and its length, from the cache. `len` is looked up
+    /// before `exit`: the run may end inside a partial program whose end
+    /// cannot execute (a fault), and that must not be an error.
+    #[inline]
+    fn len_of<G: Graph<Id = Id>>(&self, graph: &G, id: Id) -> (Option<Exit<Id>>, u32) {
+        match self.cache.get(graph.index(id)).copied().flatten() {
+            Some((exit, len)) => (Some(exit), len),
+            None => (None, graph.len(id)),
+        }
+    }
+
+    /// How `id` ends (cached).
+    #[inline]
+    pub(crate) fn exit_of<G: Graph<Id = Id>>(
+        &mut self,
+        graph: &G,
+        id: Id,
+    ) -> Result<(Exit<Id>, u32), ReplayError> {
+        let i = graph.index(id);
+        if let Some(Some(hit)) = self.cache.get(i) {
+            return Ok(*hit);
+        }
+        let (exit, len) = (graph.exit(id)?, graph.len(id));
+        if i != usize::MAX {
+            if i >= self.cache.len() {
+                self.cache.resize(i + 1, None);
+            }
+            self.cache[i] = Some((exit, len));
+        }
+        Ok((exit, len))
+    }
+
+    fn resolve<G: Graph<Id = Id>>(&mut self, graph: &mut G, addr: u64) -> Result<Id, ReplayError> {
         let slot = (addr >> 1) as usize % TARGET_SLOTS;
-        if let Some((a, id)) = targets[slot] {
+        if let Some((a, id)) = self.targets[slot] {
             if a == addr {
                 return Ok(id);
             }
         }
         let id = graph.resolve(addr)?;
-        targets[slot] = Some((addr, id));
+        self.targets[slot] = Some((addr, id));
         Ok(id)
-    };
-    loop {
-        let i = graph.index(cur);
-        let cached = cache.get(i).copied().flatten();
-        // `len` before `exit`: the run may end inside a partial program whose
-        // end cannot execute (a fault), and that must not be an error.
-        let len = match cached {
-            Some((_, len)) => u64::from(len),
-            None => u64::from(graph.len(cur)),
-        };
+    }
+
+    /// Execute the current partial program: consume the history its end
+    /// needs, tell `visit`, and move to its successor. Returns `true` when
+    /// the walk has ended (a stop, or the recorded instruction count).
+    #[inline]
+    pub fn step<G: Graph<Id = Id>, H: History, V: Visit<G>>(
+        &mut self,
+        graph: &mut G,
+        history: &mut H,
+        visit: &mut V,
+    ) -> Result<bool, ReplayError> {
+        let cur = self.cur;
+        let (cached, len) = self.len_of(graph, cur);
+        let len64 = u64::from(len);
+        let st = &mut self.stats;
         st.pps += 1;
-        if st.instructions + len > instructions {
-            let executed = (instructions - st.instructions) as u32;
-            st.instructions = instructions;
+        if st.instructions + len64 > self.limit {
+            let executed = (self.limit - st.instructions) as u32;
+            st.instructions = self.limit;
             if executed > 0 {
                 st.last_pc = graph.pc_at(cur, executed - 1);
             }
             visit.last(graph, cur, executed);
-            return Ok(st);
+            return Ok(true);
         }
         // The run's last partial program may have executed completely (a
         // run cut at a branch, a call, the exit request): its end consumed
         // history like any other, so it is walked like any other and the
         // walk stops after it.
-        let final_pp = st.instructions + len == instructions;
-        st.instructions += len;
+        let final_pp = st.instructions + len64 == self.limit;
+        st.instructions += len64;
         let exit = match cached {
-            Some((exit, _)) => exit,
-            None => {
-                let exit = graph.exit(cur)?;
-                if i != usize::MAX {
-                    if i >= cache.len() {
-                        cache.resize(i + 1, None);
-                    }
-                    cache[i] = Some((exit, len as u32));
-                }
-                exit
-            }
+            Some(exit) => exit,
+            None => self.exit_of(graph, cur)?.0,
         };
-        let exhausted = |what| ReplayError::HistoryExhausted {
-            what,
-            instructions: st.instructions,
-        };
+        let instructions = self.stats.instructions;
+        let exhausted = |what| ReplayError::HistoryExhausted { what, instructions };
         let (how, next) = match exit {
             Exit::Branch { taken, not_taken } => {
                 let b = history.bit()?.ok_or_else(|| exhausted("a branch bit"))?;
-                st.bits += 1;
+                self.stats.bits += 1;
                 (Leave::Branch(b), if b { taken } else { not_taken })
             }
             Exit::Call { target, ret } => {
-                stack.push(ret);
-                st.max_depth = st.max_depth.max(stack.len());
+                self.push(ret);
                 (Leave::Call, target)
             }
             Exit::IndirectCall { site, ret } => {
                 let addr = history.indirect(site)?;
-                st.indirect += 1;
-                stack.push(ret);
-                st.max_depth = st.max_depth.max(stack.len());
-                (Leave::Call, resolve(graph, addr)?)
+                self.stats.indirect += 1;
+                self.push(ret);
+                (Leave::Call, self.resolve(graph, addr)?)
             }
             Exit::Return => {
-                let top = stack.pop();
-                match history.escape(matched)? {
+                let top = self.stack.pop();
+                match history.escape(self.matched)? {
                     Some(addr) => {
-                        matched = 0;
-                        st.escapes += 1;
+                        self.matched = 0;
+                        self.stats.escapes += 1;
                         // Unwind to the target if it is on the stack (longjmp
                         // out of several frames); the recorder does the same.
-                        if let Some(pos) = stack.iter().rposition(|&id| graph.start(id) == addr) {
-                            stack.truncate(pos);
+                        if let Some(pos) =
+                            self.stack.iter().rposition(|&id| graph.start(id) == addr)
+                        {
+                            self.stack.truncate(pos);
                         }
-                        (Leave::Return { escaped: true }, resolve(graph, addr)?)
+                        (Leave::Return { escaped: true }, self.resolve(graph, addr)?)
                     }
                     None => {
-                        matched += 1;
+                        self.matched += 1;
                         let next = top.ok_or(ReplayError::EmptyStack {
                             addr: graph.start(cur),
                         })?;
@@ -282,29 +347,36 @@ pub fn walk<G: Graph, H: History, V: Visit<G>>(
             }
             Exit::Indirect { site } => {
                 let addr = history.indirect(site)?;
-                st.indirect += 1;
-                (Leave::Indirect, resolve(graph, addr)?)
+                self.stats.indirect += 1;
+                (Leave::Indirect, self.resolve(graph, addr)?)
             }
             Exit::Continue(next) => (Leave::Continue, next),
             Exit::Stop => {
-                st.last_pc = graph.pc_at(cur, len as u32 - 1);
-                visit.last(graph, cur, len as u32);
-                return Ok(st);
+                self.stats.last_pc = graph.pc_at(cur, len - 1);
+                visit.last(graph, cur, len);
+                return Ok(true);
             }
         };
         if final_pp {
-            st.last_pc = graph.pc_at(cur, len as u32 - 1);
+            self.stats.last_pc = graph.pc_at(cur, len - 1);
             if graph.index(next) == usize::MAX {
                 // Nothing can follow (the exit request's successor is not
                 // code): time it as the run's end.
-                visit.last(graph, cur, len as u32);
+                visit.last(graph, cur, len);
             } else {
                 visit.pp(graph, cur, how, next);
             }
-            return Ok(st);
+            return Ok(true);
         }
         visit.pp(graph, cur, how, next);
-        cur = next;
+        self.cur = next;
+        Ok(false)
+    }
+
+    #[inline]
+    fn push(&mut self, ret: Id) {
+        self.stack.push(ret);
+        self.stats.max_depth = self.stats.max_depth.max(self.stack.len());
     }
 }
 

@@ -20,6 +20,18 @@ struct HartStreams {
 }
 
 impl HartStreams {
+    /// Empty every stream, keeping the buffers for the next segment.
+    fn clear(&mut self) {
+        self.bits.clear();
+        self.bit_count = 0;
+        self.bit_pos = 0;
+        for r in &mut self.records {
+            r.clear();
+        }
+        self.record_pos = Default::default();
+        self.record_left = Default::default();
+    }
+
     fn leftover(&self) -> Option<String> {
         if self.bit_pos < self.bit_count {
             return Some(format!(
@@ -44,6 +56,13 @@ pub struct TraceReader<R: Read> {
     segment: u32,
     totals: Option<(Totals, u32)>,
     dcache: Vec<DcacheMeasurement>,
+    /// Buffers reused from segment to segment: the stored (compressed)
+    /// payload, the decompressed one, and the decompression context. A
+    /// fresh megabyte per segment would cost the replay more in page faults
+    /// than the decompression itself.
+    stored: Vec<u8>,
+    raw: Vec<u8>,
+    zstd: Option<zstd::bulk::Decompressor<'static>>,
 }
 
 impl TraceReader<std::io::BufReader<std::fs::File>> {
@@ -93,6 +112,9 @@ impl<R: Read> TraceReader<R> {
             segment: u32::MAX,
             totals: None,
             dcache: Vec::new(),
+            stored: Vec::new(),
+            raw: Vec::new(),
+            zstd: None,
         };
         // Load the first segment now, so that `peek_record` sees items
         // recorded before the first branch bit.
@@ -142,6 +164,67 @@ impl<R: Read> TraceReader<R> {
             }
         }
         self.next_bit_slow(hart)
+    }
+
+    /// The next branch bits of `hart` *within the loaded segment*, without
+    /// consuming them: up to 64, the next bit in bit 0, and how many are
+    /// valid (the bits above them are 0). A replay that memoises stretches
+    /// of the walk keys them on this window; 0 valid bits means the segment
+    /// has none left (the next one is loaded by [`TraceReader::next_bit`]).
+    #[inline]
+    pub fn bit_window(&self, hart: u16) -> (u64, u32) {
+        let Some(h) = self.harts.get(usize::from(hart)) else {
+            return (0, 0);
+        };
+        let p = h.bit_pos;
+        let valid = (h.bit_count.saturating_sub(p)).min(64) as u32;
+        if valid == 0 {
+            return (0, 0);
+        }
+        let (word, shift) = ((p >> 6) as usize, p & 63);
+        let mut w = h.bits.get(word).copied().unwrap_or(0) >> shift;
+        if shift != 0 {
+            w |= h.bits.get(word + 1).copied().unwrap_or(0) << (64 - shift);
+        }
+        if valid < 64 {
+            w &= (1u64 << valid) - 1;
+        }
+        (w, valid)
+    }
+
+    /// Consume `n` bits of [`TraceReader::bit_window`] (no more than it
+    /// reported valid).
+    #[inline]
+    pub fn skip_bits(&mut self, hart: u16, n: u32) {
+        if let Some(h) = self.harts.get_mut(usize::from(hart)) {
+            debug_assert!(h.bit_pos + u64::from(n) <= h.bit_count);
+            h.bit_pos = (h.bit_pos + u64::from(n)).min(h.bit_count);
+        }
+    }
+
+    /// The unread bytes of `hart`'s `kind` record stream within the loaded
+    /// segment (varints, as [`TraceReader::next_record`] decodes them).
+    #[inline]
+    pub fn record_bytes(&self, hart: u16, kind: StreamKind) -> &[u8] {
+        match self.harts.get(usize::from(hart)) {
+            Some(h) if h.record_left[kind.index()] > 0 => {
+                &h.records[kind.index()][h.record_pos[kind.index()]..]
+            }
+            _ => &[],
+        }
+    }
+
+    /// Consume the first `bytes` bytes of [`TraceReader::record_bytes`],
+    /// which hold `records` complete records.
+    #[inline]
+    pub fn skip_records(&mut self, hart: u16, kind: StreamKind, bytes: usize, records: u64) {
+        if let Some(h) = self.harts.get_mut(usize::from(hart)) {
+            let k = kind.index();
+            debug_assert!(records <= h.record_left[k]);
+            debug_assert!(h.record_pos[k] + bytes <= h.records[k].len());
+            h.record_pos[k] = (h.record_pos[k] + bytes).min(h.records[k].len());
+            h.record_left[k] = h.record_left[k].saturating_sub(records);
+        }
     }
 
     #[cold]
@@ -333,28 +416,42 @@ impl<R: Read> TraceReader<R> {
         if raw_len > MAX_SEGMENT_RAW || stored_len > MAX_SEGMENT_RAW || codec > 1 {
             return Err(corrupt(at, format!("implausible header of segment {seq}")));
         }
-        let mut stored = vec![0u8; stored_len as usize];
+        let mut stored = std::mem::take(&mut self.stored);
+        stored.resize(stored_len as usize, 0);
         if read_full(&mut self.input, &mut stored)? < stored.len() {
             return Err(truncated(at, &format!("payload of segment {seq}")));
         }
         if crc32fast::hash(&stored) != crc {
             return Err(corrupt(at, format!("checksum mismatch in segment {seq}")));
         }
-        let raw = match codec {
-            0 => stored,
-            _ => zstd::bulk::decompress(&stored, raw_len as usize)
-                .map_err(|e| corrupt(at, format!("segment {seq} does not decompress: {e}")))?,
-        };
+        let mut raw = std::mem::take(&mut self.raw);
+        raw.clear();
+        match codec {
+            0 => raw.extend_from_slice(&stored),
+            _ => {
+                // Capacity exactly the declared size: a payload that would
+                // decompress to more is an error, not an allocation.
+                raw.reserve_exact(raw_len as usize);
+                let dctx = match &mut self.zstd {
+                    Some(d) => d,
+                    None => self.zstd.insert(zstd::bulk::Decompressor::new()?),
+                };
+                dctx.decompress_to_buffer(&stored[..], &mut raw)
+                    .map_err(|e| corrupt(at, format!("segment {seq} does not decompress: {e}")))?;
+            }
+        }
+        self.stored = stored;
         if raw.len() != raw_len as usize {
             return Err(corrupt(at, format!("segment {seq} has the wrong size")));
         }
         self.offset += (SEGMENT_HEADER_LEN + stored_len as usize) as u64;
         self.segment = seq;
         for h in &mut self.harts {
-            *h = HartStreams::default();
+            h.clear();
         }
-        self.parse_segment(&raw)
-            .map_err(|what| corrupt(at, format!("segment {seq}: {what}")))
+        let parsed = self.parse_segment(&raw);
+        self.raw = raw;
+        parsed.map_err(|what| corrupt(at, format!("segment {seq}: {what}")))
     }
 
     fn parse_segment(&mut self, raw: &[u8]) -> Result<(), String> {
@@ -377,17 +474,20 @@ impl<R: Read> TraceReader<R> {
                     if !len.is_multiple_of(8) || count.div_ceil(64) != (len / 8) as u64 {
                         return Err(format!("{count} branch bits do not fit {len} bytes"));
                     }
-                    h.bits = bytes
-                        .chunks_exact(8)
-                        .map(|w| u64::from_le_bytes(w.try_into().unwrap()))
-                        .collect();
+                    h.bits.clear();
+                    h.bits.extend(
+                        bytes
+                            .chunks_exact(8)
+                            .map(|w| u64::from_le_bytes(w.try_into().unwrap())),
+                    );
                     h.bit_count = count;
                 }
                 _ => {
                     if count > len as u64 {
                         return Err(format!("{count} {kind} cannot fit {len} bytes"));
                     }
-                    h.records[kind.index()] = bytes.to_vec();
+                    h.records[kind.index()].clear();
+                    h.records[kind.index()].extend_from_slice(bytes);
                     h.record_left[kind.index()] = count;
                 }
             }

@@ -65,6 +65,54 @@ fn roundtrip_across_many_segments() {
     assert!(buf.len() < (20 << 20) / 8 + 200_000, "{} bytes", buf.len());
 }
 
+/// Reading through windows (what a memoising replay does) gives the same
+/// items as reading one by one, across segment boundaries.
+#[test]
+fn windows_read_what_single_items_read() {
+    let (buf, bits, recs) = sample((8 << 20) + 5000, 11);
+    let mut r = TraceReader::new(&buf[..]).unwrap();
+    let (mut got_bits, mut got_recs) = (Vec::new(), Vec::new());
+    let mut step = 1u32;
+    loop {
+        let (w, valid) = r.bit_window(0);
+        if valid == 0 {
+            // The segment is used up: the single-item call loads the next.
+            match r.next_bit(0).unwrap() {
+                Some(b) => got_bits.push(b),
+                None => break,
+            }
+        } else {
+            // Take an irregular number of bits from the window.
+            step = step % 61 + 3;
+            let n = step.min(valid);
+            assert!(
+                valid == 64 || w >> valid == 0,
+                "bits beyond the valid ones are 0"
+            );
+            for k in 0..n {
+                got_bits.push((w >> k) & 1 == 1);
+            }
+            r.skip_bits(0, n);
+        }
+        // Records are due after every 1000th bit; take them through the
+        // byte window when one is due.
+        while (got_recs.len() + 1) * 1000 <= got_bits.len() {
+            let bytes = r.record_bytes(0, StreamKind::Indirect);
+            assert!(!bytes.is_empty(), "record {} missing", got_recs.len());
+            let len = bytes.iter().position(|b| b & 0x80 == 0).unwrap() + 1;
+            let v = bytes[..len]
+                .iter()
+                .enumerate()
+                .fold(0u64, |v, (i, b)| v | u64::from(b & 0x7f) << (7 * i));
+            r.skip_records(0, StreamKind::Indirect, len, 1);
+            got_recs.push(v);
+        }
+    }
+    assert!(got_bits == bits, "bits differ");
+    assert_eq!(got_recs, recs);
+    r.finish().unwrap();
+}
+
 #[test]
 fn dcache_measurements_roundtrip() {
     let mut buf = Vec::new();

@@ -1,0 +1,349 @@
+//! Memoised stretches of the replay ("spans"): seed 000's memo taken from
+//! one partial program to a whole stretch of the walk.
+//!
+//! At `fast` fidelity everything the replay does from a node of the
+//! estimator's graph — a partial program entered with a given pipeline
+//! signature — is decided by the history it then reads: the branch bits,
+//! the indirect-target records (a site's target table only grows, so a
+//! record names the same target forever), and the return stack, as long as
+//! the stretch pops only what it pushed itself and meets no escape. So the
+//! outcome of a stretch (cycles, instructions, memory operations,
+//! mispredictions, the node it ends before, the return points it leaves
+//! pushed) is a function of
+//!
+//! > (start node, the next bytes of the indirect stream, the branch bits
+//! > it reads),
+//!
+//! and is recorded the first time, looked up every other time. A stretch
+//! ends before the branch bit or indirect record that its windows (64 bits,
+//! 16 record bytes) do not hold, before a return below its own calls, before
+//! an escape or a new indirect target, and before the run's last partial
+//! program — all of which the step-by-step walker then handles. The windows
+//! never reach past the loaded trace segment; because a segment closes only
+//! before a branch bit, every record a stretch reads is in it.
+//!
+//! Programs whose control flow repeats (an interpreter running a loop of
+//! bytecodes, any loop nest) replay a whole stretch — tens to hundreds of
+//! partial programs — per lookup. Where it does not repeat (branches on
+//! random data) a start node's stretches keep missing; after
+//! [`TRIAL`] tries with fewer than [`MIN_HIT_PERCENT`] percent hits the node
+//! stops starting stretches and the walker steps through it.
+//!
+//! The result is the step-by-step estimate exactly; `tests/exact.rs`
+//! checks it against the cycle-level engine and against the step-by-step
+//! replay on every example program.
+
+use crate::estimator::{Counters, Estimator};
+use crate::machine::TraceHistory;
+use crate::walk::{Exit, ReplayError, WalkStats, Walker};
+use retrace_program::{PpId, PpTable};
+use retrace_trace::StreamKind;
+use rustc_hash::FxHashMap;
+use std::io::Read;
+
+/// Bytes of the indirect stream a stretch may read (its key holds them).
+const INDIRECT_WINDOW: usize = 16;
+/// Partial programs in one stretch at most.
+const MAX_PPS: u32 = 4096;
+/// A stretch shorter than this is not worth a lookup.
+const MIN_PPS: u32 = 3;
+/// Tries before a start node's hit rate is judged.
+pub const TRIAL: u32 = 1024;
+/// A start node keeps starting stretches while at least this share of its
+/// tries hit.
+pub const MIN_HIT_PERCENT: u32 = 25;
+/// Stretches remembered at most (about 100 bytes each).
+const MAX_SPANS: usize = 1 << 20;
+/// Stretches remembered per key at most (they differ in their branch bits).
+const MAX_PER_KEY: usize = 16;
+
+/// A memoised stretch of the walk.
+struct Span {
+    /// The branch bits it reads, first in bit 0, and how many.
+    bits: u64,
+    bits_used: u32,
+    /// Bytes and records of the indirect stream it reads.
+    indirect_bytes: u32,
+    indirect_records: u32,
+    /// Returns that matched the stack (they advance the escape count).
+    returns: u64,
+    /// Partial programs executed.
+    pps: u64,
+    /// Deepest return stack inside, relative to the start.
+    depth: u32,
+    /// What the estimator adds.
+    delta: Counters,
+    /// Return points left pushed, bottom first.
+    pushes: Box<[PpId]>,
+    /// Where the walk continues: the partial program and the estimator's
+    /// node for it.
+    end_pp: PpId,
+    end_node: u32,
+}
+
+/// Key: start node, the indirect window's bytes and how many are valid.
+type Key = (u32, u128, u32);
+
+/// Counters for `retrace estimate`'s report on how much the memo helped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpanStats {
+    /// Stretches replayed from the memo.
+    pub hits: u64,
+    /// Partial programs inside them.
+    pub pps_memoised: u64,
+    /// Stretches recorded.
+    pub recorded: u64,
+    /// Partial programs replayed in all (memoised or not).
+    pub pps: u64,
+}
+
+/// The memo and its per-node hit accounting.
+#[derive(Default)]
+pub(crate) struct Spans {
+    memo: FxHashMap<Key, Vec<Span>>,
+    count: usize,
+    /// Per node: (tries, hits); a node is retired when it proves useless.
+    tries: Vec<(u32, u32)>,
+    pub(crate) stats: SpanStats,
+}
+
+/// The indirect window: the first bytes of `bytes` (at most
+/// [`INDIRECT_WINDOW`]) as a little-endian number, and how many.
+#[inline]
+fn window(bytes: &[u8]) -> (u128, u32) {
+    let n = bytes.len().min(INDIRECT_WINDOW);
+    let mut w = [0u8; INDIRECT_WINDOW];
+    w[..n].copy_from_slice(&bytes[..n]);
+    (u128::from_le_bytes(w), n as u32)
+}
+
+#[inline]
+fn low_bits(n: u32) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
+    }
+}
+
+impl Spans {
+    /// Whether `node` may start a stretch.
+    #[inline]
+    fn enabled(&mut self, node: u32, nodes: usize) -> bool {
+        if self.tries.len() < nodes {
+            self.tries.resize(nodes, (0, 0));
+        }
+        let (tries, hits) = self.tries[node as usize];
+        tries < TRIAL || hits * 100 >= tries * MIN_HIT_PERCENT
+    }
+
+    #[inline]
+    fn count_try(&mut self, node: u32, hit: bool) {
+        let t = &mut self.tries[node as usize];
+        // Saturate the judgement window: recent behaviour keeps counting
+        // without overflow.
+        if t.0 >= 1 << 20 {
+            *t = (t.0 / 2, t.1 / 2);
+        }
+        t.0 += 1;
+        t.1 += u32::from(hit);
+    }
+}
+
+/// Replay the whole trace with `est` (a `fast` estimator), memoising
+/// stretches. Equivalent to `walk(table, history, est, entry, limit)`.
+pub(crate) fn walk_spans<R: Read>(
+    table: &mut PpTable,
+    history: &mut TraceHistory<R>,
+    est: &mut Estimator,
+    spans: &mut Spans,
+    entry: PpId,
+    limit: u64,
+) -> Result<WalkStats, ReplayError> {
+    let mut w = Walker::new(entry, limit);
+    loop {
+        if let Some((node, pp)) = est.current_node() {
+            if pp == w.cur && spans.enabled(node, est.node_count()) {
+                if replay_span(spans, &mut w, history, est, node) {
+                    continue;
+                }
+                if spans.count < MAX_SPANS {
+                    match record_span(spans, &mut w, table, history, est, node)? {
+                        Recorded::Finished => return Ok(w.stats()),
+                        Recorded::Stepped => continue,
+                        Recorded::Nothing => {}
+                    }
+                }
+            }
+        }
+        if w.step(table, history, est)? {
+            return Ok(w.stats());
+        }
+    }
+}
+
+/// The escape count a stretch's returns must stay below: the next escape
+/// recorded in the loaded segment happens after that many matched returns
+/// (none recorded: no limit). `None` when the trace is damaged or already
+/// out of step — the walker then reports it.
+#[inline]
+fn escape_limit<R: Read>(history: &TraceHistory<R>, matched: u64) -> Option<u64> {
+    match history.reader.peek_record(0, StreamKind::Escapes) {
+        Ok(None) => Some(u64::MAX),
+        Ok(Some(d)) if d >= matched => Some(d - matched),
+        _ => None,
+    }
+}
+
+/// Look the stretch from `node` up and apply it; `false` on a miss.
+#[inline]
+fn replay_span<R: Read>(
+    spans: &mut Spans,
+    w: &mut Walker<PpId>,
+    history: &mut TraceHistory<R>,
+    est: &mut Estimator,
+    node: u32,
+) -> bool {
+    let reader = &history.reader;
+    let (bits, bits_valid) = reader.bit_window(0);
+    let (ind, ind_valid) = window(reader.record_bytes(0, StreamKind::Indirect));
+    let Some(candidates) = spans.memo.get(&(node, ind, ind_valid)) else {
+        spans.count_try(node, false);
+        return false;
+    };
+    let room = w.limit - w.stats.instructions;
+    let Some(escapes) = escape_limit(history, w.matched) else {
+        return false;
+    };
+    let found = candidates.iter().find(|s| {
+        s.bits_used <= bits_valid
+            && bits & low_bits(s.bits_used) == s.bits
+            && s.delta.instructions < room
+            && s.returns <= escapes
+    });
+    let Some(s) = found else {
+        spans.count_try(node, false);
+        return false;
+    };
+    let reader = &mut history.reader;
+    reader.skip_bits(0, s.bits_used);
+    reader.skip_records(
+        0,
+        StreamKind::Indirect,
+        s.indirect_bytes as usize,
+        u64::from(s.indirect_records),
+    );
+    let st = &mut w.stats;
+    st.pps += s.pps;
+    st.instructions += s.delta.instructions;
+    st.bits += u64::from(s.bits_used);
+    st.indirect += u64::from(s.indirect_records);
+    st.max_depth = st.max_depth.max(w.stack.len() + s.depth as usize);
+    w.matched += s.returns;
+    w.stack.extend_from_slice(&s.pushes);
+    w.cur = s.end_pp;
+    est.add_stretch(&s.delta, s.end_node);
+    spans.stats.hits += 1;
+    spans.stats.pps_memoised += s.pps;
+    spans.count_try(node, true);
+    true
+}
+
+enum Recorded {
+    /// The walk ended inside.
+    Finished,
+    /// At least one partial program executed.
+    Stepped,
+    /// The first partial program could not be part of a stretch.
+    Nothing,
+}
+
+/// Walk step by step from `node` while the stretch's rules allow, and
+/// remember the stretch.
+fn record_span<R: Read>(
+    spans: &mut Spans,
+    w: &mut Walker<PpId>,
+    table: &mut PpTable,
+    history: &mut TraceHistory<R>,
+    est: &mut Estimator,
+    node: u32,
+) -> Result<Recorded, ReplayError> {
+    let (bits, bits_valid) = history.reader.bit_window(0);
+    let rest0 = history.reader.record_bytes(0, StreamKind::Indirect).len();
+    let (ind, ind_valid) = window(history.reader.record_bytes(0, StreamKind::Indirect));
+    let Some(escapes) = escape_limit(history, w.matched) else {
+        return Ok(Recorded::Nothing);
+    };
+    let consumed = |history: &TraceHistory<R>| {
+        rest0 - history.reader.record_bytes(0, StreamKind::Indirect).len()
+    };
+    let (matched0, depth0, stats0, before) = (w.matched, w.stack.len(), w.stats(), est.counters());
+    let mut depth = 0usize;
+    let mut pps = 0u32;
+    while pps < MAX_PPS {
+        let (exit, len) = w.exit_of(table, w.cur)?;
+        // The run's last partial program is the walker's to time.
+        if w.stats.instructions + u64::from(len) >= w.limit {
+            break;
+        }
+        let room = match exit {
+            Exit::Branch { .. } => w.stats.bits - stats0.bits < u64::from(bits_valid),
+            Exit::Indirect { .. } | Exit::IndirectCall { .. } => {
+                // A record's bytes: up to the first without the continuation
+                // bit. A new target (record 0) grows the site's table: the
+                // walker's to do.
+                let used = consumed(history);
+                let rest = history.reader.record_bytes(0, StreamKind::Indirect);
+                match rest.iter().position(|b| b & 0x80 == 0) {
+                    Some(n) => rest[0] != 0 && used + n < ind_valid as usize,
+                    None => false,
+                }
+            }
+            // A return pops a call of the stretch's own, and is not the one
+            // the next escape is recorded for.
+            Exit::Return => w.stack.len() > depth0 && w.matched - matched0 < escapes,
+            Exit::Call { .. } | Exit::Continue(_) => true,
+            Exit::Stop => false,
+        };
+        if !room {
+            break;
+        }
+        if w.step(table, history, est)? {
+            return Ok(Recorded::Finished);
+        }
+        pps += 1;
+        depth = depth.max(w.stack.len().saturating_sub(depth0));
+    }
+    if pps == 0 {
+        return Ok(Recorded::Nothing);
+    }
+    let Some((end_node, end_pp)) = est.current_node() else {
+        return Ok(Recorded::Stepped);
+    };
+    debug_assert_eq!(end_pp, w.cur);
+    if pps < MIN_PPS {
+        return Ok(Recorded::Stepped);
+    }
+    let st = w.stats();
+    let bits_used = (st.bits - stats0.bits) as u32;
+    let span = Span {
+        bits: bits & low_bits(bits_used),
+        bits_used,
+        indirect_bytes: consumed(history) as u32,
+        indirect_records: (st.indirect - stats0.indirect) as u32,
+        returns: w.matched - matched0,
+        pps: st.pps - stats0.pps,
+        depth: depth as u32,
+        delta: est.counters().since(before),
+        pushes: w.stack[depth0..].into(),
+        end_pp,
+        end_node,
+    };
+    let list = spans.memo.entry((node, ind, ind_valid)).or_default();
+    if list.len() < MAX_PER_KEY {
+        list.push(span);
+        spans.count += 1;
+        spans.stats.recorded += 1;
+    }
+    Ok(Recorded::Stepped)
+}
