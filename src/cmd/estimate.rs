@@ -166,8 +166,19 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                 dc
             );
         }
+        let memo = results.first().map(|r| r.0.memoised).unwrap_or_default();
+        let memo_note = if memo.pps_memoised > 0 {
+            format!(
+                " ({:.1}% of {} partial programs from {} memoised stretches)",
+                memo.pps_memoised as f64 * 100.0 / memo.pps.max(1) as f64,
+                thousands(memo.pps),
+                thousands(memo.hits)
+            )
+        } else {
+            String::new()
+        };
         eprintln!(
-            "{} instructions replayed for {} core(s) in {:.3} s",
+            "{} instructions replayed for {} core(s) in {:.3} s{memo_note}",
             thousands(results.first().map(|r| r.0.instructions).unwrap_or(0)),
             cores.len(),
             seconds

@@ -50,6 +50,9 @@ pub(crate) struct Cache {
     map: Vec<u32>,
     blocks: Vec<Block>,
     insts: Vec<Inst>,
+    /// The address of each instruction in `insts`: read once per block
+    /// executed, for the hart's last executed pc.
+    pcs: Vec<u64>,
     pub flushes: u64,
 }
 
@@ -68,6 +71,7 @@ impl Cache {
             map: vec![0; (mem.size() / 2) as usize],
             blocks: Vec::new(),
             insts: Vec::new(),
+            pcs: Vec::new(),
             flushes: 0,
         }
     }
@@ -100,6 +104,7 @@ impl Cache {
                 }
             };
             self.insts.push(inst);
+            self.pcs.push(a);
             a += u64::from(inst.len);
             if ends_block(inst.op) {
                 break;
@@ -127,6 +132,7 @@ impl Cache {
         mem.clear_code(self.blocks.iter().map(|b| (b.pc, u64::from(b.bytes))));
         self.blocks.clear();
         self.insts.clear();
+        self.pcs.clear();
         self.flushes += 1;
     }
 }
@@ -232,7 +238,7 @@ fn exec<const RV64: bool, O: Observer>(
         macro_rules! leave_after_store {
             () => {{
                 x[0] = 0;
-                if O::ENABLED {
+                if O::ENABLED && O::RETIRE {
                     obs.retire(&Retired {
                         hart: h,
                         pc,
@@ -256,6 +262,9 @@ fn exec<const RV64: bool, O: Observer>(
                     }
                 }
                 addr = Some(at);
+                if O::ENABLED {
+                    obs.memory(h, at);
+                }
             }};
         }
         macro_rules! store {
@@ -266,6 +275,9 @@ fn exec<const RV64: bool, O: Observer>(
                     return (i, Exit::Trap(Cause::STORE_ACCESS, at));
                 }
                 addr = Some(at);
+                if O::ENABLED {
+                    obs.memory(h, at);
+                }
                 if at == htif.addr || mem.code_written {
                     if at == htif.addr && b & 1 != 0 {
                         htif.exit = Some((ea::<RV64>(b) >> 1) as u32);
@@ -309,6 +321,9 @@ fn exec<const RV64: bool, O: Observer>(
                 mem.write::<$n>(h, at, to_le::<$n>(new));
                 x[rd] = old;
                 addr = Some(at);
+                if O::ENABLED {
+                    obs.memory(h, at);
+                }
                 if mem.code_written {
                     leave_after_store!();
                 }
@@ -431,6 +446,9 @@ fn exec<const RV64: bool, O: Observer>(
                 );
                 x[rd] = v;
                 addr = Some(at);
+                if O::ENABLED {
+                    obs.memory(h, at);
+                }
             }
             Op::ScW | Op::ScD => {
                 let n: u64 = if inst.op == Op::ScW { 4 } else { 8 };
@@ -456,6 +474,9 @@ fn exec<const RV64: bool, O: Observer>(
                 }
                 x[rd] = u64::from(!ok);
                 addr = Some(at);
+                if O::ENABLED {
+                    obs.memory(h, at);
+                }
                 if mem.code_written {
                     leave_after_store!();
                 }
@@ -496,7 +517,7 @@ fn exec<const RV64: bool, O: Observer>(
             }
         }
         x[0] = 0;
-        if O::ENABLED {
+        if O::ENABLED && O::RETIRE {
             obs.retire(&Retired {
                 hart: h,
                 pc,
@@ -639,6 +660,9 @@ impl Machine {
             let hart = &mut self.harts[h];
             let (done, exit) = exec::<RV64, O>(hart, &mut self.memory, &mut self.htif, insts, obs);
             hart.stats.instructions += done as u64;
+            if O::ENABLED && done > 0 {
+                hart.last_pc = self.cache.pcs[first + done - 1];
+            }
             budget -= done as u64;
             match exit {
                 Exit::Done => {}
@@ -726,7 +750,8 @@ impl Machine {
     /// occupied the pipeline and ends a partial program, so observers that
     /// time or replay instructions see it as executed, going to the handler.
     fn trapped_call<O: Observer>(&mut self, h: usize, pc: u64, inst: &Inst, obs: &mut O) -> Slow {
-        if O::ENABLED {
+        self.harts[h].last_pc = pc;
+        if O::ENABLED && O::RETIRE {
             obs.retire(&Retired {
                 hart: h,
                 pc,
@@ -754,7 +779,8 @@ impl Machine {
         let retire = |m: &mut Machine, obs: &mut O, next_pc: u64| {
             m.harts[h].x[0] = 0;
             m.harts[h].pc = next_pc;
-            if O::ENABLED {
+            m.harts[h].last_pc = pc;
+            if O::ENABLED && O::RETIRE {
                 obs.retire(&Retired {
                     hart: h,
                     pc,
@@ -856,14 +882,17 @@ impl Machine {
                 }
                 if O::ENABLED {
                     obs.semihost(h, pc, op, v);
-                    obs.retire(&Retired {
-                        hart: h,
-                        pc,
-                        inst,
-                        next_pc: pc + 4,
-                        mem_addr: None,
-                    });
+                    if O::RETIRE {
+                        obs.retire(&Retired {
+                            hart: h,
+                            pc,
+                            inst,
+                            next_pc: pc + 4,
+                            mem_addr: None,
+                        });
+                    }
                 }
+                self.harts[h].last_pc = pc;
                 Slow::Continue { retired: true }
             }
             semihost::Outcome::Exit(code) => {
@@ -871,14 +900,17 @@ impl Machine {
                     obs.semihost(h, pc, op, 0);
                     // The exit request retired (it is counted): observers
                     // that count or time retired instructions must see it.
-                    obs.retire(&Retired {
-                        hart: h,
-                        pc,
-                        inst,
-                        next_pc: pc + 4,
-                        mem_addr: None,
-                    });
+                    if O::RETIRE {
+                        obs.retire(&Retired {
+                            hart: h,
+                            pc,
+                            inst,
+                            next_pc: pc + 4,
+                            mem_addr: None,
+                        });
+                    }
                 }
+                self.harts[h].last_pc = pc;
                 Slow::Stop(StopReason::Exit { code }, true)
             }
             semihost::Outcome::Denied(message) => Slow::Stop(

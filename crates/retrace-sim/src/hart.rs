@@ -37,6 +37,9 @@ pub struct Hart {
     pub csr: Csrs,
     /// Statistics (and the retired-instruction count behind `minstret`).
     pub stats: HartStats,
+    /// Address of the last instruction executed (retired, or an `ecall` /
+    /// `ebreak` that entered a handler); kept while an observer watches.
+    pub last_pc: u64,
 }
 
 impl Hart {
@@ -49,6 +52,7 @@ impl Hart {
             privilege: Priv::Machine,
             csr: Csrs::default(),
             stats: HartStats::default(),
+            last_pc: 0,
         }
     }
 

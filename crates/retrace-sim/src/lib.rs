@@ -325,6 +325,13 @@ impl Machine {
         })
     }
 
+    /// Address of the last instruction hart `h` executed (retired, or an
+    /// `ecall`/`ebreak` that entered a handler), as long as the run had an
+    /// observer ([`Observer::ENABLED`]); 0 before the first.
+    pub fn last_pc(&self, h: usize) -> u64 {
+        self.harts.get(h).map(|hart| hart.last_pc).unwrap_or(0)
+    }
+
     /// Register width.
     pub fn xlen(&self) -> Xlen {
         self.xlen

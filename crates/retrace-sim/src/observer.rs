@@ -51,9 +51,22 @@ pub trait Observer {
     /// skips computing the hooks' arguments (such as [`Inst::flow`]).
     const ENABLED: bool = true;
 
-    /// Every retired instruction, after it took effect.
+    /// `false` for observers that do not need [`Observer::retire`]: the
+    /// engine then never calls it, and saves building its argument for
+    /// every instruction (a recorder needs the branches, jumps and data
+    /// accesses, and the run's count and last pc, which
+    /// [`crate::Machine::last_pc`] gives).
+    const RETIRE: bool = true;
+
+    /// Every retired instruction, after it took effect (when
+    /// [`Observer::RETIRE`]).
     #[inline(always)]
     fn retire(&mut self, _ev: &Retired<'_>) {}
+
+    /// The data address a load, store, LR/SC or AMO accessed, as it
+    /// executes (before its [`Observer::retire`]).
+    #[inline(always)]
+    fn memory(&mut self, _hart: HartId, _addr: u64) {}
 
     /// A conditional branch retired (`taken` = went to `target`).
     #[inline(always)]
@@ -93,6 +106,10 @@ impl Observer for () {
 /// Forward every hook to the observer behind the reference.
 impl<O: Observer> Observer for &mut O {
     const ENABLED: bool = O::ENABLED;
+    const RETIRE: bool = O::RETIRE;
+    fn memory(&mut self, hart: HartId, addr: u64) {
+        (**self).memory(hart, addr)
+    }
     #[inline(always)]
     fn retire(&mut self, ev: &Retired<'_>) {
         (**self).retire(ev)

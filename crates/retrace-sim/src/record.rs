@@ -14,7 +14,7 @@
 //! The replay (`retrace-estimate`, `machine.rs` and `walk.rs`) mirrors every
 //! rule here; `docs/FORMATS.md` states them once for both.
 
-use crate::observer::{HartId, Observer, Retired, TrapEvent};
+use crate::observer::{HartId, Observer, TrapEvent};
 use crate::Cause;
 use retrace_isa::{Flow, Inst};
 use retrace_trace::{StreamKind, Totals, TraceError, TraceWriter, WriteSummary};
@@ -44,6 +44,8 @@ pub struct Recorder<W: Write> {
     /// keeps the common case to one compare.
     recent: Box<[(u64, u64, u64); RECENT_SLOTS]>,
     totals: Totals,
+    /// `ecall`s and `ebreak`s that entered a trap handler.
+    trapped_calls: u64,
     unsupported: Option<String>,
     /// Data caches simulated during the run, to measure miss rates that the
     /// replay cannot derive from branch history.
@@ -60,6 +62,7 @@ impl<W: Write> Recorder<W> {
             site_len: HashMap::default(),
             recent: Box::new([(u64::MAX, u64::MAX, 0); RECENT_SLOTS]),
             totals: Totals::default(),
+            trapped_calls: 0,
             unsupported: None,
             dcaches: Vec::new(),
         }
@@ -99,14 +102,18 @@ impl<W: Write> Recorder<W> {
         self.unsupported.as_deref()
     }
 
-    /// Instructions seen executed so far.
-    pub fn instructions(&self) -> u64 {
-        self.totals.instructions
-    }
-
-    /// Finish the trace with the run's exit code.
-    pub fn finish(mut self, exit_code: i64) -> Result<WriteSummary, TraceError> {
+    /// Finish the trace of `run` (on `machine`) with the run's exit code.
+    /// The totals count what the replay walks: retired instructions and the
+    /// `ecall`s/`ebreak`s that entered a handler.
+    pub fn finish(
+        mut self,
+        machine: &crate::Machine,
+        run: &crate::RunResult,
+        exit_code: i64,
+    ) -> Result<WriteSummary, TraceError> {
         self.totals.exit_code = exit_code;
+        self.totals.instructions = run.instructions + self.trapped_calls;
+        self.totals.last_pc = machine.last_pc(0);
         let measured: Vec<_> = self
             .dcaches
             .iter()
@@ -123,16 +130,15 @@ impl<W: Write> Recorder<W> {
 }
 
 impl<W: Write> Observer for Recorder<W> {
+    // Instruction count and last pc come from the machine at the end
+    // ([`Recorder::finish`]): a hook on every instruction would cost the
+    // recording more than everything else it does.
+    const RETIRE: bool = false;
+
     #[inline(always)]
-    fn retire(&mut self, ev: &Retired<'_>) {
-        // The replay counts what observers see executed (a trapping `ecall`
-        // included), so the totals do too.
-        self.totals.instructions += 1;
-        self.totals.last_pc = ev.pc;
-        if let Some(addr) = ev.mem_addr {
-            for (_, c) in &mut self.dcaches {
-                c.access(addr);
-            }
+    fn memory(&mut self, _hart: HartId, addr: u64) {
+        for (_, c) in &mut self.dcaches {
+            c.access(addr);
         }
     }
 
@@ -176,6 +182,9 @@ impl<W: Write> Observer for Recorder<W> {
             // These end a partial program: the replay reads the handler
             // address from the indirect stream, site = the trapping pc.
             Cause::ECALL_M | Cause::ECALL_S | Cause::ECALL_U | Cause::BREAKPOINT => {
+                // Executed as far as the replay is concerned, though not
+                // retired (see `Machine::last_pc`).
+                self.trapped_calls += 1;
                 self.indirect(ev.hart, ev.pc, handler)
             }
             _ => {
@@ -247,7 +256,7 @@ pub fn record_run<W: Write>(
         _ => -1,
     };
     let branches = rec.totals.branches;
-    let trace = rec.finish(exit)?;
+    let trace = rec.finish(&machine, &run, exit)?;
     Ok(Recording {
         run,
         trace,

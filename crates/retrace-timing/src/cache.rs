@@ -64,19 +64,23 @@ impl Cache {
             self.hits += 1;
             return true;
         }
-        match ways.iter().position(|&t| t == line) {
-            Some(i) => {
-                ways[..=i].rotate_right(1);
-                self.hits += 1;
-                true
-            }
-            None => {
-                ways.rotate_right(1);
-                ways[0] = line;
-                self.misses += 1;
-                false
-            }
+        // Ways in recency order: move the hit (or the new line, over the
+        // least recent) to the front. An element loop, not
+        // `rotate_right`, which calls out to `memmove` for these few words.
+        let (at, hit) = match ways.iter().position(|&t| t == line) {
+            Some(i) => (i, true),
+            None => (ways.len() - 1, false),
+        };
+        for k in (1..=at).rev() {
+            ways[k] = ways[k - 1];
         }
+        ways[0] = line;
+        if hit {
+            self.hits += 1;
+        } else {
+            self.misses += 1;
+        }
+        hit
     }
 }
 
