@@ -93,13 +93,13 @@ pub fn replay_error(trace: &Path, e: retrace_estimate::ReplayError) -> anyhow::E
 
 /// Open a trace's header and check it belongs to `elf`.
 pub fn check_trace(trace: &Path, elf: &Elf, shown: &str) -> anyhow::Result<retrace_trace::Header> {
-    let reader = retrace_trace::TraceReader::open(trace).map_err(|e| {
+    // The header only: the replay reads (and validates) the rest.
+    let h = retrace_trace::TraceReader::header_of(trace).map_err(|e| {
         tag(
             anyhow!("cannot read trace {}: {e}", trace.display()),
             Status::BadInput,
         )
     })?;
-    let h = reader.header().clone();
     if h.identity != elf.identity() {
         return Err(tag(
             anyhow!(

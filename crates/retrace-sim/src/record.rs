@@ -50,7 +50,13 @@ pub struct Recorder<W: Write> {
     /// Data caches simulated during the run, to measure miss rates that the
     /// replay cannot derive from branch history.
     dcaches: Vec<(retrace_timing::CacheModel, retrace_timing::Cache)>,
+    /// Data addresses not yet run through `dcaches`.
+    pending: Box<[u64; PENDING]>,
+    npending: usize,
 }
+
+/// Data addresses buffered between two batches of cache simulation.
+const PENDING: usize = 4096;
 
 impl<W: Write> Recorder<W> {
     /// Record into `writer` (which has written the header).
@@ -65,7 +71,21 @@ impl<W: Write> Recorder<W> {
             trapped_calls: 0,
             unsupported: None,
             dcaches: Vec::new(),
+            pending: Box::new([0; PENDING]),
+            npending: 0,
         }
+    }
+
+    /// Run the buffered data addresses through the caches, in order.
+    #[inline(never)]
+    fn simulate_dcaches(&mut self) {
+        let pending = &self.pending[..self.npending];
+        for (_, c) in &mut self.dcaches {
+            for &addr in pending {
+                c.access(addr);
+            }
+        }
+        self.npending = 0;
     }
 
     /// Also measure the miss rate of these data-cache geometries.
@@ -114,6 +134,7 @@ impl<W: Write> Recorder<W> {
         self.totals.exit_code = exit_code;
         self.totals.instructions = run.instructions + self.trapped_calls;
         self.totals.last_pc = machine.last_pc(0);
+        self.simulate_dcaches();
         let measured: Vec<_> = self
             .dcaches
             .iter()
@@ -137,8 +158,16 @@ impl<W: Write> Observer for Recorder<W> {
 
     #[inline(always)]
     fn memory(&mut self, _hart: HartId, addr: u64) {
-        for (_, c) in &mut self.dcaches {
-            c.access(addr);
+        // Buffered, and simulated in batches out of line: the caches' code
+        // inlined into the engine's loop slowed every instruction down, not
+        // just the accesses.
+        if self.dcaches.is_empty() {
+            return;
+        }
+        self.pending[self.npending] = addr;
+        self.npending += 1;
+        if self.npending == PENDING {
+            self.simulate_dcaches();
         }
     }
 

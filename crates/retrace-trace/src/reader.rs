@@ -71,42 +71,23 @@ impl TraceReader<std::io::BufReader<std::fs::File>> {
         let f = std::fs::File::open(path)?;
         TraceReader::new(std::io::BufReader::with_capacity(1 << 16, f))
     }
+
+    /// Only the header of the trace file at `path` (validated), without
+    /// reading any segment: what a command checks before it commits to a
+    /// replay.
+    pub fn header_of(path: &std::path::Path) -> Result<Header, TraceError> {
+        let mut f = std::io::BufReader::with_capacity(4096, std::fs::File::open(path)?);
+        Ok(read_header(&mut f)?.0)
+    }
 }
 
 impl<R: Read> TraceReader<R> {
     /// Start reading: validates magic, version and header checksum.
     pub fn new(mut input: R) -> Result<Self, TraceError> {
-        let mut fixed = [0u8; 12];
-        let got = read_full(&mut input, &mut fixed)?;
-        if got < 8 || fixed[..8] != MAGIC {
-            return Err(TraceError::NotATrace);
-        }
-        if got < 12 {
-            return Err(truncated(got as u64, "header"));
-        }
-        let version = u16::from_le_bytes([fixed[8], fixed[9]]);
-        if version != FORMAT_VERSION {
-            return Err(TraceError::UnsupportedVersion {
-                found: version,
-                supported: FORMAT_VERSION,
-            });
-        }
-        let len = usize::from(u16::from_le_bytes([fixed[10], fixed[11]]));
-        let mut rest = vec![0u8; len + 4];
-        if read_full(&mut input, &mut rest)? < rest.len() {
-            return Err(truncated(12, "header"));
-        }
-        let mut whole = fixed.to_vec();
-        whole.extend_from_slice(&rest[..len]);
-        let crc = u32::from_le_bytes(rest[len..].try_into().unwrap());
-        if crc != crc32fast::hash(&whole) {
-            return Err(corrupt(0, "header checksum mismatch".into()));
-        }
-        let header = Header::decode(&rest[..len])
-            .ok_or_else(|| corrupt(12, "malformed header fields".into()))?;
+        let (header, offset) = read_header(&mut input)?;
         let mut reader = TraceReader {
             input,
-            offset: (12 + len + 4) as u64,
+            offset,
             harts: (0..header.harts).map(|_| HartStreams::default()).collect(),
             header,
             segment: u32::MAX,
@@ -121,7 +102,43 @@ impl<R: Read> TraceReader<R> {
         reader.load_next()?;
         Ok(reader)
     }
+}
 
+/// Read and validate the header: magic, version, fields, checksum. Returns
+/// it with the offset of what follows.
+fn read_header<R: Read>(input: &mut R) -> Result<(Header, u64), TraceError> {
+    let mut fixed = [0u8; 12];
+    let got = read_full(input, &mut fixed)?;
+    if got < 8 || fixed[..8] != MAGIC {
+        return Err(TraceError::NotATrace);
+    }
+    if got < 12 {
+        return Err(truncated(got as u64, "header"));
+    }
+    let version = u16::from_le_bytes([fixed[8], fixed[9]]);
+    if version != FORMAT_VERSION {
+        return Err(TraceError::UnsupportedVersion {
+            found: version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    let len = usize::from(u16::from_le_bytes([fixed[10], fixed[11]]));
+    let mut rest = vec![0u8; len + 4];
+    if read_full(input, &mut rest)? < rest.len() {
+        return Err(truncated(12, "header"));
+    }
+    let mut whole = fixed.to_vec();
+    whole.extend_from_slice(&rest[..len]);
+    let crc = u32::from_le_bytes(rest[len..].try_into().unwrap());
+    if crc != crc32fast::hash(&whole) {
+        return Err(corrupt(0, "header checksum mismatch".into()));
+    }
+    let header = Header::decode(&rest[..len])
+        .ok_or_else(|| corrupt(12, "malformed header fields".into()))?;
+    Ok((header, (12 + len + 4) as u64))
+}
+
+impl<R: Read> TraceReader<R> {
     /// Read through the rest of the trace without consuming its items,
     /// validating every segment and the trailer: the precise error (segment,
     /// offset) for a damaged file.
