@@ -15,7 +15,7 @@
 //! > it reads),
 //!
 //! and is recorded the first time, looked up every other time. A stretch
-//! ends before the branch bit or indirect record that its windows (64 bits,
+//! ends before the branch bit or indirect record that its windows (32 bits,
 //! 16 record bytes) do not hold, before a return below its own calls, before
 //! an escape or a new indirect target, and before the run's last partial
 //! program — all of which the step-by-step walker then handles. The windows
@@ -54,13 +54,12 @@ pub const TRIAL: u32 = 1024;
 pub const MIN_HIT_PERCENT: u32 = 25;
 /// Stretches remembered at most (about 100 bytes each).
 const MAX_SPANS: usize = 1 << 20;
-/// Stretches remembered per key at most (they differ in their branch bits).
-const MAX_PER_KEY: usize = 16;
+/// Branch bits a stretch may read (its key holds them).
+const BIT_WINDOW: u32 = 32;
 
 /// A memoised stretch of the walk.
 struct Span {
-    /// The branch bits it reads, first in bit 0, and how many.
-    bits: u64,
+    /// Branch bits it reads.
     bits_used: u32,
     /// Bytes and records of the indirect stream it reads.
     indirect_bytes: u32,
@@ -81,8 +80,11 @@ struct Span {
     end_node: u32,
 }
 
-/// Key: start node, the indirect window's bytes and how many are valid.
-type Key = (u32, u128, u32);
+/// Key: start node, the indirect window (bytes, how many valid) and the
+/// bit window (bits, how many valid). A stretch ends when it would read past
+/// either window, so the key determines it; one that ended earlier (a
+/// return, an escape, …) has a key more specific than it needed.
+type Key = (u32, u128, u32, u32, u32);
 
 /// Counters for `retrace estimate`'s report on how much the memo helped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -100,7 +102,7 @@ pub struct SpanStats {
 /// The memo and its per-node hit accounting.
 #[derive(Default)]
 pub(crate) struct Spans {
-    memo: FxHashMap<Key, Vec<Span>>,
+    memo: FxHashMap<Key, Span>,
     count: usize,
     /// Per node: (tries, hits); a node is retired when it proves useless.
     tries: Vec<(u32, u32)>,
@@ -117,13 +119,13 @@ fn window(bytes: &[u8]) -> (u128, u32) {
     (u128::from_le_bytes(w), n as u32)
 }
 
+/// The bit window: the next [`BIT_WINDOW`] bits (or fewer, at the end of
+/// the loaded segment) and how many.
 #[inline]
-fn low_bits(n: u32) -> u64 {
-    if n >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << n) - 1
-    }
+fn bit_window<R: Read>(history: &TraceHistory<R>) -> (u32, u32) {
+    let (bits, valid) = history.reader.bit_window(0);
+    let n = valid.min(BIT_WINDOW);
+    ((bits & ((1u64 << n) - 1)) as u32, n)
 }
 
 impl Spans {
@@ -204,10 +206,9 @@ fn replay_span<R: Read>(
     est: &mut Estimator,
     node: u32,
 ) -> bool {
-    let reader = &history.reader;
-    let (bits, bits_valid) = reader.bit_window(0);
-    let (ind, ind_valid) = window(reader.record_bytes(0, StreamKind::Indirect));
-    let Some(candidates) = spans.memo.get(&(node, ind, ind_valid)) else {
+    let (bits, bits_valid) = bit_window(history);
+    let (ind, ind_valid) = window(history.reader.record_bytes(0, StreamKind::Indirect));
+    let Some(s) = spans.memo.get(&(node, ind, ind_valid, bits, bits_valid)) else {
         spans.count_try(node, false);
         return false;
     };
@@ -215,16 +216,10 @@ fn replay_span<R: Read>(
     let Some(escapes) = escape_limit(history, w.matched) else {
         return false;
     };
-    let found = candidates.iter().find(|s| {
-        s.bits_used <= bits_valid
-            && bits & low_bits(s.bits_used) == s.bits
-            && s.delta.instructions < room
-            && s.returns <= escapes
-    });
-    let Some(s) = found else {
+    if s.delta.instructions >= room || s.returns > escapes {
         spans.count_try(node, false);
         return false;
-    };
+    }
     let reader = &mut history.reader;
     reader.skip_bits(0, s.bits_used);
     reader.skip_records(
@@ -268,7 +263,7 @@ fn record_span<R: Read>(
     est: &mut Estimator,
     node: u32,
 ) -> Result<Recorded, ReplayError> {
-    let (bits, bits_valid) = history.reader.bit_window(0);
+    let (bits, bits_valid) = bit_window(history);
     let rest0 = history.reader.record_bytes(0, StreamKind::Indirect).len();
     let (ind, ind_valid) = window(history.reader.record_bytes(0, StreamKind::Indirect));
     let Some(escapes) = escape_limit(history, w.matched) else {
@@ -327,7 +322,6 @@ fn record_span<R: Read>(
     let st = w.stats();
     let bits_used = (st.bits - stats0.bits) as u32;
     let span = Span {
-        bits: bits & low_bits(bits_used),
         bits_used,
         indirect_bytes: consumed(history) as u32,
         indirect_records: (st.indirect - stats0.indirect) as u32,
@@ -339,9 +333,13 @@ fn record_span<R: Read>(
         end_pp,
         end_node,
     };
-    let list = spans.memo.entry((node, ind, ind_valid)).or_default();
-    if list.len() < MAX_PER_KEY {
-        list.push(span);
+    // A stretch cut short by the escape or the run's end is still what
+    // the key determines, as far as it goes: any stretch recorded under a
+    // key is a valid one for it.
+    if let std::collections::hash_map::Entry::Vacant(slot) =
+        spans.memo.entry((node, ind, ind_valid, bits, bits_valid))
+    {
+        slot.insert(span);
         spans.count += 1;
         spans.stats.recorded += 1;
     }

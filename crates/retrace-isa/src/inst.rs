@@ -319,7 +319,7 @@ impl Inst {
     /// linking `ra`/`t0` is an indirect call; `jalr x0, 0(ra)` (or `t0`) is
     /// a return; every other `jalr` (including `jalr x0, 8(ra)` and `jalr`
     /// linking a non-link register) is an indirect jump.
-    #[inline]
+    #[inline(always)]
     pub fn flow(&self) -> Flow {
         use Op::*;
         match self.op {
