@@ -49,14 +49,76 @@ pub struct Recorder<W: Write> {
     unsupported: Option<String>,
     /// Data caches simulated during the run, to measure miss rates that the
     /// replay cannot derive from branch history.
-    dcaches: Vec<(retrace_timing::CacheModel, retrace_timing::Cache)>,
-    /// Data addresses not yet run through `dcaches`.
-    pending: Box<[u64; PENDING]>,
-    npending: usize,
+    dcaches: Option<DcacheMeter>,
+    /// Data addresses not yet handed to `dcaches`.
+    pending: Vec<u64>,
 }
 
-/// Data addresses buffered between two batches of cache simulation.
-const PENDING: usize = 4096;
+/// Data addresses handed to the measuring thread at a time.
+const BATCH: usize = 1 << 14;
+
+/// Measures data-cache miss rates on a thread of its own: the recording
+/// thread only appends addresses to a buffer and hands full ones over (the
+/// caches simulated inline cost the engine's loop more than the accesses
+/// themselves, and a second core is usually idle while recording).
+struct DcacheMeter {
+    /// Full buffers to the thread (bounded: at most 4 in flight).
+    full: Option<std::sync::mpsc::SyncSender<Vec<u64>>>,
+    /// Emptied buffers back, for reuse.
+    empty: std::sync::mpsc::Receiver<Vec<u64>>,
+    thread:
+        Option<std::thread::JoinHandle<Vec<(retrace_timing::CacheModel, retrace_timing::Cache)>>>,
+}
+
+impl DcacheMeter {
+    fn start(geometries: &[retrace_timing::CacheModel]) -> DcacheMeter {
+        let mut caches: Vec<_> = geometries
+            .iter()
+            .map(|g| (*g, retrace_timing::Cache::new(g)))
+            .collect();
+        let (full, batches) = std::sync::mpsc::sync_channel::<Vec<u64>>(4);
+        let (give_back, empty) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("rtrace-dcache".into())
+            .spawn(move || {
+                for mut batch in batches {
+                    for (_, c) in &mut caches {
+                        for &addr in &batch {
+                            c.access(addr);
+                        }
+                    }
+                    batch.clear();
+                    let _ = give_back.send(batch);
+                }
+                caches
+            })
+            .ok();
+        DcacheMeter {
+            full: Some(full),
+            empty,
+            thread,
+        }
+    }
+
+    /// Hand `batch` over; returns an empty buffer to fill next.
+    fn ship(&mut self, batch: Vec<u64>) -> Vec<u64> {
+        if let Some(tx) = &self.full {
+            let _ = tx.send(batch);
+        }
+        self.empty
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BATCH))
+    }
+
+    /// Wait for the thread and take its caches (none if it could not start).
+    fn finish(mut self) -> Vec<(retrace_timing::CacheModel, retrace_timing::Cache)> {
+        self.full = None;
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+}
 
 impl<W: Write> Recorder<W> {
     /// Record into `writer` (which has written the header).
@@ -70,30 +132,26 @@ impl<W: Write> Recorder<W> {
             totals: Totals::default(),
             trapped_calls: 0,
             unsupported: None,
-            dcaches: Vec::new(),
-            pending: Box::new([0; PENDING]),
-            npending: 0,
+            dcaches: None,
+            pending: Vec::new(),
         }
     }
 
-    /// Run the buffered data addresses through the caches, in order.
+    /// Hand the buffered data addresses to the measuring thread.
     #[inline(never)]
-    fn simulate_dcaches(&mut self) {
-        let pending = &self.pending[..self.npending];
-        for (_, c) in &mut self.dcaches {
-            for &addr in pending {
-                c.access(addr);
-            }
+    fn ship_addresses(&mut self) {
+        if let Some(m) = &mut self.dcaches {
+            let batch = std::mem::take(&mut self.pending);
+            self.pending = m.ship(batch);
         }
-        self.npending = 0;
     }
 
     /// Also measure the miss rate of these data-cache geometries.
     pub fn measure_dcaches(&mut self, geometries: &[retrace_timing::CacheModel]) {
-        self.dcaches = geometries
-            .iter()
-            .map(|g| (*g, retrace_timing::Cache::new(g)))
-            .collect();
+        if !geometries.is_empty() {
+            self.dcaches = Some(DcacheMeter::start(geometries));
+            self.pending = Vec::with_capacity(BATCH);
+        }
     }
 
     fn indirect(&mut self, hart: HartId, site: u64, target: u64) {
@@ -134,10 +192,11 @@ impl<W: Write> Recorder<W> {
         self.totals.exit_code = exit_code;
         self.totals.instructions = run.instructions + self.trapped_calls;
         self.totals.last_pc = machine.last_pc(0);
-        self.simulate_dcaches();
-        let measured: Vec<_> = self
-            .dcaches
+        self.ship_addresses();
+        let caches = self.dcaches.take().map(DcacheMeter::finish);
+        let measured: Vec<_> = caches
             .iter()
+            .flatten()
             .map(|(g, c)| retrace_trace::DcacheMeasurement {
                 size: g.size,
                 ways: g.ways,
@@ -158,16 +217,13 @@ impl<W: Write> Observer for Recorder<W> {
 
     #[inline(always)]
     fn memory(&mut self, _hart: HartId, addr: u64) {
-        // Buffered, and simulated in batches out of line: the caches' code
-        // inlined into the engine's loop slowed every instruction down, not
-        // just the accesses.
-        if self.dcaches.is_empty() {
+        // Buffered, and simulated on the measuring thread (`DcacheMeter`).
+        if self.dcaches.is_none() {
             return;
         }
-        self.pending[self.npending] = addr;
-        self.npending += 1;
-        if self.npending == PENDING {
-            self.simulate_dcaches();
+        self.pending.push(addr);
+        if self.pending.len() == BATCH {
+            self.ship_addresses();
         }
     }
 
