@@ -25,9 +25,11 @@
 //! Programs whose control flow repeats (an interpreter running a loop of
 //! bytecodes, any loop nest) replay a whole stretch — tens to hundreds of
 //! partial programs — per lookup. Where it does not repeat (branches on
-//! random data) a start node's stretches keep missing; after
-//! [`TRIAL`] tries with fewer than [`MIN_HIT_PERCENT`] percent hits the node
-//! stops starting stretches and the walker steps through it.
+//! random data) 32-bit windows keep missing: after [`TRIAL`] tries with
+//! fewer than [`MIN_HIT_PERCENT`] percent hits a start node halves its bit
+//! window (32, 16, 8, 4 bits: at most 2⁴ keys per node and indirect window
+//! repeat soon, whatever the data), and below 4 bits it stops starting
+//! stretches and the walker steps through it.
 //!
 //! The result is the step-by-step estimate exactly; `tests/exact.rs`
 //! checks it against the cycle-level engine and against the step-by-step
@@ -54,8 +56,11 @@ pub const TRIAL: u32 = 1024;
 pub const MIN_HIT_PERCENT: u32 = 25;
 /// Stretches remembered at most (about 100 bytes each).
 const MAX_SPANS: usize = 1 << 20;
-/// Branch bits a stretch may read (its key holds them).
+/// Branch bits a stretch may read at first (its key holds them); halved
+/// per start node while its stretches do not repeat.
 const BIT_WINDOW: u32 = 32;
+/// The smallest bit window tried.
+const MIN_BIT_WINDOW: u32 = 4;
 
 /// A memoised stretch of the walk.
 struct Span {
@@ -104,15 +109,15 @@ pub struct SpanStats {
 pub(crate) struct Spans {
     memo: FxHashMap<Key, Span>,
     count: usize,
-    /// Per node: (tries, hits); a node is retired when it proves useless.
-    tries: Vec<(u32, u32)>,
+    /// Per node: tries, hits and bit window.
+    starts: Vec<StartNode>,
     pub(crate) stats: SpanStats,
 }
 
 /// The indirect window: the first bytes of `bytes` (at most
 /// [`INDIRECT_WINDOW`]) as a little-endian number, and how many.
 #[inline]
-fn window(bytes: &[u8]) -> (u128, u32) {
+fn indirect_window(bytes: &[u8]) -> (u128, u32) {
     let n = bytes.len().min(INDIRECT_WINDOW);
     let mut w = [0u8; INDIRECT_WINDOW];
     w[..n].copy_from_slice(&bytes[..n]);
@@ -122,33 +127,54 @@ fn window(bytes: &[u8]) -> (u128, u32) {
 /// The bit window: the next [`BIT_WINDOW`] bits (or fewer, at the end of
 /// the loaded segment) and how many.
 #[inline]
-fn bit_window<R: Read>(history: &TraceHistory<R>) -> (u32, u32) {
+fn bit_window<R: Read>(history: &TraceHistory<R>, window: u32) -> (u32, u32) {
     let (bits, valid) = history.reader.bit_window(0);
-    let n = valid.min(BIT_WINDOW);
+    let n = valid.min(window);
     ((bits & ((1u64 << n) - 1)) as u32, n)
 }
 
+/// A start node's memo accounting.
+#[derive(Clone, Copy)]
+struct StartNode {
+    tries: u32,
+    hits: u32,
+    /// Its bit window; 0 when it no longer starts stretches.
+    window: u32,
+}
+
 impl Spans {
-    /// Whether `node` may start a stretch.
+    /// The bit window `node` starts stretches with (0: it does not).
     #[inline]
-    fn enabled(&mut self, node: u32, nodes: usize) -> bool {
-        if self.tries.len() < nodes {
-            self.tries.resize(nodes, (0, 0));
+    fn window(&mut self, node: u32, nodes: usize) -> u32 {
+        if self.starts.len() < nodes {
+            let fresh = StartNode {
+                tries: 0,
+                hits: 0,
+                window: BIT_WINDOW,
+            };
+            self.starts.resize(nodes, fresh);
         }
-        let (tries, hits) = self.tries[node as usize];
-        tries < TRIAL || hits * 100 >= tries * MIN_HIT_PERCENT
+        self.starts[node as usize].window
     }
 
     #[inline]
     fn count_try(&mut self, node: u32, hit: bool) {
-        let t = &mut self.tries[node as usize];
-        // Saturate the judgement window: recent behaviour keeps counting
-        // without overflow.
-        if t.0 >= 1 << 20 {
-            *t = (t.0 / 2, t.1 / 2);
+        let t = &mut self.starts[node as usize];
+        t.tries += 1;
+        t.hits += u32::from(hit);
+        if t.tries >= TRIAL {
+            if t.hits * 100 < t.tries * MIN_HIT_PERCENT {
+                // Not repeating at this width: try a narrower window, or
+                // give up below the narrowest.
+                t.window = if t.window > MIN_BIT_WINDOW {
+                    t.window / 2
+                } else {
+                    0
+                };
+            }
+            t.tries = 0;
+            t.hits = 0;
         }
-        t.0 += 1;
-        t.1 += u32::from(hit);
     }
 }
 
@@ -165,12 +191,17 @@ pub(crate) fn walk_spans<R: Read>(
     let mut w = Walker::new(entry, limit);
     loop {
         if let Some((node, pp)) = est.current_node() {
-            if pp == w.cur && spans.enabled(node, est.node_count()) {
-                if replay_span(spans, &mut w, history, est, node) {
+            let window = if pp == w.cur {
+                spans.window(node, est.node_count())
+            } else {
+                0
+            };
+            if window > 0 {
+                if replay_span(spans, &mut w, history, est, node, window) {
                     continue;
                 }
                 if spans.count < MAX_SPANS {
-                    match record_span(spans, &mut w, table, history, est, node)? {
+                    match record_span(spans, &mut w, table, history, est, node, window)? {
                         Recorded::Finished => return Ok(w.stats()),
                         Recorded::Stepped => continue,
                         Recorded::Nothing => {}
@@ -205,9 +236,10 @@ fn replay_span<R: Read>(
     history: &mut TraceHistory<R>,
     est: &mut Estimator,
     node: u32,
+    window: u32,
 ) -> bool {
-    let (bits, bits_valid) = bit_window(history);
-    let (ind, ind_valid) = window(history.reader.record_bytes(0, StreamKind::Indirect));
+    let (bits, bits_valid) = bit_window(history, window);
+    let (ind, ind_valid) = indirect_window(history.reader.record_bytes(0, StreamKind::Indirect));
     let Some(s) = spans.memo.get(&(node, ind, ind_valid, bits, bits_valid)) else {
         spans.count_try(node, false);
         return false;
@@ -262,10 +294,11 @@ fn record_span<R: Read>(
     history: &mut TraceHistory<R>,
     est: &mut Estimator,
     node: u32,
+    window: u32,
 ) -> Result<Recorded, ReplayError> {
-    let (bits, bits_valid) = bit_window(history);
+    let (bits, bits_valid) = bit_window(history, window);
     let rest0 = history.reader.record_bytes(0, StreamKind::Indirect).len();
-    let (ind, ind_valid) = window(history.reader.record_bytes(0, StreamKind::Indirect));
+    let (ind, ind_valid) = indirect_window(history.reader.record_bytes(0, StreamKind::Indirect));
     let Some(escapes) = escape_limit(history, w.matched) else {
         return Ok(Recorded::Nothing);
     };
