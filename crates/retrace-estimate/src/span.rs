@@ -54,8 +54,8 @@ pub const TRIAL: u32 = 1024;
 /// A start node keeps starting stretches while at least this share of its
 /// tries hit.
 pub const MIN_HIT_PERCENT: u32 = 25;
-/// Stretches remembered at most (about 100 bytes each).
-const MAX_SPANS: usize = 1 << 20;
+/// Stretches remembered at most (about 150 bytes each with their key).
+const MAX_SPANS: usize = 1 << 19;
 /// Branch bits a stretch may read at first (its key holds them); halved
 /// per start node while its stretches do not repeat.
 const BIT_WINDOW: u32 = 32;

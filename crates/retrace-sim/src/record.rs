@@ -233,7 +233,9 @@ impl<W: Write> Observer for Recorder<W> {
         self.writer.branch(hart as u16, taken);
     }
 
-    #[inline]
+    // Out of line: calls, returns and indirect jumps are a fraction of the
+    // instructions, and inlined this hook crowded the engine's loop.
+    #[inline(never)]
     fn jump(&mut self, hart: HartId, pc: u64, inst: &Inst, flow: Flow, target: u64) {
         match flow {
             Flow::Call => self.harts[hart].stack.push(inst.fallthrough(pc)),
