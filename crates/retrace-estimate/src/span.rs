@@ -317,13 +317,16 @@ fn record_span<R: Read>(
         let room = match exit {
             Exit::Branch { .. } => w.stats.bits - stats0.bits < u64::from(bits_valid),
             Exit::Indirect { .. } | Exit::IndirectCall { .. } => {
-                // A record's bytes: up to the first without the continuation
-                // bit. A new target (record 0) grows the site's table: the
-                // walker's to do.
+                // The next record must lie inside the window, and must not
+                // be 0 (in any spelling): a new target grows the site's
+                // table and reads a second record, the walker's to do.
                 let used = consumed(history);
                 let rest = history.reader.record_bytes(0, StreamKind::Indirect);
-                match rest.iter().position(|b| b & 0x80 == 0) {
-                    Some(n) => rest[0] != 0 && used + n < ind_valid as usize,
+                match rest.iter().take(10).position(|b| b & 0x80 == 0) {
+                    Some(n) => {
+                        let zero = rest[..=n].iter().all(|b| b & 0x7f == 0);
+                        !zero && used + n < ind_valid as usize
+                    }
                     None => false,
                 }
             }
