@@ -82,6 +82,9 @@ struct Key {
 /// "No node yet".
 const NO_NODE: u32 = u32::MAX;
 
+/// Slots of the estimator's recent-node cache.
+const RECENT_NODES: usize = 4096;
+
 /// One way of leaving a node: for one end outcome, the cycles and the node
 /// entered next (valid for the partial program `next_pp`).
 #[derive(Clone, Copy)]
@@ -197,6 +200,10 @@ pub struct Estimator {
     memo: FxHashMap<Key, (u64, SignatureId)>,
     nodes: Vec<Node>,
     node_ids: FxHashMap<(SignatureId, PpId), u32>,
+    /// Direct-mapped cache in front of `node_ids`: a return or an
+    /// indirect jump leaves one node for many successors, and the working
+    /// set of (signature, partial program) pairs is small.
+    recent_nodes: Box<[(SignatureId, PpId, u32)]>,
     predictor: Option<BranchPredictor>,
     ras: Option<ReturnStack>,
     icache: Option<Cache>,
@@ -224,6 +231,8 @@ impl Estimator {
             memo: FxHashMap::default(),
             nodes: Vec::new(),
             node_ids: FxHashMap::default(),
+            recent_nodes: vec![(SignatureId(u32::MAX), PpId(u32::MAX), NO_NODE); RECENT_NODES]
+                .into_boxed_slice(),
             predictor: (control && model.branch.predictor.is_dynamic())
                 .then(|| BranchPredictor::new(model.branch.predictor)),
             ras: (control && model.branch.ras_depth > 0)
@@ -456,8 +465,20 @@ impl Estimator {
     }
 
     /// The node for (current signature, `pp`), created if new.
+    #[inline]
     fn node_for(&mut self, pp: PpId) -> u32 {
         let sig = self.sig;
+        let slot = (pp.0.wrapping_mul(0x9e37_79b9) ^ sig.0) as usize % RECENT_NODES;
+        let (s, p, n) = self.recent_nodes[slot];
+        if s == sig && p == pp {
+            return n;
+        }
+        let n = self.node_for_slow(sig, pp);
+        self.recent_nodes[slot] = (sig, pp, n);
+        n
+    }
+
+    fn node_for_slow(&mut self, sig: SignatureId, pp: PpId) -> u32 {
         if let Some(&n) = self.node_ids.get(&(sig, pp)) {
             return n;
         }

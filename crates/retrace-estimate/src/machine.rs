@@ -114,7 +114,12 @@ pub struct TraceHistory<R: Read> {
     hart: u16,
     /// Per indirect site, the targets seen so far, in order of first use.
     sites: FxHashMap<u64, Vec<u64>>,
+    /// Direct-mapped cache of (site, one-byte index) → target.
+    recent: Box<[(u64, u8, u64)]>,
 }
+
+/// Slots of [`TraceHistory`]'s recent-target cache.
+const RECENT_TARGETS: usize = 1024;
 
 impl<R: Read> TraceHistory<R> {
     /// Read `hart`'s streams of a trace.
@@ -123,6 +128,7 @@ impl<R: Read> TraceHistory<R> {
             reader,
             hart,
             sites: FxHashMap::default(),
+            recent: vec![(u64::MAX, 0, 0); RECENT_TARGETS].into_boxed_slice(),
         }
     }
 
@@ -149,6 +155,22 @@ impl<R: Read> History for TraceHistory<R> {
     }
 
     fn indirect(&mut self, site: u64) -> Result<u64, ReplayError> {
+        // The common record: one byte, a target this site used before.
+        if let Some(&b) = self
+            .reader
+            .record_bytes(self.hart, StreamKind::Indirect)
+            .first()
+        {
+            if b != 0 && b < 0x80 {
+                let slot = target_slot(site, b);
+                let (s, v, target) = self.recent[slot];
+                if s == site && v == b {
+                    self.reader
+                        .skip_records(self.hart, StreamKind::Indirect, 1, 1);
+                    return Ok(target);
+                }
+            }
+        }
         let v = self.next(StreamKind::Indirect, "an indirect target")?;
         if v == 0 {
             let target = self.next(StreamKind::Indirect, "an indirect target address")?;
@@ -156,16 +178,19 @@ impl<R: Read> History for TraceHistory<R> {
             Ok(target)
         } else {
             let table = self.sites.entry(site).or_default();
-            table
-                .get(v as usize - 1)
-                .copied()
-                .ok_or_else(|| ReplayError::BadTarget {
-                    what: format!(
-                        "target #{v} of the indirect site, which has only {} known targets",
-                        table.len()
-                    ),
-                    addr: site,
-                })
+            let target = table.get(v as usize - 1).copied();
+            if let (Some(t), Ok(b)) = (target, u8::try_from(v)) {
+                // Site tables only grow: (site, index) names one target forever.
+                let slot = target_slot(site, b);
+                self.recent[slot] = (site, b, t);
+            }
+            target.ok_or_else(|| ReplayError::BadTarget {
+                what: format!(
+                    "target #{v} of the indirect site, which has only {} known targets",
+                    table.len()
+                ),
+                addr: site,
+            })
         }
     }
 
@@ -183,4 +208,14 @@ impl<R: Read> History for TraceHistory<R> {
             _ => Ok(None),
         }
     }
+}
+
+/// The recent-target slot of (site, index): consecutive indices of one site
+/// in consecutive slots.
+#[inline]
+fn target_slot(site: u64, index: u8) -> usize {
+    ((site >> 1) as usize)
+        .wrapping_mul(0x9e37)
+        .wrapping_add(usize::from(index))
+        % RECENT_TARGETS
 }

@@ -338,7 +338,7 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
                     }
                     None => {
                         self.matched += 1;
-                        let next = top.ok_or(ReplayError::EmptyStack {
+                        let next = top.ok_or_else(|| ReplayError::EmptyStack {
                             addr: graph.start(cur),
                         })?;
                         (Leave::Return { escaped: false }, next)
