@@ -108,7 +108,6 @@ pub struct SpanStats {
 #[derive(Default)]
 pub(crate) struct Spans {
     memo: FxHashMap<Key, Span>,
-    count: usize,
     /// Per node: tries, hits and bit window.
     starts: Vec<StartNode>,
     pub(crate) stats: SpanStats,
@@ -200,7 +199,7 @@ pub(crate) fn walk_spans<R: Read>(
                 if replay_span(spans, &mut w, history, est, node, window) {
                     continue;
                 }
-                if spans.count < MAX_SPANS {
+                if spans.memo.len() < MAX_SPANS {
                     match record_span(spans, &mut w, table, history, est, node, window)? {
                         Recorded::Finished => return Ok(w.stats()),
                         Recorded::Stepped => continue,
@@ -376,7 +375,6 @@ fn record_span<R: Read>(
         spans.memo.entry((node, ind, ind_valid, bits, bits_valid))
     {
         slot.insert(span);
-        spans.count += 1;
         spans.stats.recorded += 1;
     }
     Ok(Recorded::Stepped)

@@ -750,17 +750,32 @@ impl Machine {
     /// occupied the pipeline and ends a partial program, so observers that
     /// time or replay instructions see it as executed, going to the handler.
     fn trapped_call<O: Observer>(&mut self, h: usize, pc: u64, inst: &Inst, obs: &mut O) -> Slow {
+        let handler = self.harts[h].pc;
+        self.executed_slow(h, pc, inst, handler, obs);
+        Slow::Continue { retired: false }
+    }
+
+    /// An instruction the block executor left to `slow` has executed at
+    /// `pc`, going to `next_pc`: note it as the hart's last and tell an
+    /// observer that takes `retire`.
+    fn executed_slow<O: Observer>(
+        &mut self,
+        h: usize,
+        pc: u64,
+        inst: &Inst,
+        next_pc: u64,
+        obs: &mut O,
+    ) {
         self.harts[h].last_pc = pc;
         if O::ENABLED && O::RETIRE {
             obs.retire(&Retired {
                 hart: h,
                 pc,
                 inst,
-                next_pc: self.harts[h].pc,
+                next_pc,
                 mem_addr: None,
             });
         }
-        Slow::Continue { retired: false }
     }
 
     /// Execute one instruction that the block executor leaves to us.
@@ -779,16 +794,7 @@ impl Machine {
         let retire = |m: &mut Machine, obs: &mut O, next_pc: u64| {
             m.harts[h].x[0] = 0;
             m.harts[h].pc = next_pc;
-            m.harts[h].last_pc = pc;
-            if O::ENABLED && O::RETIRE {
-                obs.retire(&Retired {
-                    hart: h,
-                    pc,
-                    inst,
-                    next_pc,
-                    mem_addr: None,
-                });
-            }
+            m.executed_slow(h, pc, inst, next_pc, obs);
             Slow::Continue { retired: true }
         };
         let user = self.harts[h].privilege == Priv::User;
@@ -882,35 +888,17 @@ impl Machine {
                 }
                 if O::ENABLED {
                     obs.semihost(h, pc, op, v);
-                    if O::RETIRE {
-                        obs.retire(&Retired {
-                            hart: h,
-                            pc,
-                            inst,
-                            next_pc: pc + 4,
-                            mem_addr: None,
-                        });
-                    }
                 }
-                self.harts[h].last_pc = pc;
+                self.executed_slow(h, pc, inst, pc + 4, obs);
                 Slow::Continue { retired: true }
             }
             semihost::Outcome::Exit(code) => {
                 if O::ENABLED {
                     obs.semihost(h, pc, op, 0);
-                    // The exit request retired (it is counted): observers
-                    // that count or time retired instructions must see it.
-                    if O::RETIRE {
-                        obs.retire(&Retired {
-                            hart: h,
-                            pc,
-                            inst,
-                            next_pc: pc + 4,
-                            mem_addr: None,
-                        });
-                    }
                 }
-                self.harts[h].last_pc = pc;
+                // The exit request retired (it is counted): observers that
+                // count or time retired instructions must see it.
+                self.executed_slow(h, pc, inst, pc + 4, obs);
                 Slow::Stop(StopReason::Exit { code }, true)
             }
             semihost::Outcome::Denied(message) => Slow::Stop(
