@@ -29,6 +29,11 @@ use retrace_isa::{decode, Inst, Op, Xlen};
 /// that a flush or a partial block wastes little.
 const MAX_BLOCK: usize = 64;
 
+/// Data addresses the engine collects for an observer that takes them in
+/// bulk before handing them over ([`Observer::addresses`]): 512 KiB, few
+/// enough hand-overs that waking the thread that takes them is rare.
+pub(crate) const ADDRESS_LOG: usize = 1 << 16;
+
 /// The semihosting entry sequence around `ebreak`.
 const SEMI_PRE: u32 = 0x01f0_1013; // slli x0, x0, 0x1f
 const SEMI_EBREAK: u32 = 0x0010_0073; // ebreak
@@ -222,9 +227,28 @@ fn exec<const RV64: bool, O: Observer>(
     htif: &mut Htif,
     insts: &[Inst],
     obs: &mut O,
+    log: &mut [std::mem::MaybeUninit<u64>],
+    logged: &mut usize,
 ) -> (usize, Exit) {
     let h = hart.id;
     let mut pc = hart.pc;
+    // A data address, to the observer: for one that takes them in bulk,
+    // into `log`, whose room the caller made for a whole block (at most one
+    // address per instruction), with the count in a local rather than in
+    // the observer — stores to the observer's own fields on every access
+    // cost the loop far more than their instruction count.
+    macro_rules! note_address {
+        ($at:expr) => {{
+            if O::BULK_ADDRESSES {
+                if let Some(slot) = log.get_mut(*logged) {
+                    slot.write($at);
+                    *logged += 1;
+                }
+            } else {
+                obs.memory(h, $at);
+            }
+        }};
+    }
     for (i, inst) in insts.iter().enumerate() {
         let x = &mut hart.x;
         let rd = (inst.rd & 31) as usize;
@@ -263,7 +287,7 @@ fn exec<const RV64: bool, O: Observer>(
                 }
                 addr = Some(at);
                 if O::ENABLED {
-                    obs.memory(h, at);
+                    note_address!(at);
                 }
             }};
         }
@@ -276,7 +300,7 @@ fn exec<const RV64: bool, O: Observer>(
                 }
                 addr = Some(at);
                 if O::ENABLED {
-                    obs.memory(h, at);
+                    note_address!(at);
                 }
                 if at == htif.addr || mem.code_written {
                     if at == htif.addr && b & 1 != 0 {
@@ -322,7 +346,7 @@ fn exec<const RV64: bool, O: Observer>(
                 x[rd] = old;
                 addr = Some(at);
                 if O::ENABLED {
-                    obs.memory(h, at);
+                    note_address!(at);
                 }
                 if mem.code_written {
                     leave_after_store!();
@@ -447,7 +471,7 @@ fn exec<const RV64: bool, O: Observer>(
                 x[rd] = v;
                 addr = Some(at);
                 if O::ENABLED {
-                    obs.memory(h, at);
+                    note_address!(at);
                 }
             }
             Op::ScW | Op::ScD => {
@@ -475,7 +499,7 @@ fn exec<const RV64: bool, O: Observer>(
                 x[rd] = u64::from(!ok);
                 addr = Some(at);
                 if O::ENABLED {
-                    obs.memory(h, at);
+                    note_address!(at);
                 }
                 if mem.code_written {
                     leave_after_store!();
@@ -658,7 +682,37 @@ impl Machine {
             let first = block.first as usize;
             let insts = &self.cache.insts[first..first + n];
             let hart = &mut self.harts[h];
-            let (done, exit) = exec::<RV64, O>(hart, &mut self.memory, &mut self.htif, insts, obs);
+            let mut logged = 0;
+            let log: &mut [std::mem::MaybeUninit<u64>] = if O::ENABLED && O::BULK_ADDRESSES {
+                // Room for a whole block: at most one address per
+                // instruction.
+                if self.address_log.capacity() - self.address_log.len() < MAX_BLOCK {
+                    if !self.address_log.is_empty() {
+                        obs.addresses(h, &mut self.address_log);
+                        self.address_log.clear();
+                    }
+                    self.address_log.reserve(ADDRESS_LOG);
+                }
+                self.address_log.spare_capacity_mut()
+            } else {
+                &mut []
+            };
+            let (done, exit) = exec::<RV64, O>(
+                hart,
+                &mut self.memory,
+                &mut self.htif,
+                insts,
+                obs,
+                log,
+                &mut logged,
+            );
+            if O::ENABLED && O::BULK_ADDRESSES {
+                debug_assert!(logged <= done);
+                let len = self.address_log.len() + logged;
+                // SAFETY: `exec` initialised the first `logged` slots of the
+                // spare capacity, in order.
+                unsafe { self.address_log.set_len(len) };
+            }
             hart.stats.instructions += done as u64;
             if O::ENABLED && done > 0 {
                 hart.last_pc = self.cache.pcs[first + done - 1];

@@ -247,6 +247,8 @@ pub struct Machine {
     host: semihost::Semihost,
     cache: Cache,
     htif: Htif,
+    /// Data addresses not yet handed to a bulk observer.
+    address_log: Vec<u64>,
 }
 
 impl fmt::Debug for Machine {
@@ -318,6 +320,7 @@ impl Machine {
             harts,
             host: semihost::Semihost::new(host, console, heap),
             cache,
+            address_log: Vec::new(),
             htif: Htif {
                 addr: elf.tohost.unwrap_or(u64::MAX),
                 exit: None,
@@ -381,9 +384,14 @@ impl Machine {
         if h >= self.harts.len() {
             return Some(StopReason::Observer);
         }
-        match self.xlen {
+        let stop = match self.xlen {
             Xlen::Rv32 => self.run_hart::<false, O>(h, budget, obs),
             Xlen::Rv64 => self.run_hart::<true, O>(h, budget, obs),
+        };
+        if O::ENABLED && O::BULK_ADDRESSES && !self.address_log.is_empty() {
+            obs.addresses(h, &mut self.address_log);
+            self.address_log.clear();
         }
+        stop
     }
 }

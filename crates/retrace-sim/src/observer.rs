@@ -64,9 +64,23 @@ pub trait Observer {
     fn retire(&mut self, _ev: &Retired<'_>) {}
 
     /// The data address a load, store, LR/SC or AMO accessed, as it
-    /// executes (before its [`Observer::retire`]).
+    /// executes (before its [`Observer::retire`]); not called for an
+    /// observer that takes addresses in bulk ([`Observer::BULK_ADDRESSES`]).
     #[inline(always)]
     fn memory(&mut self, _hart: HartId, _addr: u64) {}
+
+    /// `true` for observers that take data addresses in bulk, through
+    /// [`Observer::addresses`], instead of one [`Observer::memory`] call
+    /// each: the engine then logs them itself, which costs its loop much
+    /// less than a call per access that updates the observer.
+    const BULK_ADDRESSES: bool = false;
+
+    /// The data addresses hart `hart` accessed since the last call, in
+    /// order (only when [`Observer::BULK_ADDRESSES`]): every few thousand,
+    /// and when a run or a turn of a hart ends. The observer may take the
+    /// vector's contents or its buffer; the engine clears it after.
+    #[inline(always)]
+    fn addresses(&mut self, _hart: HartId, _log: &mut Vec<u64>) {}
 
     /// A conditional branch retired (`taken` = went to `target`).
     #[inline(always)]
@@ -107,8 +121,14 @@ impl Observer for () {
 impl<O: Observer> Observer for &mut O {
     const ENABLED: bool = O::ENABLED;
     const RETIRE: bool = O::RETIRE;
+    const BULK_ADDRESSES: bool = O::BULK_ADDRESSES;
+    #[inline(always)]
     fn memory(&mut self, hart: HartId, addr: u64) {
         (**self).memory(hart, addr)
+    }
+    #[inline(always)]
+    fn addresses(&mut self, hart: HartId, log: &mut Vec<u64>) {
+        (**self).addresses(hart, log)
     }
     #[inline(always)]
     fn retire(&mut self, ev: &Retired<'_>) {

@@ -50,17 +50,13 @@ pub struct Recorder<W: Write> {
     /// Data caches simulated during the run, to measure miss rates that the
     /// replay cannot derive from branch history.
     dcaches: Option<DcacheMeter>,
-    /// Data addresses not yet handed to `dcaches`.
-    pending: Vec<u64>,
 }
 
-/// Data addresses handed to the measuring thread at a time.
-const BATCH: usize = 1 << 14;
-
-/// Measures data-cache miss rates on a thread of its own: the recording
-/// thread only appends addresses to a buffer and hands full ones over (the
-/// caches simulated inline cost the engine's loop more than the accesses
-/// themselves, and a second core is usually idle while recording).
+/// Measures data-cache miss rates on a thread of its own: the engine logs
+/// data addresses in bulk ([`Observer::addresses`]) and the recording
+/// thread hands each full log over (the caches simulated inline cost the
+/// engine's loop more than the accesses themselves, and a second core is
+/// usually idle while recording).
 struct DcacheMeter {
     /// Full buffers to the thread (bounded: at most 4 in flight).
     full: Option<std::sync::mpsc::SyncSender<Vec<u64>>>,
@@ -105,9 +101,7 @@ impl DcacheMeter {
         if let Some(tx) = &self.full {
             let _ = tx.send(batch);
         }
-        self.empty
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(BATCH))
+        self.empty.try_recv().unwrap_or_default()
     }
 
     /// Wait for the thread and take its caches (none if it could not start).
@@ -133,16 +127,6 @@ impl<W: Write> Recorder<W> {
             trapped_calls: 0,
             unsupported: None,
             dcaches: None,
-            pending: Vec::new(),
-        }
-    }
-
-    /// Hand the buffered data addresses to the measuring thread.
-    #[inline(never)]
-    fn ship_addresses(&mut self) {
-        if let Some(m) = &mut self.dcaches {
-            let batch = std::mem::take(&mut self.pending);
-            self.pending = m.ship(batch);
         }
     }
 
@@ -150,7 +134,6 @@ impl<W: Write> Recorder<W> {
     pub fn measure_dcaches(&mut self, geometries: &[retrace_timing::CacheModel]) {
         if !geometries.is_empty() {
             self.dcaches = Some(DcacheMeter::start(geometries));
-            self.pending = Vec::with_capacity(BATCH);
         }
     }
 
@@ -190,9 +173,9 @@ impl<W: Write> Recorder<W> {
         exit_code: i64,
     ) -> Result<WriteSummary, TraceError> {
         self.totals.exit_code = exit_code;
+        self.totals.branches = self.writer.branches();
         self.totals.instructions = run.instructions + self.trapped_calls;
         self.totals.last_pc = machine.last_pc(0);
-        self.ship_addresses();
         let caches = self.dcaches.take().map(DcacheMeter::finish);
         let measured: Vec<_> = caches
             .iter()
@@ -215,21 +198,20 @@ impl<W: Write> Observer for Recorder<W> {
     // recording more than everything else it does.
     const RETIRE: bool = false;
 
-    #[inline(always)]
-    fn memory(&mut self, _hart: HartId, addr: u64) {
-        // Buffered, and simulated on the measuring thread (`DcacheMeter`).
-        if self.dcaches.is_none() {
-            return;
-        }
-        self.pending.push(addr);
-        if self.pending.len() == BATCH {
-            self.ship_addresses();
+    const BULK_ADDRESSES: bool = true;
+
+    #[inline(never)]
+    fn addresses(&mut self, _hart: HartId, log: &mut Vec<u64>) {
+        // Measured on the measuring thread (`DcacheMeter`): hand the
+        // engine's buffer over and give it an empty one.
+        if let Some(m) = &mut self.dcaches {
+            let empty = m.ship(std::mem::take(log));
+            *log = empty;
         }
     }
 
     #[inline(always)]
     fn branch(&mut self, hart: HartId, _pc: u64, _inst: &Inst, taken: bool, _target: u64) {
-        self.totals.branches += 1;
         self.writer.branch(hart as u16, taken);
     }
 
@@ -342,7 +324,7 @@ pub fn record_run<W: Write>(
         crate::StopReason::Exit { code } => i64::from(code),
         _ => -1,
     };
-    let branches = rec.totals.branches;
+    let branches = rec.writer.branches();
     let trace = rec.finish(&machine, &run, exit)?;
     Ok(Recording {
         run,

@@ -180,3 +180,97 @@ fn traps_go_to_the_handler_or_stop_the_run() {
         other => panic!("unexpected stop {other:?}"),
     }
 }
+
+/// Data addresses one [`Observer::memory`] call at a time.
+#[derive(Default)]
+struct EachAddress(Vec<u64>);
+
+impl Observer for EachAddress {
+    fn memory(&mut self, _: usize, addr: u64) {
+        self.0.push(addr);
+    }
+}
+
+/// Data addresses in bulk ([`Observer::BULK_ADDRESSES`]); `calls` counts
+/// the hand-overs.
+#[derive(Default)]
+struct BulkAddresses {
+    seen: Vec<u64>,
+    calls: usize,
+}
+
+impl Observer for BulkAddresses {
+    const BULK_ADDRESSES: bool = true;
+    fn memory(&mut self, _: usize, _: u64) {
+        panic!("a bulk observer must not get addresses one at a time");
+    }
+    fn addresses(&mut self, _: usize, log: &mut Vec<u64>) {
+        assert!(!log.is_empty(), "empty hand-over");
+        self.seen.extend_from_slice(log);
+        self.calls += 1;
+    }
+}
+
+/// The addresses `elf` accesses, both ways, with the run cut into turns of
+/// `turn` instructions (a hand-over at the end of each).
+fn addresses_both_ways(elf: &Elf, turn: u64) -> (Vec<u64>, BulkAddresses) {
+    let new = || {
+        Machine::new(
+            elf,
+            &MachineConfig::default(),
+            HostConfig::default(),
+            Console::null(),
+        )
+        .unwrap()
+    };
+    let mut each = EachAddress::default();
+    let r = new().run(None, &mut each);
+    let mut bulk = BulkAddresses::default();
+    let mut m = new();
+    let mut done = 0;
+    loop {
+        let part = m.run(Some(turn), &mut bulk);
+        done += 1;
+        if !matches!(part.stop, StopReason::Runaway { .. }) {
+            assert_eq!(part.instructions, r.instructions);
+            break;
+        }
+        assert!(done < 1_000_000, "run does not end");
+    }
+    (each.0, bulk)
+}
+
+#[test]
+fn bulk_addresses_match_one_at_a_time() {
+    // LR/SC and a load: every kind of access, in a run shorter than a log.
+    let code = [
+        0x0000_1517,
+        0x0070_0593,
+        0x18b5_262f,
+        0x1005_26af,
+        0x18b5_272f,
+        0x0005_2783,
+    ];
+    let mut each = EachAddress::default();
+    machine(&code).run(Some(6), &mut each);
+    let mut bulk = BulkAddresses::default();
+    machine(&code).run(Some(6), &mut bulk);
+    assert_eq!(bulk.seen, each.0);
+    assert_eq!(bulk.calls, 1);
+
+    // A real program (with AMOs in its runtime), long enough for many
+    // full logs, in turns that end mid-log and mid-block.
+    for name in ["nqueens-rv64-O2.elf", "crc32-rv32-O2.elf"] {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../programs/bin/").to_string() + name;
+        let elf = Elf::parse(&std::fs::read(&path).unwrap()).unwrap();
+        let (each, bulk) = addresses_both_ways(&elf, 1_000_003);
+        assert!(each.len() > 1 << 19, "{name}: {} accesses", each.len());
+        assert_eq!(bulk.seen.len(), each.len(), "{name}");
+        assert!(bulk.seen == each, "{name}: the bulk log differs");
+        assert!(
+            bulk.calls > each.len() >> 16,
+            "{name}: {} hand-overs",
+            bulk.calls
+        );
+    }
+}

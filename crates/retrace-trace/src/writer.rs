@@ -21,14 +21,19 @@ struct HartBuffers {
     words: Vec<u64>,
     word: u64,
     nbits: u32,
-    bit_count: u64,
     records: [Vec<u8>; StreamKind::ALL.len()],
     record_counts: [u64; StreamKind::ALL.len()],
 }
 
 impl HartBuffers {
+    /// Branch bits buffered (counted from the words rather than kept as a
+    /// counter: one less store per branch on the recording thread).
+    fn bit_count(&self) -> u64 {
+        self.words.len() as u64 * 64 + u64::from(self.nbits)
+    }
+
     fn is_empty(&self) -> bool {
-        self.bit_count == 0 && self.record_counts.iter().all(|&c| c == 0)
+        self.bit_count() == 0 && self.record_counts.iter().all(|&c| c == 0)
     }
 }
 
@@ -131,7 +136,6 @@ impl<W: Write> TraceWriter<W> {
         let h = &mut self.harts[usize::from(hart)];
         h.word |= u64::from(taken) << h.nbits;
         h.nbits += 1;
-        h.bit_count += 1;
         if h.nbits == 64 {
             h.words.push(h.word);
             h.word = 0;
@@ -140,6 +144,11 @@ impl<W: Write> TraceWriter<W> {
                 self.segment_full = true;
             }
         }
+    }
+
+    /// Branch bits recorded so far, over all harts.
+    pub fn branches(&self) -> u64 {
+        self.summary.bits + self.harts.iter().map(HartBuffers::bit_count).sum::<u64>()
     }
 
     /// Append one varint item to a record stream of `hart`.
@@ -163,22 +172,22 @@ impl<W: Write> TraceWriter<W> {
         }
         let mut raw = Vec::new();
         for (hart, h) in self.harts.iter_mut().enumerate() {
-            if h.bit_count > 0 {
+            let bit_count = h.bit_count();
+            if bit_count > 0 {
                 if h.nbits > 0 {
                     h.words.push(h.word);
                 }
                 put_varint(&mut raw, hart as u64);
                 raw.push(StreamKind::Branches as u8);
-                put_varint(&mut raw, h.bit_count);
+                put_varint(&mut raw, bit_count);
                 put_varint(&mut raw, (h.words.len() * 8) as u64);
                 for w in &h.words {
                     raw.extend_from_slice(&w.to_le_bytes());
                 }
-                self.summary.bits += h.bit_count;
+                self.summary.bits += bit_count;
                 h.words.clear();
                 h.word = 0;
                 h.nbits = 0;
-                h.bit_count = 0;
             }
             for kind in StreamKind::ALL {
                 let k = kind.index();
