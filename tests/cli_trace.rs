@@ -446,6 +446,65 @@ fn compare_reports_every_field_and_no_error_on_inorder5() {
 }
 
 #[test]
+fn bench_times_every_step_and_its_estimates_are_exact_on_inorder5() {
+    let out = retrace(&[
+        "bench",
+        &program("nqueens-rv32-O2.elf"),
+        "--core",
+        "inorder5",
+        "--rounds",
+        "2",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps = j["steps"].as_array().unwrap();
+    let names: Vec<&str> = steps.iter().map(|s| s["step"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "run",
+            "record",
+            "record --no-dcache",
+            "cycle-level",
+            "estimate fast",
+            "estimate control",
+            "estimate every preset"
+        ]
+    );
+    for s in steps {
+        let (fastest, median) = (s["fastest_seconds"].as_f64(), s["median_seconds"].as_f64());
+        assert!(fastest.unwrap() > 0.0 && fastest <= median, "{s}");
+    }
+    for ratio in [
+        "record_over_run",
+        "record_no_dcache_over_run",
+        "cycle_level_over_fast",
+        "cycle_level_over_control",
+        "every_preset_over_cycle_level",
+    ] {
+        assert!(j[ratio]["median"].as_f64().unwrap() > 0.0, "{ratio}: {j}");
+        assert!(j[ratio]["fastest"].as_f64().unwrap() > 0.0, "{ratio}: {j}");
+    }
+    // What was timed is the real pipeline: both fidelities are exact on
+    // inorder5.
+    let reference = j["reference_cycles"].as_u64().unwrap();
+    assert!(reference > j["instructions"].as_u64().unwrap());
+    assert_eq!(j["fast_cycles"].as_u64(), Some(reference));
+    assert_eq!(j["control_cycles"].as_u64(), Some(reference));
+
+    let out = retrace(&["bench", &program("nqueens-rv32-O2.elf"), "--rounds", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let out = retrace(&[
+        "bench",
+        &program("nqueens-rv32-O2.elf"),
+        "--core",
+        "no-such-core",
+    ]);
+    assert_bad_input(&out, "unknown core", &["no-such-core"]);
+}
+
+#[test]
 fn profile_lists_functions_including_main() {
     let prog = program("nqueens-rv32-O2.elf");
     let (trace, rec) = record("nqueens-rv32-O2.elf");

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+pub mod bench;
 pub mod cfg;
 pub mod clock;
 pub mod common;
@@ -49,6 +50,9 @@ pub enum Command {
     Profile(profile::Args),
     /// List the built-in target cores.
     Cores(cores::Args),
+    /// Measure what recording and estimating cost against a plain run and
+    /// the cycle-level engine (interleaved rounds in one process).
+    Bench(bench::Args),
 }
 
 /// Run one parsed command line; the result is the process exit status.
@@ -65,6 +69,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(a) => compare::main(a),
         Command::Profile(a) => profile::main(a),
         Command::Cores(a) => cores::main(a),
+        Command::Bench(a) => bench::main(a),
     }
 }
 
