@@ -87,6 +87,32 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Against a plain LRU model: a list of lines per set, most recent
+        /// first.
+        #[test]
+        fn matches_a_reference_lru(
+            shape in (0u32..3, 0u32..4, 0u32..4),
+            addrs in proptest::collection::vec(0u64..4096, 0..400),
+        ) {
+            let (ways, sets, line) = (1u32 << shape.0, 1u32 << shape.1, 4u32 << shape.2);
+            let model = CacheModel { size: ways * sets * line, ways, line, miss_penalty: 1 };
+            let mut c = Cache::new(&model);
+            let mut reference: Vec<Vec<u64>> = vec![Vec::new(); sets as usize];
+            for a in addrs {
+                let l = a / u64::from(line);
+                let set = &mut reference[(l % u64::from(sets)) as usize];
+                let hit = match set.iter().position(|&t| t == l) {
+                    Some(i) => { set.remove(i); true }
+                    None => { set.truncate(ways as usize - 1); false }
+                };
+                set.insert(0, l);
+                prop_assert_eq!(c.access(a), hit, "address {:#x}", a);
+            }
+        }
+    }
 
     #[test]
     fn lru_evicts_least_recent() {
