@@ -556,6 +556,15 @@ fn exec<const RV64: bool, O: Observer>(
     (insts.len(), Exit::Done)
 }
 
+/// Give a bulk observer ([`Observer::BULK_ADDRESSES`]) the data addresses
+/// in `log`, if any, and empty it.
+pub(crate) fn hand_over_addresses<O: Observer>(log: &mut Vec<u64>, h: usize, obs: &mut O) {
+    if !log.is_empty() {
+        obs.addresses(h, log);
+        log.clear();
+    }
+}
+
 /// A little-endian value of `N` bytes, sign-extended from its top bit (the
 /// way AMOs and LR return values).
 #[inline(always)]
@@ -687,10 +696,7 @@ impl Machine {
                 // Room for a whole block: at most one address per
                 // instruction.
                 if self.address_log.capacity() - self.address_log.len() < MAX_BLOCK {
-                    if !self.address_log.is_empty() {
-                        obs.addresses(h, &mut self.address_log);
-                        self.address_log.clear();
-                    }
+                    hand_over_addresses(&mut self.address_log, h, obs);
                     self.address_log.reserve(ADDRESS_LOG);
                 }
                 self.address_log.spare_capacity_mut()

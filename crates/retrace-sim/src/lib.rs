@@ -388,9 +388,8 @@ impl Machine {
             Xlen::Rv32 => self.run_hart::<false, O>(h, budget, obs),
             Xlen::Rv64 => self.run_hart::<true, O>(h, budget, obs),
         };
-        if O::ENABLED && O::BULK_ADDRESSES && !self.address_log.is_empty() {
-            obs.addresses(h, &mut self.address_log);
-            self.address_log.clear();
+        if O::ENABLED && O::BULK_ADDRESSES {
+            engine::hand_over_addresses(&mut self.address_log, h, obs);
         }
         stop
     }

@@ -324,11 +324,10 @@ pub fn record_run<W: Write>(
         crate::StopReason::Exit { code } => i64::from(code),
         _ => -1,
     };
-    let branches = rec.writer.branches();
     let trace = rec.finish(&machine, &run, exit)?;
     Ok(Recording {
         run,
+        branches: trace.bits,
         trace,
-        branches,
     })
 }

@@ -36,8 +36,12 @@ fn elf64(code: &[u32]) -> Elf {
 }
 
 fn machine(code: &[u32]) -> Machine {
+    machine_for(&elf64(code))
+}
+
+fn machine_for(elf: &Elf) -> Machine {
     Machine::new(
-        &elf64(code),
+        elf,
         &MachineConfig::default(),
         HostConfig::default(),
         Console::null(),
@@ -127,20 +131,21 @@ fn store_over_code_is_executed_fresh() {
     assert!(r.cache_flushes >= 1);
 }
 
+/// auipc a0, 1 (a0 = BASE + 0x1000); li a1, 7;
+/// sc.w a2, a1, (a0)   -> fails (no reservation): a2 = 1;
+/// lr.w a3, (a0); sc.w a4, a1, (a0) -> succeeds: a4 = 0; lw a5, 0(a0) = 7.
+const LR_SC: [u32; 6] = [
+    0x0000_1517,
+    0x0070_0593,
+    0x18b5_262f,
+    0x1005_26af,
+    0x18b5_272f,
+    0x0005_2783,
+];
+
 #[test]
 fn lr_sc_pairs_and_fails_without_reservation() {
-    // auipc a0, 1 (a0 = BASE + 0x1000); li a1, 7
-    // sc.w a2, a1, (a0)   -> fails (no reservation): a2 = 1
-    // lr.w a3, (a0); sc.w a4, a1, (a0) -> succeeds: a4 = 0; lw a5, 0(a0) = 7
-    let code = [
-        0x0000_1517,
-        0x0070_0593,
-        0x18b5_262f,
-        0x1005_26af,
-        0x18b5_272f,
-        0x0005_2783,
-    ];
-    let mut m = machine(&code);
+    let mut m = machine(&LR_SC);
     let mut c = Counter::default();
     m.run(Some(6), &mut c);
     let x = &m.harts[0].x;
@@ -214,19 +219,10 @@ impl Observer for BulkAddresses {
 /// The addresses `elf` accesses, both ways, with the run cut into turns of
 /// `turn` instructions (a hand-over at the end of each).
 fn addresses_both_ways(elf: &Elf, turn: u64) -> (Vec<u64>, BulkAddresses) {
-    let new = || {
-        Machine::new(
-            elf,
-            &MachineConfig::default(),
-            HostConfig::default(),
-            Console::null(),
-        )
-        .unwrap()
-    };
     let mut each = EachAddress::default();
-    let r = new().run(None, &mut each);
+    let r = machine_for(elf).run(None, &mut each);
     let mut bulk = BulkAddresses::default();
-    let mut m = new();
+    let mut m = machine_for(elf);
     let mut done = 0;
     loop {
         let part = m.run(Some(turn), &mut bulk);
@@ -243,18 +239,10 @@ fn addresses_both_ways(elf: &Elf, turn: u64) -> (Vec<u64>, BulkAddresses) {
 #[test]
 fn bulk_addresses_match_one_at_a_time() {
     // LR/SC and a load: every kind of access, in a run shorter than a log.
-    let code = [
-        0x0000_1517,
-        0x0070_0593,
-        0x18b5_262f,
-        0x1005_26af,
-        0x18b5_272f,
-        0x0005_2783,
-    ];
     let mut each = EachAddress::default();
-    machine(&code).run(Some(6), &mut each);
+    machine(&LR_SC).run(Some(6), &mut each);
     let mut bulk = BulkAddresses::default();
-    machine(&code).run(Some(6), &mut bulk);
+    machine(&LR_SC).run(Some(6), &mut bulk);
     assert_eq!(bulk.seen, each.0);
     assert_eq!(bulk.calls, 1);
 
