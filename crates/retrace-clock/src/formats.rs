@@ -525,7 +525,11 @@ fn for_each_json_row(
     columns: &[&str],
     mut each: impl FnMut(u64, Result<Vec<Option<String>>>) -> Result<()>,
 ) -> Result<()> {
-    let line_of = |offset: usize| text[..offset].bytes().filter(|&b| b == b'\n').count() as u64 + 1;
+    // Rows arrive in file order, so the line of each is counted on from the
+    // previous one: counting from the start every time made loading
+    // quadratic in the file's length.
+    let lines = std::cell::RefCell::new(LineCounter::new(text));
+    let line_of = |offset: usize| lines.borrow_mut().line_of(offset);
     let located = |offset: usize| {
         Some(Location {
             file: file.to_path_buf(),
@@ -608,6 +612,41 @@ fn for_each_json_row(
         }
     }
     Ok(())
+}
+
+/// Line numbers of byte offsets in a text, for offsets asked in increasing
+/// order (as a reader walks a file): each question counts only the newlines
+/// since the previous one. An earlier offset is counted from the start.
+struct LineCounter<'t> {
+    text: &'t [u8],
+    offset: usize,
+    line: u64,
+}
+
+impl<'t> LineCounter<'t> {
+    fn new(text: &'t str) -> Self {
+        LineCounter {
+            text: text.as_bytes(),
+            offset: 0,
+            line: 1,
+        }
+    }
+
+    /// The 1-based line that the byte at `offset` is on.
+    fn line_of(&mut self, offset: usize) -> u64 {
+        let offset = offset.min(self.text.len());
+        if offset < self.offset {
+            self.offset = 0;
+            self.line = 1;
+        }
+        let newlines = self.text[self.offset..offset]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        self.line += newlines as u64;
+        self.offset = offset;
+        self.line
+    }
 }
 
 /// True when the text looks like JSON (opens with `[` or `{`).
@@ -1040,6 +1079,19 @@ mod tests {
             error.to_string(),
             "t.txt:1: malformed row: frequency must be positive, got 0 kHz"
         );
+    }
+
+    #[test]
+    fn line_counter_counts_on_and_back() {
+        let mut lines = LineCounter::new("a\nb\n\nc");
+        assert_eq!(lines.line_of(0), 1);
+        assert_eq!(lines.line_of(2), 2);
+        assert_eq!(lines.line_of(5), 4);
+        // An earlier offset is counted again from the start.
+        assert_eq!(lines.line_of(1), 1);
+        assert_eq!(lines.line_of(4), 3);
+        // Past the end: the last line.
+        assert_eq!(lines.line_of(99), 4);
     }
 
     #[test]
