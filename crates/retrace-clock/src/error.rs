@@ -187,41 +187,37 @@ pub enum Error {
     InvalidArgument(String),
 }
 
+/// Matches `$error` against every variant: those that carry a file location
+/// bind it as `$at` and give `$located`; the rest give `$unlocated`. One list
+/// of the located variants for every accessor.
+macro_rules! match_location {
+    ($error:expr, $at:ident => $located:expr, _ => $unlocated:expr) => {
+        match $error {
+            Error::Malformed { at: $at, .. }
+            | Error::BadFrequency { at: $at, .. }
+            | Error::UnsortedHistory { at: $at, .. }
+            | Error::DuplicateHistoryRow { at: $at, .. }
+            | Error::UnknownProcessor { at: $at, .. }
+            | Error::BeforeStart { at: $at, .. }
+            | Error::CounterTooWide { at: $at, .. }
+            | Error::CounterOverflow { at: $at, .. }
+            | Error::InvalidRound { at: $at, .. }
+            | Error::TwoReferences { at: $at, .. }
+            | Error::NotSynchronised { at: $at, .. } => $located,
+            Error::Io { .. } | Error::NoRounds | Error::InvalidArgument(_) => $unlocated,
+        }
+    };
+}
+
 impl Error {
     /// The location of the offending row, if it came from a file.
     pub fn location(&self) -> Option<&Location> {
-        match self {
-            Error::Malformed { at, .. }
-            | Error::BadFrequency { at, .. }
-            | Error::UnsortedHistory { at, .. }
-            | Error::DuplicateHistoryRow { at, .. }
-            | Error::UnknownProcessor { at, .. }
-            | Error::BeforeStart { at, .. }
-            | Error::CounterTooWide { at, .. }
-            | Error::CounterOverflow { at, .. }
-            | Error::InvalidRound { at, .. }
-            | Error::TwoReferences { at, .. }
-            | Error::NotSynchronised { at, .. } => at.as_ref(),
-            Error::Io { .. } | Error::NoRounds | Error::InvalidArgument(_) => None,
-        }
+        match_location!(self, at => at.as_ref(), _ => None)
     }
 
     /// The same error, located at `location` (replacing any location it had).
     pub fn at(mut self, location: Location) -> Error {
-        match &mut self {
-            Error::Malformed { at, .. }
-            | Error::BadFrequency { at, .. }
-            | Error::UnsortedHistory { at, .. }
-            | Error::DuplicateHistoryRow { at, .. }
-            | Error::UnknownProcessor { at, .. }
-            | Error::BeforeStart { at, .. }
-            | Error::CounterTooWide { at, .. }
-            | Error::CounterOverflow { at, .. }
-            | Error::InvalidRound { at, .. }
-            | Error::TwoReferences { at, .. }
-            | Error::NotSynchronised { at, .. } => *at = Some(location),
-            Error::Io { .. } | Error::NoRounds | Error::InvalidArgument(_) => {}
-        }
+        match_location!(&mut self, at => *at = Some(location), _ => {});
         self
     }
 
