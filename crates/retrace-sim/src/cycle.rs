@@ -4,7 +4,7 @@
 
 use crate::observer::{Observer, Retired};
 use retrace_isa::Flow;
-use retrace_timing::{CoreModel, CoreState, Outcome};
+use retrace_timing::{CoreModel, CoreState, Resolved};
 
 /// Cycles of one function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -192,7 +192,7 @@ impl Observer for CycleObserver {
     #[inline(always)]
     fn retire(&mut self, ev: &Retired<'_>) {
         let inst = ev.inst;
-        let outcome = Outcome {
+        let outcome = Resolved {
             next_pc: ev.next_pc,
             // Only read for conditional branches, where leaving the
             // fall-through path means taken.
