@@ -1122,26 +1122,29 @@ fn write_csr<const RV64: bool>(hart: &mut Hart, csr: Csr, v: u64) -> Result<(), 
     let v = if RV64 { v } else { v & 0xffff_ffff };
     let instret = hart.stats.instructions;
     let c = &mut hart.csr;
-    // The write happens as the instruction retires, so the next read sees
-    // the written value: offsets are taken against `instret + 1`.
+    // The write happens as the instruction retires, and suppresses that
+    // instruction's own increment of the counter written (privileged spec,
+    // "Hardware Performance Monitor"): the half not written keeps its value
+    // from before the instruction (`instret`), and the next read sees the
+    // written value, so offsets are taken against `instret + 1`.
     let after = instret.wrapping_add(1);
     match csr {
         csr::MCYCLE => {
-            let cur = after.wrapping_add(c.cycle_offset);
+            let cur = instret.wrapping_add(c.cycle_offset);
             let new = if RV64 { v } else { (cur & !0xffff_ffff) | v };
             c.cycle_offset = new.wrapping_sub(after);
         }
         csr::MCYCLEH if !RV64 => {
-            let cur = after.wrapping_add(c.cycle_offset);
+            let cur = instret.wrapping_add(c.cycle_offset);
             c.cycle_offset = ((cur & 0xffff_ffff) | v << 32).wrapping_sub(after);
         }
         csr::MINSTRET => {
-            let cur = after.wrapping_add(c.instret_offset);
+            let cur = instret.wrapping_add(c.instret_offset);
             let new = if RV64 { v } else { (cur & !0xffff_ffff) | v };
             c.instret_offset = new.wrapping_sub(after);
         }
         csr::MINSTRETH if !RV64 => {
-            let cur = after.wrapping_add(c.instret_offset);
+            let cur = instret.wrapping_add(c.instret_offset);
             c.instret_offset = ((cur & 0xffff_ffff) | v << 32).wrapping_sub(after);
         }
         Csr(MHPMCOUNTER3..=MHPMCOUNTER31) | Csr(MHPMEVENT3..=MHPMEVENT31) => {}
@@ -1263,6 +1266,37 @@ mod tests {
             let slow = matches!(exit, BlockExit::Slow);
             assert_eq!(slow, block_end(op) == BlockEnd::Slow, "{op:?}");
             assert_eq!(done, usize::from(!slow), "{op:?}");
+        }
+    }
+
+    /// A CSR instruction at the hart's current count, then its retirement.
+    fn write_and_retire(hart: &mut Hart, csr: Csr, v: u64) {
+        write_csr::<false>(hart, csr, v).unwrap();
+        hart.stats.instructions += 1;
+    }
+
+    /// On RV32 a write to either half of `minstret`/`mcycle` replaces the
+    /// increment the writing instruction would make: the other half keeps
+    /// its value from before, with no carry into or out of it. The engine
+    /// once took the other half after the increment, so a counter at
+    /// `0xffff_ffff` whose high half was written read back 0.
+    #[test]
+    fn rv32_counter_half_writes_suppress_the_writers_increment() {
+        for (low, high) in [(csr::MINSTRET, csr::MINSTRETH), (csr::MCYCLE, csr::MCYCLEH)] {
+            let mut hart = Hart::new(0, 0);
+            write_and_retire(&mut hart, low, 0xffff_ffff);
+            assert_eq!(read_csr::<false>(&hart, low), Ok(0xffff_ffff));
+            write_and_retire(&mut hart, high, 0);
+            assert_eq!(read_csr::<false>(&hart, low), Ok(0xffff_ffff), "{high}");
+            assert_eq!(read_csr::<false>(&hart, high), Ok(0), "{high}");
+            // Counter at 0x0_ffff_ffff: writing the low half must not let
+            // the increment carry into the high half.
+            write_and_retire(&mut hart, low, 5);
+            assert_eq!(read_csr::<false>(&hart, low), Ok(5), "{low}");
+            assert_eq!(read_csr::<false>(&hart, high), Ok(0), "{low}");
+            // An instruction that writes nothing counts as usual.
+            hart.stats.instructions += 1;
+            assert_eq!(read_csr::<false>(&hart, low), Ok(6), "{low}");
         }
     }
 }
