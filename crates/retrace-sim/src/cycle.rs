@@ -81,6 +81,10 @@ pub struct CycleObserver {
     /// The current segment: pcs in `[lo, hi)` belong to `func`; it began at
     /// `cycles` cycles and `insns` instructions.
     seg: Segment,
+    /// Whether the last conditional branch was taken, as the engine decided
+    /// it from the branch condition ([`Observer::branch`] comes just before
+    /// that branch's [`Observer::retire`]).
+    branch_taken: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -111,6 +115,7 @@ impl CycleObserver {
                 cycles: 0,
                 insns: 0,
             },
+            branch_taken: false,
         }
     }
 
@@ -187,6 +192,11 @@ impl CycleObserver {
 }
 
 impl Observer for CycleObserver {
+    #[inline(always)]
+    fn branch(&mut self, _hart: usize, _pc: u64, _inst: &retrace_isa::Inst, taken: bool, _: u64) {
+        self.branch_taken = taken;
+    }
+
     // Inlined into the engine's loop: a call per instruction is a
     // measurable part of the budget.
     #[inline(always)]
@@ -194,9 +204,10 @@ impl Observer for CycleObserver {
         let inst = ev.inst;
         let outcome = Resolved {
             next_pc: ev.next_pc,
-            // Only read for conditional branches, where leaving the
-            // fall-through path means taken.
-            taken: ev.next_pc != inst.fallthrough(ev.pc),
+            // Only read for conditional branches. From the condition, as the
+            // recorder and the replay take it: `beq x0, x0, .+4` is taken
+            // although it lands on its fall-through.
+            taken: self.branch_taken,
             mem_addr: ev.mem_addr.unwrap_or(0),
         };
         if ev.pc < self.seg.lo || ev.pc >= self.seg.hi {
