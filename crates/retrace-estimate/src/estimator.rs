@@ -33,10 +33,7 @@
 use crate::walk::{Graph, Leave, Visit};
 use retrace_isa::Inst;
 use retrace_program::{PpId, PpTable};
-use retrace_timing::static_prediction as predict_static;
-use retrace_timing::{
-    BranchPredictor, Cache, CoreModel, Events, PathTimer, ReturnStack, SignatureId,
-};
+use retrace_timing::{CoreModel, Events, Frontend, PathTimer, SignatureId};
 use rustc_hash::FxHashMap;
 
 /// How much of the core's behaviour the replay simulates.
@@ -73,10 +70,27 @@ impl std::fmt::Display for Fidelity {
 struct Key {
     entry: SignatureId,
     pp: PpId,
-    /// bit 0: taken; bit 1: mispredicted.
-    outcome: u8,
+    end: EndOutcome,
     /// Which of the partial program's line fetches missed the I-cache.
     fetch_misses: u64,
+}
+
+/// How a partial program's end instruction went, as far as its time
+/// depends on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+struct EndOutcome {
+    /// A conditional branch was taken.
+    taken: bool,
+    /// A conditional branch or a return was mispredicted.
+    mispredicted: bool,
+}
+
+impl EndOutcome {
+    /// The node edge for this outcome ([`Node::edges`]).
+    #[inline(always)]
+    fn edge(self) -> usize {
+        usize::from(self.taken) | usize::from(self.mispredicted) << 1
+    }
 }
 
 /// "No node yet".
@@ -135,7 +149,7 @@ impl Counters {
 struct Node {
     pp: PpId,
     sig: SignatureId,
-    /// Indexed by outcome (taken | mispredicted << 1), all fetches hitting.
+    /// Indexed by [`EndOutcome::edge`], all fetches hitting.
     edges: [Edge; 4],
 }
 
@@ -204,9 +218,9 @@ pub struct Estimator {
     /// indirect jump leaves one node for many successors, and the working
     /// set of (signature, partial program) pairs is small.
     recent_nodes: Box<[(SignatureId, PpId, u32)]>,
-    predictor: Option<BranchPredictor>,
-    ras: Option<ReturnStack>,
-    icache: Option<Cache>,
+    /// Predictor, return stack and I-cache: the whole front end under
+    /// `control`, a stateless one under `fast`.
+    frontend: Frontend,
     facts: Vec<PpFacts>,
     scratch: Vec<(Inst, Events)>,
     /// Executions and cycles of partial programs outside the node graph
@@ -233,14 +247,10 @@ impl Estimator {
             node_ids: FxHashMap::default(),
             recent_nodes: vec![(SignatureId(u32::MAX), PpId(u32::MAX), NO_NODE); RECENT_NODES]
                 .into_boxed_slice(),
-            predictor: (control && model.branch.predictor.is_dynamic())
-                .then(|| BranchPredictor::new(model.branch.predictor)),
-            ras: (control && model.branch.ras_depth > 0)
-                .then(|| ReturnStack::new(model.branch.ras_depth)),
-            icache: if control {
-                model.icache.as_ref().map(Cache::new)
+            frontend: if control {
+                Frontend::new(model)
             } else {
-                None
+                Frontend::stateless(model)
             },
             facts: Vec::new(),
             scratch: Vec::new(),
@@ -316,7 +326,10 @@ impl Estimator {
     /// cache state that a node does not capture.
     #[inline]
     pub(crate) fn current_node(&self) -> Option<(u32, PpId)> {
-        if self.fidelity != Fidelity::Fast || self.icache.is_some() || self.node == NO_NODE {
+        if self.fidelity != Fidelity::Fast
+            || self.frontend.icache().is_some()
+            || self.node == NO_NODE
+        {
             return None;
         }
         Some((self.node, self.nodes[self.node as usize].pp))
@@ -371,7 +384,7 @@ impl Estimator {
         let mut mem_ops = 0;
         let mut prev = u64::MAX;
         for (k, (pc, inst)) in table.insts(pp).enumerate() {
-            if let Some(ic) = &self.icache {
+            if let Some(ic) = self.frontend.icache() {
                 let line = ic.line_of(pc.get());
                 if line != prev {
                     lines.push((k as u32, pc.get()));
@@ -387,7 +400,7 @@ impl Estimator {
             mem_ops,
             len: p.len,
             last: p.last.get(),
-            backward: end.map(|e| e.imm < 0).unwrap_or(false),
+            backward: end.is_some_and(|e| e.is_backward_branch()),
             after: end.map(|e| e.fallthrough(p.last.get())).unwrap_or(0),
             ready: true,
         };
@@ -398,13 +411,15 @@ impl Estimator {
     /// the miss mask (bit k: the k-th line fetch missed).
     #[inline]
     fn fetch(&mut self, pp: PpId, n: u32) -> u64 {
-        let Some(ic) = &mut self.icache else { return 0 };
+        if self.frontend.icache().is_none() {
+            return 0;
+        }
         let mut mask = 0u64;
         for (k, &(idx, pc)) in self.facts[pp.index()].line_starts.iter().enumerate() {
             if idx >= n {
                 break;
             }
-            if !ic.access(pc) {
+            if self.frontend.fetch_misses(pc) {
                 // Paths that touch more than 64 lines fold into the top bit;
                 // the memo is then bypassed for them (see `time_path`).
                 mask |= 1 << k.min(63);
@@ -420,7 +435,7 @@ impl Estimator {
         table: &PpTable,
         pp: PpId,
         n: u32,
-        outcome: u8,
+        end: EndOutcome,
         fetch_misses: u64,
     ) -> u64 {
         let full =
@@ -428,7 +443,7 @@ impl Estimator {
         let key = Key {
             entry: self.sig,
             pp,
-            outcome,
+            end,
             fetch_misses,
         };
         if full {
@@ -449,8 +464,8 @@ impl Estimator {
                 line_k += 1;
             }
             if k + 1 == n as usize && full {
-                ev.taken = outcome & 1 != 0;
-                ev.mispredict = outcome & 2 != 0;
+                ev.taken = end.taken;
+                ev.mispredict = end.mispredicted;
             }
             self.scratch.push((inst, ev));
         }
@@ -494,8 +509,8 @@ impl Estimator {
 
     /// A step outside the node graph (I-cache misses, or the last partial
     /// program): counted per partial program.
-    fn slow_step(&mut self, table: &PpTable, pp: PpId, n: u32, outcome: u8, misses: u64) {
-        let c = self.time_path(table, pp, n, outcome, misses);
+    fn slow_step(&mut self, table: &PpTable, pp: PpId, n: u32, end: EndOutcome, misses: u64) {
+        let c = self.time_path(table, pp, n, end, misses);
         self.cycles += c;
         let i = pp.index();
         if i >= self.extra.len() {
@@ -513,7 +528,7 @@ impl Estimator {
                 .sum()
         };
         self.result.mem_ops += u64::from(mem);
-        self.result.mispredicts += u64::from(outcome & 2 != 0 && n == self.facts[i].len);
+        self.result.mispredicts += u64::from(end.mispredicted && n == self.facts[i].len);
         self.node = NO_NODE;
     }
 }
@@ -524,45 +539,37 @@ impl Visit<PpTable> for Estimator {
         let f = self.facts(table, pp);
         let (len, last, backward, after, mem_ops) = (f.len, f.last, f.backward, f.after, f.mem_ops);
         self.result.instructions += u64::from(len);
-        let misses = if self.icache.is_some() {
+        let misses = if self.frontend.icache().is_some() {
             self.fetch(pp, len)
         } else {
             0
         };
-        let mut outcome = 0u8;
+        let mut end = EndOutcome::default();
         match how {
             Leave::Branch(taken) => {
-                let predicted = match &mut self.predictor {
-                    Some(p) => p.predict_and_update(last, backward, taken),
-                    None => predict_static(self.model().branch.predictor, backward),
+                end = EndOutcome {
+                    taken,
+                    mispredicted: self.frontend.branch(last, backward, taken),
                 };
-                outcome = u8::from(taken) | (u8::from(predicted != taken) << 1);
             }
-            Leave::Call => {
-                if let Some(ras) = &mut self.ras {
-                    ras.push(after);
-                }
-            }
+            Leave::Call => self.frontend.call(after),
             Leave::Return { .. } => {
-                if let Some(ras) = &mut self.ras {
-                    let target = table.start(next);
-                    outcome = u8::from(ras.pop() != Some(target)) << 1;
-                }
+                end.mispredicted = self.frontend.ret(|| table.start(next));
             }
             Leave::Indirect | Leave::Continue => {}
         }
         if misses != 0 {
             self.result.icache_misses += u64::from(misses.count_ones());
-            return self.slow_step(table, pp, len, outcome, misses);
+            return self.slow_step(table, pp, len, end, misses);
         }
         self.result.mem_ops += u64::from(mem_ops);
-        self.result.mispredicts += u64::from(outcome >> 1 & u8::from(len > 0));
+        self.result.mispredicts += u64::from(end.mispredicted && len > 0);
         // The node graph: one visit per replayed partial program.
         if self.node == NO_NODE || self.nodes[self.node as usize].pp != pp {
             self.node = self.node_for(pp);
         }
         let node = self.node as usize;
-        let edge = self.nodes[node].edges[usize::from(outcome)];
+        let edge = self.nodes[node].edges[end.edge()];
         if edge.next != NO_NODE {
             let next_node = if edge.next_pp == next {
                 edge.next
@@ -572,7 +579,7 @@ impl Visit<PpTable> for Estimator {
                 self.sig = edge.exit_sig;
                 self.node_for(next)
             };
-            let e = &mut self.nodes[node].edges[usize::from(outcome)];
+            let e = &mut self.nodes[node].edges[end.edge()];
             e.visits += 1;
             e.next = next_node;
             e.next_pp = next;
@@ -582,11 +589,11 @@ impl Visit<PpTable> for Estimator {
         }
         // First time this node leaves this way.
         self.sig = self.nodes[node].sig;
-        let c = self.time_path(table, pp, len, outcome, 0);
+        let c = self.time_path(table, pp, len, end, 0);
         self.cycles += c;
         let exit_sig = self.sig;
         let next_node = self.node_for(next);
-        let e = &mut self.nodes[node].edges[usize::from(outcome)];
+        let e = &mut self.nodes[node].edges[end.edge()];
         e.cycles = c;
         e.next = next_node;
         e.next_pp = next;
@@ -608,6 +615,6 @@ impl Visit<PpTable> for Estimator {
         self.result.instructions += u64::from(executed);
         // The run ended inside or at the end of this partial program: its end
         // instruction's control outcome is unknown and did not happen.
-        self.slow_step(table, pp, executed, 0, misses);
+        self.slow_step(table, pp, executed, EndOutcome::default(), misses);
     }
 }

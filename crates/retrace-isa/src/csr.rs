@@ -11,76 +11,164 @@
 //! CSR objdump knows, including those of extensions retrace does not
 //! implement (it only prints them).
 
-/// `mstatus`: machine status.
-pub const MSTATUS: u16 = 0x300;
-/// `misa`: ISA and extensions.
-pub const MISA: u16 = 0x301;
-/// `medeleg`: machine exception delegation.
-pub const MEDELEG: u16 = 0x302;
-/// `mideleg`: machine interrupt delegation.
-pub const MIDELEG: u16 = 0x303;
-/// `mie`: machine interrupt enable.
-pub const MIE: u16 = 0x304;
-/// `mtvec`: machine trap-handler base address.
-pub const MTVEC: u16 = 0x305;
-/// `mcounteren`: machine counter enable.
-pub const MCOUNTEREN: u16 = 0x306;
-/// `mscratch`: machine scratch register.
-pub const MSCRATCH: u16 = 0x340;
-/// `mepc`: machine exception program counter.
-pub const MEPC: u16 = 0x341;
-/// `mcause`: machine trap cause.
-pub const MCAUSE: u16 = 0x342;
-/// `mtval`: machine bad address or instruction.
-pub const MTVAL: u16 = 0x343;
-/// `mip`: machine interrupt pending.
-pub const MIP: u16 = 0x344;
-/// `pmpcfg0`: first physical memory protection configuration register.
-pub const PMPCFG0: u16 = 0x3a0;
-/// `pmpaddr0`: first physical memory protection address register.
-pub const PMPADDR0: u16 = 0x3b0;
-/// `satp`: supervisor address translation and protection.
-pub const SATP: u16 = 0x180;
-/// `mcycle`: machine cycle counter.
-pub const MCYCLE: u16 = 0xb00;
-/// `minstret`: machine instructions-retired counter.
-pub const MINSTRET: u16 = 0xb02;
-/// `mcycleh`: upper half of `mcycle` (RV32).
-pub const MCYCLEH: u16 = 0xb80;
-/// `minstreth`: upper half of `minstret` (RV32).
-pub const MINSTRETH: u16 = 0xb82;
-/// `cycle`: user-mode read-only alias of the cycle counter.
-pub const CYCLE: u16 = 0xc00;
-/// `time`: user-mode read-only real-time counter.
-pub const TIME: u16 = 0xc01;
-/// `instret`: user-mode read-only alias of the instructions-retired counter.
-pub const INSTRET: u16 = 0xc02;
-/// `cycleh`: upper half of `cycle` (RV32).
-pub const CYCLEH: u16 = 0xc80;
-/// `timeh`: upper half of `time` (RV32).
-pub const TIMEH: u16 = 0xc81;
-/// `instreth`: upper half of `instret` (RV32).
-pub const INSTRETH: u16 = 0xc82;
-/// `mvendorid`: vendor ID.
-pub const MVENDORID: u16 = 0xf11;
-/// `marchid`: architecture ID.
-pub const MARCHID: u16 = 0xf12;
-/// `mimpid`: implementation ID.
-pub const MIMPID: u16 = 0xf13;
-/// `mhartid`: hardware thread ID.
-pub const MHARTID: u16 = 0xf14;
+use std::fmt;
 
-/// The name objdump prints for CSR number `csr`, if it has one.
+/// A CSR number (12 bits), open like gimli's `DwTag`: any value is a `Csr`,
+/// the known ones have constants, and every value prints (its objdump name,
+/// or its number).
 ///
 /// ```
-/// assert_eq!(retrace_isa::csr::name(0x300), Some("mstatus"));
-/// assert_eq!(retrace_isa::csr::name(0x7c0), None);
+/// use retrace_isa::csr::{self, Csr};
+/// assert_eq!(csr::MSTATUS.name(), Some("mstatus"));
+/// assert_eq!(Csr(0x7c0).to_string(), "csr 0x7c0");
 /// ```
-pub fn name(csr: u16) -> Option<&'static str> {
-    NAMES
-        .binary_search_by_key(&csr, |&(n, _)| n)
-        .ok()
-        .map(|i| NAMES[i].1)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Csr(pub u16);
+
+macro_rules! csrs {
+    ($( $(#[$m:meta])* $name:ident = $num:literal; )*) => {
+        $( $(#[$m])* pub const $name: Csr = Csr($num); )*
+        /// Every named constant with its Rust name, for the test that
+        /// checks them against the objdump table.
+        #[cfg(test)]
+        const CONSTANTS: &[(Csr, &str)] = &[ $( ($name, stringify!($name)) ),* ];
+    };
+}
+
+csrs! {
+    /// `satp`: supervisor address translation and protection.
+    SATP = 0x180;
+    /// `mstatus`: machine status.
+    MSTATUS = 0x300;
+    /// `misa`: ISA and extensions.
+    MISA = 0x301;
+    /// `medeleg`: machine exception delegation.
+    MEDELEG = 0x302;
+    /// `mideleg`: machine interrupt delegation.
+    MIDELEG = 0x303;
+    /// `mie`: machine interrupt enable.
+    MIE = 0x304;
+    /// `mtvec`: machine trap-handler base address.
+    MTVEC = 0x305;
+    /// `mcounteren`: machine counter enable.
+    MCOUNTEREN = 0x306;
+    /// `mstatush`: upper half of `mstatus` (RV32).
+    MSTATUSH = 0x310;
+    /// `mcountinhibit`: machine counter inhibit.
+    MCOUNTINHIBIT = 0x320;
+    /// `mhpmevent3`: first machine performance-monitoring event selector.
+    MHPMEVENT3 = 0x323;
+    /// `mhpmevent31`: last machine performance-monitoring event selector.
+    MHPMEVENT31 = 0x33f;
+    /// `mscratch`: machine scratch register.
+    MSCRATCH = 0x340;
+    /// `mepc`: machine exception program counter.
+    MEPC = 0x341;
+    /// `mcause`: machine trap cause.
+    MCAUSE = 0x342;
+    /// `mtval`: machine bad address or instruction.
+    MTVAL = 0x343;
+    /// `mip`: machine interrupt pending.
+    MIP = 0x344;
+    /// `pmpcfg0`: first physical memory protection configuration register.
+    PMPCFG0 = 0x3a0;
+    /// `pmpcfg15`: last physical memory protection configuration register.
+    PMPCFG15 = 0x3af;
+    /// `pmpaddr0`: first physical memory protection address register.
+    PMPADDR0 = 0x3b0;
+    /// `pmpaddr63`: last physical memory protection address register.
+    PMPADDR63 = 0x3ef;
+    /// `mcycle`: machine cycle counter.
+    MCYCLE = 0xb00;
+    /// `minstret`: machine instructions-retired counter.
+    MINSTRET = 0xb02;
+    /// `mhpmcounter3`: first machine performance-monitoring counter.
+    MHPMCOUNTER3 = 0xb03;
+    /// `mhpmcounter31`: last machine performance-monitoring counter.
+    MHPMCOUNTER31 = 0xb1f;
+    /// `mcycleh`: upper half of `mcycle` (RV32).
+    MCYCLEH = 0xb80;
+    /// `minstreth`: upper half of `minstret` (RV32).
+    MINSTRETH = 0xb82;
+    /// `mhpmcounter3h`: upper half of `mhpmcounter3` (RV32).
+    MHPMCOUNTER3H = 0xb83;
+    /// `mhpmcounter31h`: upper half of `mhpmcounter31` (RV32).
+    MHPMCOUNTER31H = 0xb9f;
+    /// `cycle`: user-mode read-only alias of the cycle counter.
+    CYCLE = 0xc00;
+    /// `time`: user-mode read-only real-time counter.
+    TIME = 0xc01;
+    /// `instret`: user-mode read-only alias of the instructions-retired counter.
+    INSTRET = 0xc02;
+    /// `hpmcounter3`: user-mode alias of `mhpmcounter3`.
+    HPMCOUNTER3 = 0xc03;
+    /// `hpmcounter31`: user-mode alias of `mhpmcounter31`.
+    HPMCOUNTER31 = 0xc1f;
+    /// `cycleh`: upper half of `cycle` (RV32).
+    CYCLEH = 0xc80;
+    /// `timeh`: upper half of `time` (RV32).
+    TIMEH = 0xc81;
+    /// `instreth`: upper half of `instret` (RV32).
+    INSTRETH = 0xc82;
+    /// `hpmcounter3h`: upper half of `hpmcounter3` (RV32).
+    HPMCOUNTER3H = 0xc83;
+    /// `hpmcounter31h`: upper half of `hpmcounter31` (RV32).
+    HPMCOUNTER31H = 0xc9f;
+    /// `mvendorid`: vendor ID.
+    MVENDORID = 0xf11;
+    /// `marchid`: architecture ID.
+    MARCHID = 0xf12;
+    /// `mimpid`: implementation ID.
+    MIMPID = 0xf13;
+    /// `mhartid`: hardware thread ID.
+    MHARTID = 0xf14;
+    /// `mconfigptr`: pointer to the configuration data structure.
+    MCONFIGPTR = 0xf15;
+}
+
+impl Csr {
+    /// The name objdump prints for this CSR, if it has one.
+    ///
+    /// ```
+    /// use retrace_isa::csr::Csr;
+    /// assert_eq!(Csr(0x300).name(), Some("mstatus"));
+    /// assert_eq!(Csr(0x7c0).name(), None);
+    /// ```
+    pub fn name(self) -> Option<&'static str> {
+        NAMES
+            .binary_search_by_key(&self.0, |&(n, _)| n)
+            .ok()
+            .map(|i| NAMES[i].1)
+    }
+
+    /// The lowest privilege level (0 = U, 1 = S, 3 = M) that may access
+    /// the CSR: bits 9:8 of its number, by the privileged spec's convention.
+    #[inline]
+    pub fn min_privilege(self) -> u8 {
+        ((self.0 >> 8) & 3) as u8
+    }
+
+    /// Whether the CSR is read-only: bits 11:10 of its number are `11`.
+    #[inline]
+    pub fn is_read_only(self) -> bool {
+        self.0 >> 10 == 3
+    }
+}
+
+impl fmt::Display for Csr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => f.write_str(n),
+            None => write!(f, "csr {:#x}", self.0),
+        }
+    }
+}
+
+/// A CSR number as an instruction's immediate holds it ([`crate::Inst`]).
+impl From<Csr> for i32 {
+    fn from(c: Csr) -> i32 {
+        i32::from(c.0)
+    }
 }
 
 /// `(number, name)`, sorted by number.
@@ -180,14 +268,17 @@ mod tests {
 
     #[test]
     fn constants_agree_with_the_table() {
-        use super::*;
-        for (n, s) in [
-            (MSTATUS, "mstatus"),
-            (MHARTID, "mhartid"),
-            (CYCLEH, "cycleh"),
-            (PMPADDR0, "pmpaddr0"),
-        ] {
-            assert_eq!(name(n), Some(s));
+        for &(c, rust_name) in super::CONSTANTS {
+            assert_eq!(c.name(), Some(rust_name.to_lowercase().as_str()), "{c:?}");
         }
+    }
+
+    #[test]
+    fn privilege_and_read_only_bits() {
+        use super::*;
+        assert_eq!(CYCLE.min_privilege(), 0);
+        assert_eq!(MSTATUS.min_privilege(), 3);
+        assert!(CYCLE.is_read_only() && MHARTID.is_read_only());
+        assert!(!MCYCLE.is_read_only() && !MSTATUS.is_read_only());
     }
 }

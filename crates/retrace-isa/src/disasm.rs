@@ -93,7 +93,7 @@ enum Arg {
     Mem(i32, u8),
     /// `(reg)`.
     Ind(u8),
-    Csr(u16),
+    Csr(csr::Csr),
     Text(&'static str),
 }
 
@@ -106,9 +106,10 @@ impl fmt::Display for Arg {
             Arg::Addr(a) => write!(f, "{a:x}"),
             Arg::Mem(off, r) => write!(f, "{off}({})", reg_name(r)),
             Arg::Ind(r) => write!(f, "({})", reg_name(r)),
-            Arg::Csr(c) => match csr::name(c) {
+            // objdump prints an unnamed CSR as bare hex.
+            Arg::Csr(c) => match c.name() {
                 Some(n) => f.write_str(n),
-                None => write!(f, "0x{c:x}"),
+                None => write!(f, "0x{:x}", c.0),
             },
             Arg::Text(s) => f.write_str(s),
         }
@@ -261,7 +262,7 @@ impl Disasm {
         use Arg::*;
         use Op::*;
         let i = &self.inst;
-        let (rd, csr) = (i.rd, i.imm as u16);
+        let (rd, csr) = (i.rd, csr::Csr(i.imm as u16));
         let src = match i.op {
             Csrrw | Csrrs | Csrrc => Reg(i.rs1),
             _ => Dec(i.rs1 as i32),

@@ -124,41 +124,75 @@ pub struct Inst {
     pub raw: u32,
 }
 
-/// Instruction classes, the unit of the timing model's latency table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Class {
-    /// Integer arithmetic/logic, `lui`, `auipc`, compares.
-    Alu,
-    /// Shifts.
-    Shift,
+macro_rules! classes {
+    ($( $(#[$m:meta])* $name:ident = $key:literal ),* $(,)?) => {
+        /// Instruction classes: the rows of a timing model's latency and
+        /// occupancy tables, and the one taxonomy of operations retrace has.
+        /// Finer where cores differ (load widths, `*W` divides); how a jump
+        /// changes control flow is [`Flow`]'s business, not the class's.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u8)]
+        pub enum Class { $( $(#[$m])* $name ),* }
+
+        impl Class {
+            /// Every class, in table order (`Class::X as usize` is its row).
+            pub const ALL: [Class; Class::COUNT] = [ $( Class::$name ),* ];
+            /// The class's key in core descriptions (`load_word`, `div_w`, …).
+            pub fn key(self) -> &'static str {
+                match self { $( Class::$name => $key ),* }
+            }
+        }
+    };
+}
+
+classes! {
+    /// Integer arithmetic, logic, compares, `lui`, `auipc`.
+    Alu = "alu",
+    /// Shifts (immediate and register).
+    Shift = "shift",
     /// `mul`, `mulw`.
-    Mul,
+    Mul = "mul",
     /// `mulh`, `mulhsu`, `mulhu`.
-    MulH,
-    /// Division and remainder.
-    Div,
-    /// Loads.
-    Load,
-    /// Stores.
-    Store,
+    MulH = "mulh",
+    /// `div`, `divu`, `rem`, `remu`.
+    Div = "div",
+    /// `divw`, `divuw`, `remw`, `remuw` (RV64).
+    DivW = "div_w",
+    /// `lb`, `lbu`.
+    LoadByte = "load_byte",
+    /// `lh`, `lhu`.
+    LoadHalf = "load_half",
+    /// `lw`, `lwu`.
+    LoadWord = "load_word",
+    /// `ld`.
+    LoadDouble = "load_double",
+    /// Stores of any width.
+    Store = "store",
     /// Conditional branches.
-    Branch,
-    /// Direct jumps that are not calls (`jal x0`).
-    Jump,
-    /// Direct or indirect calls (link register `ra` or `t0`).
-    Call,
-    /// Function returns (`jalr x0, 0(ra)`).
-    Return,
-    /// Other indirect jumps.
-    Indirect,
-    /// CSR reads/writes.
-    Csr,
-    /// `fence`, `fence.i`, `sfence.vma`.
-    Fence,
-    /// LR/SC and AMOs.
-    Amo,
-    /// `ecall`, `ebreak`, `mret`, `sret`, `wfi`.
-    System,
+    Branch = "branch",
+    /// `jal` (direct jumps and calls).
+    Jal = "jal",
+    /// `jalr` (indirect jumps, indirect calls and returns).
+    Jalr = "jalr",
+    /// CSR instructions.
+    Csr = "csr",
+    /// `fence`, `fence.tso`, `pause`, `fence.i`, `sfence.vma`.
+    Fence = "fence",
+    /// LR, SC and AMOs.
+    Amo = "amo",
+    /// `ecall`, `ebreak` (and so semihosting calls), `mret`, `sret`, `wfi`.
+    Ecall = "ecall",
+}
+
+impl Class {
+    /// Number of classes.
+    pub const COUNT: usize = Class::Ecall as usize + 1;
+}
+
+impl std::fmt::Display for Class {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
 }
 
 /// How an instruction changes control flow.
@@ -252,6 +286,37 @@ impl Op {
         )
     }
 
+    /// The operation's class. Exhaustive on purpose: a new operation does
+    /// not compile until it has one.
+    pub const fn class(self) -> Class {
+        use Op::*;
+        match self {
+            Lui | Auipc | Addi | Slti | Sltiu | Xori | Ori | Andi | Add | Sub | Slt | Sltu
+            | Xor | Or | And | Addiw | Addw | Subw => Class::Alu,
+            Slli | Srli | Srai | Sll | Srl | Sra | Slliw | Srliw | Sraiw | Sllw | Srlw | Sraw => {
+                Class::Shift
+            }
+            Mul | Mulw => Class::Mul,
+            Mulh | Mulhsu | Mulhu => Class::MulH,
+            Div | Divu | Rem | Remu => Class::Div,
+            Divw | Divuw | Remw | Remuw => Class::DivW,
+            Lb | Lbu => Class::LoadByte,
+            Lh | Lhu => Class::LoadHalf,
+            Lw | Lwu => Class::LoadWord,
+            Ld => Class::LoadDouble,
+            Sb | Sh | Sw | Sd => Class::Store,
+            Beq | Bne | Blt | Bge | Bltu | Bgeu => Class::Branch,
+            Jal => Class::Jal,
+            Jalr => Class::Jalr,
+            Csrrw | Csrrs | Csrrc | Csrrwi | Csrrsi | Csrrci => Class::Csr,
+            Fence | FenceTso | Pause | FenceI | SfenceVma => Class::Fence,
+            Ecall | Ebreak | Mret | Sret | Wfi => Class::Ecall,
+            LrW | ScW | AmoswapW | AmoaddW | AmoxorW | AmoandW | AmoorW | AmominW | AmomaxW
+            | AmominuW | AmomaxuW | LrD | ScD | AmoswapD | AmoaddD | AmoxorD | AmoandD | AmoorD
+            | AmominD | AmomaxD | AmominuD | AmomaxuD => Class::Amo,
+        }
+    }
+
     /// The memory access of a load, store, LR, SC or AMO; `None` otherwise.
     pub fn mem(self) -> Option<MemAccess> {
         use MemKind::*;
@@ -336,34 +401,18 @@ impl Inst {
         }
     }
 
-    /// The instruction class used by timing models.
+    /// The instruction's class (a function of the operation alone).
+    #[inline]
     pub fn class(&self) -> Class {
-        use Op::*;
-        match self.op {
-            Lui | Auipc | Addi | Slti | Sltiu | Xori | Ori | Andi | Add | Sub | Slt | Sltu
-            | Xor | Or | And | Addiw | Addw | Subw => Class::Alu,
-            Slli | Srli | Srai | Sll | Srl | Sra | Slliw | Srliw | Sraiw | Sllw | Srlw | Sraw => {
-                Class::Shift
-            }
-            Mul | Mulw => Class::Mul,
-            Mulh | Mulhsu | Mulhu => Class::MulH,
-            Div | Divu | Rem | Remu | Divw | Divuw | Remw | Remuw => Class::Div,
-            Lb | Lh | Lw | Ld | Lbu | Lhu | Lwu => Class::Load,
-            Sb | Sh | Sw | Sd => Class::Store,
-            Beq | Bne | Blt | Bge | Bltu | Bgeu => Class::Branch,
-            Jal | Jalr => match self.flow() {
-                Flow::Call | Flow::IndirectCall => Class::Call,
-                Flow::Return => Class::Return,
-                Flow::Jump => Class::Jump,
-                _ => Class::Indirect,
-            },
-            Csrrw | Csrrs | Csrrc | Csrrwi | Csrrsi | Csrrci => Class::Csr,
-            Fence | FenceTso | Pause | FenceI | SfenceVma => Class::Fence,
-            Ecall | Ebreak | Mret | Sret | Wfi => Class::System,
-            LrW | ScW | AmoswapW | AmoaddW | AmoxorW | AmoandW | AmoorW | AmominW | AmomaxW
-            | AmominuW | AmomaxuW | LrD | ScD | AmoswapD | AmoaddD | AmoxorD | AmoandD | AmoorD
-            | AmominD | AmomaxD | AmominuD | AmomaxuD => Class::Amo,
-        }
+        self.op.class()
+    }
+
+    /// Whether this is a conditional branch to a lower address: the one
+    /// definition of "backward" that static prediction (backward taken,
+    /// forward not taken), the replay and loop analysis share.
+    #[inline]
+    pub fn is_backward_branch(&self) -> bool {
+        matches!(self.op.class(), Class::Branch) && self.imm < 0
     }
 
     /// The target of a conditional branch or `jal`: `pc + imm`, wrapped to
@@ -469,7 +518,7 @@ mod tests {
         let ret = d(0x0000_8067);
         assert_eq!(
             (ret.class(), ret.reads(), ret.writes()),
-            (Class::Return, [Some(1), None], None)
+            (Class::Jalr, [Some(1), None], None)
         );
         let sw = d(0x00a1_2623); // sw a0, 12(sp)
         assert_eq!(
@@ -497,7 +546,49 @@ mod tests {
         assert_eq!(d(0x0000_0013).writes(), None); // nop writes x0
         assert_eq!(d(0x02b5_0533).class(), Class::Mul);
         assert_eq!(d(0x02b5_1533).class(), Class::MulH);
-        assert_eq!(d(0x02b5_453b).class(), Class::Div);
+        assert_eq!(d(0x02b5_453b).class(), Class::DivW); // divw
+        assert_eq!(d(0x02b5_4533).class(), Class::Div);
         assert_eq!(d(0x3004_7073).reads(), [None, None]); // csrci mstatus, 8
+    }
+
+    #[test]
+    fn classes_agree_with_memory_accesses_and_flows() {
+        use Class::*;
+        for (i, c) in Class::ALL.iter().enumerate() {
+            assert_eq!(*c as usize, i);
+        }
+        for &op in Op::ALL {
+            let class = op.class();
+            let from_mem = op.mem().map(|m| match (m.kind, m.bytes) {
+                (MemKind::Load, 1) => LoadByte,
+                (MemKind::Load, 2) => LoadHalf,
+                (MemKind::Load, 4) => LoadWord,
+                (MemKind::Load, _) => LoadDouble,
+                (MemKind::Store, _) => Store,
+                _ => Amo,
+            });
+            let memory_class = matches!(
+                class,
+                LoadByte | LoadHalf | LoadWord | LoadDouble | Store | Amo
+            );
+            assert_eq!(from_mem.is_some(), memory_class, "{op:?}");
+            if let Some(c) = from_mem {
+                assert_eq!(class, c, "{op:?}");
+            }
+            let probe = Inst {
+                op,
+                rd: 1,
+                rs1: 2,
+                rs2: 3,
+                len: 4,
+                imm: -4,
+                raw: 0,
+            };
+            assert_eq!(probe.flow() == Flow::CondBranch, class == Branch, "{op:?}");
+            assert_eq!(probe.is_backward_branch(), class == Branch, "{op:?}");
+        }
+        let beq_forward = d(0x00b5_0463);
+        assert!(!beq_forward.is_backward_branch());
+        assert!(d(0xfe00_0ee3).is_backward_branch());
     }
 }

@@ -13,7 +13,7 @@
 //!   [`Inst::mem`] answer what the CFG builder, simulator and timing model ask.
 //! - [`encode`] is the exact inverse of [`decode`].
 //! - [`disasm`] prints what GNU `objdump -d` prints; [`reg_name`] and
-//!   [`csr::name`] give the register and CSR names it uses.
+//!   [`csr::Csr::name`] give the register and CSR names it uses.
 //!
 //! ```
 //! use retrace_isa::{decode, Xlen, Op, Flow};
@@ -30,9 +30,11 @@ pub mod csr;
 mod decode;
 mod disasm;
 mod encode;
+mod fnv;
 mod inst;
 
 pub use decode::{decode, inst_len, DecodeError};
 pub use disasm::{disasm, reg_name, Disasm};
 pub use encode::{encode, EncodeError};
+pub use fnv::Fnv1a;
 pub use inst::{Class, Flow, Inst, MemAccess, MemKind, Op, Xlen};

@@ -17,7 +17,7 @@
 use object::elf;
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader, Sym};
 use object::Endianness;
-use retrace_isa::Xlen;
+use retrace_isa::{Fnv1a, Xlen};
 use std::fmt;
 
 /// What went wrong while reading an ELF file.
@@ -196,26 +196,6 @@ pub fn machine_name(machine: u16) -> &'static str {
     }
 }
 
-/// 64-bit FNV-1a, the identity hash: simple, stable across versions and
-/// platforms, and fast enough for a few megabytes.
-#[derive(Clone, Copy)]
-struct Fnv(u64);
-
-impl Fnv {
-    fn new() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-    fn bytes(&mut self, b: &[u8]) {
-        for &x in b {
-            self.0 ^= u64::from(x);
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    fn u64(&mut self, v: u64) {
-        self.bytes(&v.to_le_bytes());
-    }
-}
-
 impl Elf {
     /// Parse an ELF file from its bytes.
     pub fn parse(data: &[u8]) -> Result<Elf, ElfError> {
@@ -315,7 +295,7 @@ where
     };
 
     let mut segments = Vec::new();
-    let mut hash = Fnv::new();
+    let mut hash = Fnv1a::new();
     hash.u64(u64::from(xlen.bits()));
     hash.u64(entry);
     for (index, ph) in header
@@ -442,7 +422,7 @@ where
         fromhost,
         symbols,
         data_marks,
-        identity: hash.0,
+        identity: hash.finish(),
     })
 }
 

@@ -37,9 +37,9 @@ use crate::code::Code;
 use crate::error::{ProgramError, Warning};
 use crate::Addr;
 use retrace_isa::{Flow, Inst};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::FxHashMap;
+use std::collections::HashSet;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// Index of a partial program in its [`PpTable`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -127,12 +127,6 @@ impl StartKinds {
         StartKind::ALL
             .into_iter()
             .filter(move |k| self.contains(*k))
-    }
-
-    /// The most telling member (function entry first): what a one-column
-    /// listing shows.
-    pub fn primary(self) -> Option<StartKind> {
-        self.iter().next()
     }
 }
 
@@ -326,30 +320,10 @@ pub struct PartialProgram {
     n_runs: u32,
 }
 
-/// A fast hasher for addresses (the Fx hash of rustc): the keys are
-/// program addresses, not attacker-chosen strings, and the lookup sits in
-/// the replay's indirect-jump path.
-#[derive(Default, Clone, Copy)]
-pub struct AddrHasher(u64);
-
-impl Hasher for AddrHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type AddrMap<V> = HashMap<Addr, V, BuildHasherDefault<AddrHasher>>;
+/// Partial programs by start address. Fx hashing: the keys are program
+/// addresses, not attacker-chosen strings, and the lookup sits in the
+/// replay's indirect-jump path.
+type AddrMap<V> = FxHashMap<Addr, V>;
 
 /// Longest path the builder follows; a path is finite anyway (a jump back
 /// onto it ends it), this only bounds the work on adversarial input.
@@ -484,12 +458,6 @@ impl PpTable {
     /// instructions that overlap others).
     pub fn warnings(&self) -> &[Warning] {
         &self.warnings
-    }
-
-    /// Total number of instructions over all PP paths (overlapping paths
-    /// count once per PP).
-    pub fn path_instructions(&self) -> u64 {
-        self.pps.iter().map(|p| u64::from(p.len)).sum()
     }
 
     fn mask(&self, a: u64) -> Addr {

@@ -278,12 +278,6 @@ impl Program {
         }
         best
     }
-
-    /// Total instructions over all functions' CFGs (shared code counted
-    /// once per function).
-    pub fn cfg_instructions(&self) -> u64 {
-        self.cfgs.iter().map(Cfg::instructions).sum()
-    }
 }
 
 fn table_warn(warnings: &mut Vec<Warning>, from: Addr, to: Addr, error: ProgramError) {

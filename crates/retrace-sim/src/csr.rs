@@ -1,52 +1,11 @@
-//! Control and status registers, trap causes and privilege modes.
+//! Control and status register state, trap causes and privilege modes.
 //!
-//! CSR numbers and trap causes are open newtypes with named constants (the
-//! `gimli` style): an unknown value still prints, and the engine can report
-//! exactly which CSR a program touched.
+//! Trap causes are an open newtype with named constants (the `gimli`
+//! style): an unknown value still prints. CSR numbers are the same kind of
+//! type, [`retrace_isa::csr::Csr`], kept with the decoder and disassembler
+//! so there is one list of them.
 
 use std::fmt;
-
-/// A CSR number (12 bits).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Csr(pub u16);
-
-macro_rules! csrs {
-    ($( $name:ident = $num:literal, $text:literal; )*) => {
-        impl Csr {
-            $( #[doc = concat!("`", $text, "`")] pub const $name: Csr = Csr($num); )*
-            /// The CSR's assembler name, if it is one retrace knows.
-            pub fn name(self) -> Option<&'static str> {
-                match self.0 { $( $num => Some($text), )* _ => None }
-            }
-        }
-    };
-}
-
-csrs! {
-    CYCLE = 0xc00, "cycle"; TIME = 0xc01, "time"; INSTRET = 0xc02, "instret";
-    CYCLEH = 0xc80, "cycleh"; TIMEH = 0xc81, "timeh"; INSTRETH = 0xc82, "instreth";
-    SATP = 0x180, "satp";
-    MSTATUS = 0x300, "mstatus"; MISA = 0x301, "misa"; MEDELEG = 0x302, "medeleg";
-    MIDELEG = 0x303, "mideleg"; MIE = 0x304, "mie"; MTVEC = 0x305, "mtvec";
-    MCOUNTEREN = 0x306, "mcounteren"; MSTATUSH = 0x310, "mstatush";
-    MCOUNTINHIBIT = 0x320, "mcountinhibit";
-    MSCRATCH = 0x340, "mscratch"; MEPC = 0x341, "mepc"; MCAUSE = 0x342, "mcause";
-    MTVAL = 0x343, "mtval"; MIP = 0x344, "mip";
-    PMPCFG0 = 0x3a0, "pmpcfg0"; PMPADDR0 = 0x3b0, "pmpaddr0";
-    MCYCLE = 0xb00, "mcycle"; MINSTRET = 0xb02, "minstret";
-    MCYCLEH = 0xb80, "mcycleh"; MINSTRETH = 0xb82, "minstreth";
-    MVENDORID = 0xf11, "mvendorid"; MARCHID = 0xf12, "marchid"; MIMPID = 0xf13, "mimpid";
-    MHARTID = 0xf14, "mhartid"; MCONFIGPTR = 0xf15, "mconfigptr";
-}
-
-impl fmt::Display for Csr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.name() {
-            Some(n) => f.write_str(n),
-            None => write!(f, "csr {:#x}", self.0),
-        }
-    }
-}
 
 /// A synchronous exception cause (`mcause` value; retrace raises no
 /// interrupts).

@@ -4,7 +4,7 @@
 
 use crate::observer::{Observer, Retired};
 use retrace_isa::Flow;
-use retrace_timing::{CoreModel, CoreState, Outcome};
+use retrace_timing::{CoreModel, CoreState, Resolved};
 
 /// Cycles of one function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -81,6 +81,10 @@ pub struct CycleObserver {
     /// The current segment: pcs in `[lo, hi)` belong to `func`; it began at
     /// `cycles` cycles and `insns` instructions.
     seg: Segment,
+    /// Whether the last conditional branch was taken, as the engine decided
+    /// it from the branch condition ([`Observer::branch`] comes just before
+    /// that branch's [`Observer::retire`]).
+    branch_taken: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -111,6 +115,7 @@ impl CycleObserver {
                 cycles: 0,
                 insns: 0,
             },
+            branch_taken: false,
         }
     }
 
@@ -187,16 +192,22 @@ impl CycleObserver {
 }
 
 impl Observer for CycleObserver {
+    #[inline(always)]
+    fn branch(&mut self, _hart: usize, _pc: u64, _inst: &retrace_isa::Inst, taken: bool, _: u64) {
+        self.branch_taken = taken;
+    }
+
     // Inlined into the engine's loop: a call per instruction is a
     // measurable part of the budget.
     #[inline(always)]
     fn retire(&mut self, ev: &Retired<'_>) {
         let inst = ev.inst;
-        let outcome = Outcome {
+        let outcome = Resolved {
             next_pc: ev.next_pc,
-            // Only read for conditional branches, where leaving the
-            // fall-through path means taken.
-            taken: ev.next_pc != inst.fallthrough(ev.pc),
+            // Only read for conditional branches. From the condition, as the
+            // recorder and the replay take it: `beq x0, x0, .+4` is taken
+            // although it lands on its fall-through.
+            taken: self.branch_taken,
             mem_addr: ev.mem_addr.unwrap_or(0),
         };
         if ev.pc < self.seg.lo || ev.pc >= self.seg.hi {

@@ -17,12 +17,13 @@
 //! - **A slow path** for everything rare (CSRs, traps, `ecall`, semihosting,
 //!   `mret`, `fence.i`), with the exact retired count at hand.
 
-use crate::csr::{mstatus, Cause, Csr, Priv};
+use crate::csr::{mstatus, Cause, Priv};
 use crate::hart::Hart;
 use crate::memory::{Memory, Reservation};
 use crate::observer::{Observer, Retired, TrapEvent};
 use crate::semihost;
 use crate::{Fault, Machine, StopReason};
+use retrace_isa::csr::{self, Csr};
 use retrace_isa::{decode, Inst, Op, Xlen};
 
 /// Longest block; long enough to amortise the per-block work, short enough
@@ -49,7 +50,7 @@ struct Block {
 }
 
 /// Decoded-block cache.
-pub(crate) struct Cache {
+pub(crate) struct BlockCache {
     base: u64,
     /// Block index + 1 for each halfword where a block starts, 0 if none.
     map: Vec<u32>,
@@ -69,9 +70,9 @@ enum Fetch {
     Illegal(u32),
 }
 
-impl Cache {
-    pub fn new(mem: &Memory) -> Cache {
-        Cache {
+impl BlockCache {
+    pub fn new(mem: &Memory) -> BlockCache {
+        BlockCache {
             base: mem.base(),
             map: vec![0; (mem.size() / 2) as usize],
             blocks: Vec::new(),
@@ -150,37 +151,48 @@ fn fetch(mem: &Memory, pc: u64) -> Option<u32> {
     mem.read::<2>(pc).map(|b| u32::from(u16::from_le_bytes(b)))
 }
 
-/// Instructions after which a block ends: control transfers, and the ones
-/// the slow path executes.
-fn ends_block(op: Op) -> bool {
+/// Where an operation leaves the block it is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BlockEnd {
+    /// Straight-line: the block goes on after it.
+    No,
+    /// A control transfer the block executor runs: the block ends after it.
+    Transfer,
+    /// The slow path runs it: the block ends before it.
+    Slow,
+}
+
+/// Where `op` leaves its block. The match is exhaustive, with no catch-all,
+/// so a new operation does not compile until it is placed here: a control
+/// transfer left out would otherwise run on into the fall-through
+/// instructions. The tests check every operation against [`Inst::flow`] and
+/// against what the block executor does with it.
+const fn block_end(op: Op) -> BlockEnd {
     use Op::*;
-    matches!(
-        op,
-        Jal | Jalr
-            | Beq
-            | Bne
-            | Blt
-            | Bge
-            | Bltu
-            | Bgeu
-            | Ecall
-            | Ebreak
-            | Mret
-            | Sret
-            | Wfi
-            | SfenceVma
-            | FenceI
-            | Csrrw
-            | Csrrs
-            | Csrrc
-            | Csrrwi
-            | Csrrsi
-            | Csrrci
-    )
+    match op {
+        Jal | Jalr | Beq | Bne | Blt | Bge | Bltu | Bgeu => BlockEnd::Transfer,
+        Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma | FenceI | Csrrw | Csrrs | Csrrc
+        | Csrrwi | Csrrsi | Csrrci => BlockEnd::Slow,
+        Lui | Auipc | Lb | Lh | Lw | Ld | Lbu | Lhu | Lwu | Sb | Sh | Sw | Sd | Addi | Slti
+        | Sltiu | Xori | Ori | Andi | Slli | Srli | Srai | Add | Sub | Sll | Slt | Sltu | Xor
+        | Srl | Sra | Or | And | Addiw | Slliw | Srliw | Sraiw | Addw | Subw | Sllw | Srlw
+        | Sraw | Fence | FenceTso | Pause | Mul | Mulh | Mulhsu | Mulhu | Div | Divu | Rem
+        | Remu | Mulw | Divw | Divuw | Remw | Remuw | LrW | ScW | AmoswapW | AmoaddW | AmoxorW
+        | AmoandW | AmoorW | AmominW | AmomaxW | AmominuW | AmomaxuW | LrD | ScD | AmoswapD
+        | AmoaddD | AmoxorD | AmoandD | AmoorD | AmominD | AmomaxD | AmominuD | AmomaxuD => {
+            BlockEnd::No
+        }
+    }
+}
+
+/// Whether a block ends after `op`.
+#[inline]
+fn ends_block(op: Op) -> bool {
+    !matches!(block_end(op), BlockEnd::No)
 }
 
 /// How a block's execution ended early.
-enum Exit {
+enum BlockExit {
     /// Ran to its end (or the budget's end).
     Done,
     /// The instruction at the returned index needs the slow path.
@@ -229,7 +241,7 @@ fn exec<const RV64: bool, O: Observer>(
     obs: &mut O,
     log: &mut [std::mem::MaybeUninit<u64>],
     logged: &mut usize,
-) -> (usize, Exit) {
+) -> (usize, BlockExit) {
     let h = hart.id;
     let mut pc = hart.pc;
     // A data address, to the observer: for one that takes them in bulk,
@@ -272,7 +284,7 @@ fn exec<const RV64: bool, O: Observer>(
                     });
                 }
                 hart.pc = next;
-                return (i + 1, Exit::Store);
+                return (i + 1, BlockExit::Store);
             }};
         }
         macro_rules! load {
@@ -282,7 +294,7 @@ fn exec<const RV64: bool, O: Observer>(
                     Some(v) => x[rd] = $conv(v),
                     None => {
                         hart.pc = pc;
-                        return (i, Exit::Trap(Cause::LOAD_ACCESS, at));
+                        return (i, BlockExit::Trap(Cause::LOAD_ACCESS, at));
                     }
                 }
                 addr = Some(at);
@@ -296,7 +308,7 @@ fn exec<const RV64: bool, O: Observer>(
                 let at = ea::<RV64>(a.wrapping_add(imm));
                 if !mem.write::<$n>(h, at, $v) {
                     hart.pc = pc;
-                    return (i, Exit::Trap(Cause::STORE_ACCESS, at));
+                    return (i, BlockExit::Trap(Cause::STORE_ACCESS, at));
                 }
                 addr = Some(at);
                 if O::ENABLED {
@@ -331,13 +343,13 @@ fn exec<const RV64: bool, O: Observer>(
                 let at = ea::<RV64>(a);
                 if at & ($n - 1) != 0 {
                     hart.pc = pc;
-                    return (i, Exit::Trap(Cause::STORE_MISALIGNED, at));
+                    return (i, BlockExit::Trap(Cause::STORE_MISALIGNED, at));
                 }
                 let old = match mem.read::<$n>(at) {
                     Some(v) => from_le::<$n>(v),
                     None => {
                         hart.pc = pc;
-                        return (i, Exit::Trap(Cause::STORE_ACCESS, at));
+                        return (i, BlockExit::Trap(Cause::STORE_ACCESS, at));
                     }
                 };
                 let f: fn(u64, u64) -> u64 = $f;
@@ -454,11 +466,11 @@ fn exec<const RV64: bool, O: Observer>(
                 let at = ea::<RV64>(a);
                 if at & (n - 1) != 0 {
                     hart.pc = pc;
-                    return (i, Exit::Trap(Cause::LOAD_MISALIGNED, at));
+                    return (i, BlockExit::Trap(Cause::LOAD_MISALIGNED, at));
                 }
                 let Some(v) = read_reserved(mem, at, n) else {
                     hart.pc = pc;
-                    return (i, Exit::Trap(Cause::LOAD_ACCESS, at));
+                    return (i, BlockExit::Trap(Cause::LOAD_ACCESS, at));
                 };
                 mem.reserve(
                     h,
@@ -479,11 +491,11 @@ fn exec<const RV64: bool, O: Observer>(
                 let at = ea::<RV64>(a);
                 if at & (n - 1) != 0 {
                     hart.pc = pc;
-                    return (i, Exit::Trap(Cause::STORE_MISALIGNED, at));
+                    return (i, BlockExit::Trap(Cause::STORE_MISALIGNED, at));
                 }
                 let Some(current) = read_reserved(mem, at, n) else {
                     hart.pc = pc;
-                    return (i, Exit::Trap(Cause::STORE_ACCESS, at));
+                    return (i, BlockExit::Trap(Cause::STORE_ACCESS, at));
                 };
                 let ok = match mem.take_reservation(h) {
                     Some(r) => r.addr == at && u64::from(r.size) == n && r.value == current,
@@ -537,7 +549,7 @@ fn exec<const RV64: bool, O: Observer>(
             | Op::Csrrsi
             | Op::Csrrci => {
                 hart.pc = pc;
-                return (i, Exit::Slow);
+                return (i, BlockExit::Slow);
             }
         }
         x[0] = 0;
@@ -553,7 +565,7 @@ fn exec<const RV64: bool, O: Observer>(
         pc = next;
     }
     hart.pc = pc;
-    (insts.len(), Exit::Done)
+    (insts.len(), BlockExit::Done)
 }
 
 /// Give a bulk observer ([`Observer::BULK_ADDRESSES`]) the data addresses
@@ -648,8 +660,8 @@ enum Slow {
     /// Continue at `hart.pc` (the instruction retired or trapped to a
     /// handler).
     Continue { retired: bool },
-    /// The run stops (the instruction retired if `retired`).
-    Stop(StopReason, bool),
+    /// The run stops for `reason`; the instruction retired if `retired`.
+    Stop { reason: StopReason, retired: bool },
 }
 
 impl Machine {
@@ -725,13 +737,13 @@ impl Machine {
             }
             budget -= done as u64;
             match exit {
-                Exit::Done => {}
-                Exit::Trap(cause, tval) => {
+                BlockExit::Done => {}
+                BlockExit::Trap(cause, tval) => {
                     if let Some(stop) = self.trap(h, cause, tval, obs) {
                         return Some(stop);
                     }
                 }
-                Exit::Store => {
+                BlockExit::Store => {
                     if let Some(code) = self.htif.exit.take() {
                         return Some(StopReason::Exit { code });
                     }
@@ -739,7 +751,7 @@ impl Machine {
                         self.cache.flush(&mut self.memory);
                     }
                 }
-                Exit::Slow => {
+                BlockExit::Slow => {
                     let inst = self.cache.insts[first + done];
                     match self.slow::<RV64, O>(h, &inst, obs) {
                         Slow::Continue { retired } => {
@@ -748,11 +760,11 @@ impl Machine {
                                 budget -= 1;
                             }
                         }
-                        Slow::Stop(stop, retired) => {
+                        Slow::Stop { reason, retired } => {
                             if retired {
                                 self.harts[h].stats.instructions += 1;
                             }
-                            return Some(stop);
+                            return Some(reason);
                         }
                     }
                 }
@@ -848,7 +860,10 @@ impl Machine {
             u64::from(inst.raw),
             obs,
         ) {
-            Some(stop) => Slow::Stop(stop, false),
+            Some(reason) => Slow::Stop {
+                reason,
+                retired: false,
+            },
             None => Slow::Continue { retired: false },
         };
         let retire = |m: &mut Machine, obs: &mut O, next_pc: u64| {
@@ -862,7 +877,10 @@ impl Machine {
             Op::Ecall => {
                 let cause = if user { Cause::ECALL_U } else { Cause::ECALL_M };
                 match self.trap(h, cause, 0, obs) {
-                    Some(stop) => Slow::Stop(stop, false),
+                    Some(reason) => Slow::Stop {
+                        reason,
+                        retired: false,
+                    },
                     None => self.trapped_call(h, pc, inst, obs),
                 }
             }
@@ -871,7 +889,10 @@ impl Machine {
                     return self.semihosting::<RV64, O>(h, inst, obs);
                 }
                 match self.trap(h, Cause::BREAKPOINT, pc, obs) {
-                    Some(stop) => Slow::Stop(stop, false),
+                    Some(reason) => Slow::Stop {
+                        reason,
+                        retired: false,
+                    },
                     None => self.trapped_call(h, pc, inst, obs),
                 }
             }
@@ -959,20 +980,23 @@ impl Machine {
                 // The exit request retired (it is counted): observers that
                 // count or time retired instructions must see it.
                 self.executed_slow(h, pc, inst, pc + 4, obs);
-                Slow::Stop(StopReason::Exit { code }, true)
+                Slow::Stop {
+                    reason: StopReason::Exit { code },
+                    retired: true,
+                }
             }
-            semihost::Outcome::Denied(message) => Slow::Stop(
-                StopReason::Denied {
+            semihost::Outcome::Denied(message) => Slow::Stop {
+                reason: StopReason::Denied {
                     hart: h,
                     pc,
                     message,
                 },
-                false,
-            ),
-            semihost::Outcome::Unsupported(op) => Slow::Stop(
-                StopReason::UnsupportedSemihosting { hart: h, pc, op },
-                false,
-            ),
+                retired: false,
+            },
+            semihost::Outcome::Unsupported(op) => Slow::Stop {
+                reason: StopReason::UnsupportedSemihosting { hart: h, pc, op },
+                retired: false,
+            },
         }
     }
 
@@ -986,10 +1010,7 @@ impl Machine {
             Op::Csrrwi => (true, u64::from(inst.rs1)),
             _ => (inst.rs1 != 0, u64::from(inst.rs1)),
         };
-        // Bits 9:8 give the lowest privilege that may access the CSR, bits
-        // 11:10 == 3 mark it read-only.
-        let min_priv = (csr.0 >> 8) & 3;
-        if (hart.privilege as u16) < min_priv || (write && csr.0 >> 10 == 3) {
+        if (hart.privilege as u8) < csr.min_privilege() || (write && csr.is_read_only()) {
             return Err(());
         }
         let old = read_csr::<RV64>(hart, csr)?;
@@ -1008,6 +1029,23 @@ impl Machine {
     }
 }
 
+// CSR numbers as `u16` constants, for the range patterns below (a pattern
+// cannot read a field of a constant).
+const MHPMEVENT3: u16 = csr::MHPMEVENT3.0;
+const MHPMEVENT31: u16 = csr::MHPMEVENT31.0;
+const PMPCFG0: u16 = csr::PMPCFG0.0;
+const PMPCFG15: u16 = csr::PMPCFG15.0;
+const PMPADDR0: u16 = csr::PMPADDR0.0;
+const PMPADDR63: u16 = csr::PMPADDR63.0;
+const MHPMCOUNTER3: u16 = csr::MHPMCOUNTER3.0;
+const MHPMCOUNTER31: u16 = csr::MHPMCOUNTER31.0;
+const MHPMCOUNTER3H: u16 = csr::MHPMCOUNTER3H.0;
+const MHPMCOUNTER31H: u16 = csr::MHPMCOUNTER31H.0;
+const HPMCOUNTER3: u16 = csr::HPMCOUNTER3.0;
+const HPMCOUNTER31: u16 = csr::HPMCOUNTER31.0;
+const HPMCOUNTER3H: u16 = csr::HPMCOUNTER3H.0;
+const HPMCOUNTER31H: u16 = csr::HPMCOUNTER31H.0;
+
 /// The value of a CSR as the program reads it (before sign extension).
 fn read_csr<const RV64: bool>(hart: &Hart, csr: Csr) -> Result<u64, ()> {
     let c = &hart.csr;
@@ -1017,27 +1055,34 @@ fn read_csr<const RV64: bool>(hart: &Hart, csr: Csr) -> Result<u64, ()> {
     // The time CSR ticks at QEMU virt's 10 MHz timebase on the virtual
     // 1 GHz clock.
     let time = instret / 100;
+    // `mcounteren` bit n lets U-mode read the counter whose number ends in n.
     let counter_ok = |bit: u16| hart.privilege == Priv::Machine || c.mcounteren >> bit & 1 != 0;
-    let v = match csr.0 {
-        0xc00 | 0xc01 | 0xc02 | 0xc80 | 0xc81 | 0xc82 if !counter_ok(csr.0 & 0x1f) => {
+    let v = match csr {
+        csr::CYCLE | csr::TIME | csr::INSTRET | csr::CYCLEH | csr::TIMEH | csr::INSTRETH
+            if !counter_ok(csr.0 & 0x1f) =>
+        {
             return Err(())
         }
-        0xc80..=0xc82 | 0xb80 | 0xb82 if RV64 => return Err(()),
-        0xc00 | 0xb00 => cycle,
-        0xc01 => time,
-        0xc02 | 0xb02 => minstret,
-        0xc80 | 0xb80 => cycle >> 32,
-        0xc81 => time >> 32,
-        0xc82 | 0xb82 => minstret >> 32,
-        0xc03..=0xc1f | 0xb03..=0xb1f | 0x323..=0x33f => 0,
-        0xc83..=0xc9f | 0xb83..=0xb9f if !RV64 => 0,
-        0x180 => 0,
-        0x300 => {
+        csr::CYCLEH | csr::TIMEH | csr::INSTRETH | csr::MCYCLEH | csr::MINSTRETH if RV64 => {
+            return Err(())
+        }
+        csr::CYCLE | csr::MCYCLE => cycle,
+        csr::TIME => time,
+        csr::INSTRET | csr::MINSTRET => minstret,
+        csr::CYCLEH | csr::MCYCLEH => cycle >> 32,
+        csr::TIMEH => time >> 32,
+        csr::INSTRETH | csr::MINSTRETH => minstret >> 32,
+        Csr(HPMCOUNTER3..=HPMCOUNTER31)
+        | Csr(MHPMCOUNTER3..=MHPMCOUNTER31)
+        | Csr(MHPMEVENT3..=MHPMEVENT31) => 0,
+        Csr(HPMCOUNTER3H..=HPMCOUNTER31H) | Csr(MHPMCOUNTER3H..=MHPMCOUNTER31H) if !RV64 => 0,
+        csr::SATP => 0,
+        csr::MSTATUS => {
             let uxl = if RV64 { mstatus::UXL64 } else { 0 };
             c.mstatus | uxl
         }
-        0x310 if !RV64 => 0,
-        0x301 => {
+        csr::MSTATUSH if !RV64 => 0,
+        csr::MISA => {
             // I, M, A, C and U; MXL in the top two bits.
             let ext = 1 << 8 | 1 << 12 | 1 | 1 << 2 | 1 << 20;
             if RV64 {
@@ -1046,27 +1091,28 @@ fn read_csr<const RV64: bool>(hart: &Hart, csr: Csr) -> Result<u64, ()> {
                 1 << 30 | ext
             }
         }
-        0x302 => c.medeleg,
-        0x303 => c.mideleg,
-        0x304 => c.mie,
-        0x305 => c.mtvec,
-        0x306 => c.mcounteren,
-        0x320 => c.mcountinhibit,
-        0x340 => c.mscratch,
-        0x341 => c.mepc,
-        0x342 => c.mcause,
-        0x343 => c.mtval,
-        0x344 => c.mip,
-        0x3a0..=0x3af => {
-            let i = (csr.0 - 0x3a0) as usize;
+        csr::MEDELEG => c.medeleg,
+        csr::MIDELEG => c.mideleg,
+        csr::MIE => c.mie,
+        csr::MTVEC => c.mtvec,
+        csr::MCOUNTEREN => c.mcounteren,
+        csr::MCOUNTINHIBIT => c.mcountinhibit,
+        csr::MSCRATCH => c.mscratch,
+        csr::MEPC => c.mepc,
+        csr::MCAUSE => c.mcause,
+        csr::MTVAL => c.mtval,
+        csr::MIP => c.mip,
+        Csr(PMPCFG0..=PMPCFG15) => {
+            let i = (csr.0 - PMPCFG0) as usize;
+            // RV64 has only the even-numbered pmpcfg registers.
             if RV64 && i % 2 == 1 {
                 return Err(());
             }
             c.pmpcfg[i]
         }
-        0x3b0..=0x3ef => c.pmpaddr[(csr.0 - 0x3b0) as usize],
-        0xf11..=0xf13 | 0xf15 => 0,
-        0xf14 => hart.id as u64,
+        Csr(PMPADDR0..=PMPADDR63) => c.pmpaddr[(csr.0 - PMPADDR0) as usize],
+        csr::MVENDORID | csr::MARCHID | csr::MIMPID | csr::MCONFIGPTR => 0,
+        csr::MHARTID => hart.id as u64,
         _ => return Err(()),
     };
     Ok(if RV64 { v } else { v & 0xffff_ffff })
@@ -1076,33 +1122,36 @@ fn write_csr<const RV64: bool>(hart: &mut Hart, csr: Csr, v: u64) -> Result<(), 
     let v = if RV64 { v } else { v & 0xffff_ffff };
     let instret = hart.stats.instructions;
     let c = &mut hart.csr;
-    // The write happens as the instruction retires, so the next read sees
-    // the written value: offsets are taken against `instret + 1`.
+    // The write happens as the instruction retires, and suppresses that
+    // instruction's own increment of the counter written (privileged spec,
+    // "Hardware Performance Monitor"): the half not written keeps its value
+    // from before the instruction (`instret`), and the next read sees the
+    // written value, so offsets are taken against `instret + 1`.
     let after = instret.wrapping_add(1);
-    match csr.0 {
-        0xb00 => {
-            let cur = after.wrapping_add(c.cycle_offset);
+    match csr {
+        csr::MCYCLE => {
+            let cur = instret.wrapping_add(c.cycle_offset);
             let new = if RV64 { v } else { (cur & !0xffff_ffff) | v };
             c.cycle_offset = new.wrapping_sub(after);
         }
-        0xb80 if !RV64 => {
-            let cur = after.wrapping_add(c.cycle_offset);
+        csr::MCYCLEH if !RV64 => {
+            let cur = instret.wrapping_add(c.cycle_offset);
             c.cycle_offset = ((cur & 0xffff_ffff) | v << 32).wrapping_sub(after);
         }
-        0xb02 => {
-            let cur = after.wrapping_add(c.instret_offset);
+        csr::MINSTRET => {
+            let cur = instret.wrapping_add(c.instret_offset);
             let new = if RV64 { v } else { (cur & !0xffff_ffff) | v };
             c.instret_offset = new.wrapping_sub(after);
         }
-        0xb82 if !RV64 => {
-            let cur = after.wrapping_add(c.instret_offset);
+        csr::MINSTRETH if !RV64 => {
+            let cur = instret.wrapping_add(c.instret_offset);
             c.instret_offset = ((cur & 0xffff_ffff) | v << 32).wrapping_sub(after);
         }
-        0xb03..=0xb1f | 0x323..=0x33f => {}
-        0xb83..=0xb9f if !RV64 => {}
+        Csr(MHPMCOUNTER3..=MHPMCOUNTER31) | Csr(MHPMEVENT3..=MHPMEVENT31) => {}
+        Csr(MHPMCOUNTER3H..=MHPMCOUNTER31H) if !RV64 => {}
         // Bare mode only: satp writes are accepted and read back as 0.
-        0x180 => {}
-        0x300 => {
+        csr::SATP => {}
+        csr::MSTATUS => {
             let mut new = v & mstatus::WRITABLE;
             // MPP is WARL over the implemented modes, M and U.
             if new & mstatus::MPP != mstatus::MPP {
@@ -1110,27 +1159,27 @@ fn write_csr<const RV64: bool>(hart: &mut Hart, csr: Csr, v: u64) -> Result<(), 
             }
             c.mstatus = new;
         }
-        0x310 if !RV64 => {}
-        0x301 => {}
-        0x302 => c.medeleg = v,
-        0x303 => c.mideleg = v,
-        0x304 => c.mie = v,
-        0x305 => c.mtvec = v,
-        0x306 => c.mcounteren = v & 0xffff_ffff,
-        0x320 => c.mcountinhibit = v,
-        0x340 => c.mscratch = v,
-        0x341 => c.mepc = v & !1,
-        0x342 => c.mcause = v,
-        0x343 => c.mtval = v,
-        0x344 => c.mip = v,
-        0x3a0..=0x3af => {
-            let i = (csr.0 - 0x3a0) as usize;
+        csr::MSTATUSH if !RV64 => {}
+        csr::MISA => {}
+        csr::MEDELEG => c.medeleg = v,
+        csr::MIDELEG => c.mideleg = v,
+        csr::MIE => c.mie = v,
+        csr::MTVEC => c.mtvec = v,
+        csr::MCOUNTEREN => c.mcounteren = v & 0xffff_ffff,
+        csr::MCOUNTINHIBIT => c.mcountinhibit = v,
+        csr::MSCRATCH => c.mscratch = v,
+        csr::MEPC => c.mepc = v & !1,
+        csr::MCAUSE => c.mcause = v,
+        csr::MTVAL => c.mtval = v,
+        csr::MIP => c.mip = v,
+        Csr(PMPCFG0..=PMPCFG15) => {
+            let i = (csr.0 - PMPCFG0) as usize;
             if RV64 && i % 2 == 1 {
                 return Err(());
             }
             c.pmpcfg[i] = v;
         }
-        0x3b0..=0x3ef => c.pmpaddr[(csr.0 - 0x3b0) as usize] = v,
+        Csr(PMPADDR0..=PMPADDR63) => c.pmpaddr[(csr.0 - PMPADDR0) as usize] = v,
         _ => return Err(()),
     }
     Ok(())
@@ -1145,5 +1194,109 @@ fn read_reserved(mem: &Memory, at: u64, n: u64) -> Option<u64> {
             .map(|v| i32::from_le_bytes(v) as i64 as u64)
     } else {
         mem.read::<8>(at).map(u64::from_le_bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use retrace_isa::Flow;
+
+    /// `op` with link and non-link registers and offsets, so that every
+    /// flow its operands can give it shows up.
+    fn probes(op: Op) -> impl Iterator<Item = Inst> {
+        [0u8, 1, 5, 10].into_iter().flat_map(move |rd| {
+            [0u8, 1, 5, 10].into_iter().flat_map(move |rs1| {
+                [0, 8, -8].into_iter().map(move |imm| Inst {
+                    op,
+                    rd,
+                    rs1,
+                    rs2: 12,
+                    len: 4,
+                    imm,
+                    raw: 0,
+                })
+            })
+        })
+    }
+
+    #[test]
+    fn every_control_transfer_ends_its_block() {
+        for &op in Op::ALL {
+            let transfers = probes(op).any(|i| i.flow() != Flow::Next);
+            match block_end(op) {
+                BlockEnd::Transfer => assert!(transfers, "{op:?} does not transfer control"),
+                BlockEnd::No => assert!(!transfers, "{op:?} transfers control mid-block"),
+                // The slow path runs both kinds (`ecall` and `csrrw` alike).
+                BlockEnd::Slow => {}
+            }
+            assert_eq!(ends_block(op), block_end(op) != BlockEnd::No);
+        }
+    }
+
+    #[test]
+    fn the_block_executor_leaves_exactly_the_slow_operations_to_the_slow_path() {
+        for &op in Op::ALL {
+            let mut hart = Hart::new(0, 0x1000);
+            // An aligned address inside memory for loads, stores and AMOs.
+            hart.x[11] = 0x1800;
+            let mut mem = Memory::new(0x1000, 0x1000, 1);
+            let mut htif = Htif {
+                addr: u64::MAX,
+                exit: None,
+            };
+            let inst = Inst {
+                op,
+                rd: 10,
+                rs1: 11,
+                rs2: 12,
+                len: 4,
+                imm: 0,
+                raw: 0,
+            };
+            let (done, exit) = exec::<true, ()>(
+                &mut hart,
+                &mut mem,
+                &mut htif,
+                &[inst],
+                &mut (),
+                &mut [],
+                &mut 0,
+            );
+            let slow = matches!(exit, BlockExit::Slow);
+            assert_eq!(slow, block_end(op) == BlockEnd::Slow, "{op:?}");
+            assert_eq!(done, usize::from(!slow), "{op:?}");
+        }
+    }
+
+    /// A CSR instruction at the hart's current count, then its retirement.
+    fn write_and_retire(hart: &mut Hart, csr: Csr, v: u64) {
+        write_csr::<false>(hart, csr, v).unwrap();
+        hart.stats.instructions += 1;
+    }
+
+    /// On RV32 a write to either half of `minstret`/`mcycle` replaces the
+    /// increment the writing instruction would make: the other half keeps
+    /// its value from before, with no carry into or out of it. The engine
+    /// once took the other half after the increment, so a counter at
+    /// `0xffff_ffff` whose high half was written read back 0.
+    #[test]
+    fn rv32_counter_half_writes_suppress_the_writers_increment() {
+        for (low, high) in [(csr::MINSTRET, csr::MINSTRETH), (csr::MCYCLE, csr::MCYCLEH)] {
+            let mut hart = Hart::new(0, 0);
+            write_and_retire(&mut hart, low, 0xffff_ffff);
+            assert_eq!(read_csr::<false>(&hart, low), Ok(0xffff_ffff));
+            write_and_retire(&mut hart, high, 0);
+            assert_eq!(read_csr::<false>(&hart, low), Ok(0xffff_ffff), "{high}");
+            assert_eq!(read_csr::<false>(&hart, high), Ok(0), "{high}");
+            // Counter at 0x0_ffff_ffff: writing the low half must not let
+            // the increment carry into the high half.
+            write_and_retire(&mut hart, low, 5);
+            assert_eq!(read_csr::<false>(&hart, low), Ok(5), "{low}");
+            assert_eq!(read_csr::<false>(&hart, high), Ok(0), "{low}");
+            // An instruction that writes nothing counts as usual.
+            hart.stats.instructions += 1;
+            assert_eq!(read_csr::<false>(&hart, low), Ok(6), "{low}");
+        }
     }
 }

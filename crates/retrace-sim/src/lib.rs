@@ -33,13 +33,14 @@ pub mod observer;
 pub mod record;
 pub mod semihost;
 
-pub use csr::{Cause, Csr, Priv};
+pub use csr::{Cause, Priv};
 pub use hart::{Hart, HartStats};
 pub use memory::Memory;
 pub use observer::{HartId, Observer, Retired, TrapEvent};
+pub use retrace_isa::csr::Csr;
 pub use semihost::{Console, HostConfig};
 
-use engine::{Cache, Htif};
+use engine::{BlockCache, Htif};
 use retrace_isa::Xlen;
 use retrace_program::Elf;
 use std::fmt;
@@ -245,7 +246,7 @@ pub struct Machine {
     /// The harts, indexed by hart id.
     pub harts: Vec<Hart>,
     host: semihost::Semihost,
-    cache: Cache,
+    cache: BlockCache,
     htif: Htif,
     /// Data addresses not yet handed to a bulk observer.
     address_log: Vec<u64>,
@@ -313,7 +314,7 @@ impl Machine {
                 h
             })
             .collect();
-        let cache = Cache::new(&memory);
+        let cache = BlockCache::new(&memory);
         Ok(Machine {
             xlen: elf.xlen,
             memory,

@@ -262,3 +262,24 @@ fn bulk_addresses_match_one_at_a_time() {
         );
     }
 }
+
+/// `beq x0, x0, .+4` is taken (its condition holds) though it lands on its
+/// own fall-through. The cycle-level engine once inferred "taken" from
+/// leaving the fall-through path and so counted it not taken, unlike the
+/// recorder and the replay: on a not-taken predictor it saw no mispredicts.
+#[test]
+fn cycle_level_engine_counts_a_branch_to_its_fallthrough_as_taken() {
+    const BEQ_ZERO_ZERO_NEXT: u32 = 0x0000_0263; // beq x0, x0, .+4
+    const J_SELF: u32 = 0x0000_006f; // j .
+    let mut m = machine(&[BEQ_ZERO_ZERO_NEXT, BEQ_ZERO_ZERO_NEXT, J_SELF]);
+    let model = retrace_timing::preset("inorder5").unwrap();
+    assert_eq!(
+        model.branch.predictor,
+        retrace_timing::PredictorKind::NotTaken
+    );
+    let mut obs = retrace_sim::cycle::CycleObserver::new(&model, &[]);
+    m.run(Some(2), &mut obs);
+    assert_eq!(m.harts[0].stats.taken, 2);
+    let stats = obs.core().stats();
+    assert_eq!((stats.branches, stats.mispredicts), (2, 2));
+}

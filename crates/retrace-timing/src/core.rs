@@ -3,15 +3,15 @@
 //! cycle-level engine drives.
 
 use crate::cache::Cache;
+use crate::frontend::Frontend;
 use crate::model::CoreModel;
 use crate::path::Events;
 use crate::pipeline::{Costs, OpTable, Pipeline};
-use crate::predict::{BranchPredictor, ReturnStack};
 use retrace_isa::{Flow, Inst};
 
 /// What the functional execution of one instruction decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Outcome {
+pub struct Resolved {
     /// Address of the next instruction executed.
     pub next_pc: u64,
     /// For a conditional branch: whether it was taken.
@@ -20,10 +20,10 @@ pub struct Outcome {
     pub mem_addr: u64,
 }
 
-impl Outcome {
+impl Resolved {
     /// An instruction that continued at `next_pc` without a memory access.
-    pub fn fall_through(next_pc: u64) -> Outcome {
-        Outcome {
+    pub fn fall_through(next_pc: u64) -> Resolved {
+        Resolved {
             next_pc,
             taken: false,
             mem_addr: 0,
@@ -57,9 +57,7 @@ pub struct CoreStats {
 pub struct CoreState {
     model: CoreModel,
     pipeline: Pipeline,
-    predictor: BranchPredictor,
-    ras: ReturnStack,
-    icache: Option<Cache>,
+    frontend: Frontend,
     dcache: Option<Cache>,
     stats: CoreStats,
     /// The model's per-operation facts and costs, tabulated once so a step
@@ -74,9 +72,7 @@ impl CoreState {
         CoreState {
             model: model.clone(),
             pipeline: Pipeline::new(),
-            predictor: BranchPredictor::new(model.branch.predictor),
-            ras: ReturnStack::new(model.branch.ras_depth),
-            icache: model.icache.as_ref().map(Cache::new),
+            frontend: Frontend::new(model),
             dcache: model.dcache.as_ref().map(Cache::new),
             stats: CoreStats::default(),
             ops: OpTable::new(model),
@@ -97,7 +93,7 @@ impl CoreState {
     /// Event counts so far.
     pub fn stats(&self) -> CoreStats {
         let mut s = self.stats;
-        if let Some(c) = &self.icache {
+        if let Some(c) = self.frontend.icache() {
             s.icache_hits = c.hits;
             s.icache_misses = c.misses;
         }
@@ -113,13 +109,13 @@ impl CoreState {
     // Inlined into the cycle-level engine's loop, where it runs for every
     // instruction.
     #[inline(always)]
-    pub fn step(&mut self, pc: u64, inst: &Inst, outcome: Outcome) -> Flow {
+    pub fn step(&mut self, pc: u64, inst: &Inst, outcome: Resolved) -> Flow {
         let facts = *self.ops.get(inst.op);
         let flow = facts.flow(inst);
-        let mut ev = Events::default();
-        if let Some(ic) = &mut self.icache {
-            ev.fetch_miss = !ic.access(pc);
-        }
+        let mut ev = Events {
+            fetch_miss: self.frontend.fetch_misses(pc),
+            ..Events::default()
+        };
         if facts.mem {
             if let Some(dc) = &mut self.dcache {
                 ev.data_miss = !dc.access(outcome.mem_addr);
@@ -127,18 +123,16 @@ impl CoreState {
         }
         match flow {
             Flow::CondBranch => {
-                let backward = inst.imm < 0;
-                let predicted = self
-                    .predictor
-                    .predict_and_update(pc, backward, outcome.taken);
                 ev.taken = outcome.taken;
-                ev.mispredict = predicted != outcome.taken;
+                ev.mispredict = self
+                    .frontend
+                    .branch(pc, inst.is_backward_branch(), outcome.taken);
                 self.stats.branches += 1;
                 self.stats.mispredicts += u64::from(ev.mispredict);
             }
-            Flow::Call | Flow::IndirectCall => self.ras.push(inst.fallthrough(pc)),
-            Flow::Return if self.costs.branch.ras_depth > 0 => {
-                ev.mispredict = self.ras.pop() != Some(outcome.next_pc);
+            Flow::Call | Flow::IndirectCall => self.frontend.call(inst.fallthrough(pc)),
+            Flow::Return => {
+                ev.mispredict = self.frontend.ret(|| outcome.next_pc);
                 self.stats.return_mispredicts += u64::from(ev.mispredict);
             }
             _ => {}

@@ -20,26 +20,28 @@
 //! ([`preset`], [`PRESETS`]).
 //!
 //! ```
-//! use retrace_timing::{preset, CoreState, Outcome};
+//! use retrace_timing::{preset, CoreState, Resolved};
 //! use retrace_isa::{decode, Xlen};
 //! let model = preset("ideal").unwrap();
 //! let mut core = CoreState::new(&model);
 //! let add = decode(0x00b5_0533, Xlen::Rv32).unwrap(); // add a0, a0, a1
-//! core.step(0x8000_0000, &add, Outcome::fall_through(0x8000_0004));
+//! core.step(0x8000_0000, &add, Resolved::fall_through(0x8000_0004));
 //! assert_eq!(core.cycles(), 1);
 //! ```
 #![deny(missing_docs)]
 
 mod cache;
 mod core;
+mod frontend;
 mod model;
 mod path;
 mod pipeline;
 mod predict;
 mod presets;
 
-pub use crate::core::{CoreState, CoreStats, Outcome};
+pub use crate::core::{CoreState, CoreStats, Resolved};
 pub use cache::Cache;
+pub use frontend::Frontend;
 pub use model::{
     BranchModel, CacheModel, ClassTable, CoreModel, ModelError, PredictorKind, TimingClass,
 };

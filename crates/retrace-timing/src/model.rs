@@ -4,143 +4,17 @@
 //! The TOML schema is documented field by field in `docs/TIMING.md`; the
 //! built-in presets in `presets/*.toml` are complete examples.
 
-use retrace_isa::{Inst, MemKind, Op, Xlen};
+use retrace_isa::Xlen;
 use serde::Deserialize;
-use std::fmt;
 use std::path::Path;
 
-/// Timing classes: the rows of a core's latency and occupancy tables. Finer
-/// than [`retrace_isa::Class`] where cores differ (load widths, `*W` divides).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u8)]
-pub enum TimingClass {
-    /// Integer arithmetic, logic, compares, `lui`, `auipc`.
-    Alu,
-    /// Shifts (immediate and register).
-    Shift,
-    /// `mul`, `mulw`.
-    Mul,
-    /// `mulh`, `mulhsu`, `mulhu`.
-    MulH,
-    /// `div`, `divu`, `rem`, `remu`.
-    Div,
-    /// `divw`, `divuw`, `remw`, `remuw` (RV64).
-    DivW,
-    /// `lb`, `lbu`.
-    LoadByte,
-    /// `lh`, `lhu`.
-    LoadHalf,
-    /// `lw`, `lwu`.
-    LoadWord,
-    /// `ld`.
-    LoadDouble,
-    /// Stores of any width.
-    Store,
-    /// Conditional branches.
-    Branch,
-    /// `jal` (direct jumps and calls).
-    Jal,
-    /// `jalr` (indirect jumps, indirect calls and returns).
-    Jalr,
-    /// CSR instructions.
-    Csr,
-    /// `fence`, `fence.i`, `sfence.vma`.
-    Fence,
-    /// LR, SC and AMOs.
-    Amo,
-    /// `ecall`, `ebreak` (and so semihosting calls), `mret`, `sret`, `wfi`.
-    Ecall,
-}
+/// Timing classes: the rows of a core's latency and occupancy tables. The
+/// ISA crate's one instruction taxonomy, under the name the timing tables
+/// have always used.
+pub use retrace_isa::Class as TimingClass;
 
 /// Number of timing classes.
-pub const CLASS_COUNT: usize = TimingClass::Ecall as usize + 1;
-
-impl TimingClass {
-    /// Every class, in table order.
-    pub const ALL: [TimingClass; CLASS_COUNT] = [
-        TimingClass::Alu,
-        TimingClass::Shift,
-        TimingClass::Mul,
-        TimingClass::MulH,
-        TimingClass::Div,
-        TimingClass::DivW,
-        TimingClass::LoadByte,
-        TimingClass::LoadHalf,
-        TimingClass::LoadWord,
-        TimingClass::LoadDouble,
-        TimingClass::Store,
-        TimingClass::Branch,
-        TimingClass::Jal,
-        TimingClass::Jalr,
-        TimingClass::Csr,
-        TimingClass::Fence,
-        TimingClass::Amo,
-        TimingClass::Ecall,
-    ];
-
-    /// The class's key in TOML tables (`load_word`, `div_w`, …).
-    pub fn key(self) -> &'static str {
-        match self {
-            TimingClass::Alu => "alu",
-            TimingClass::Shift => "shift",
-            TimingClass::Mul => "mul",
-            TimingClass::MulH => "mulh",
-            TimingClass::Div => "div",
-            TimingClass::DivW => "div_w",
-            TimingClass::LoadByte => "load_byte",
-            TimingClass::LoadHalf => "load_half",
-            TimingClass::LoadWord => "load_word",
-            TimingClass::LoadDouble => "load_double",
-            TimingClass::Store => "store",
-            TimingClass::Branch => "branch",
-            TimingClass::Jal => "jal",
-            TimingClass::Jalr => "jalr",
-            TimingClass::Csr => "csr",
-            TimingClass::Fence => "fence",
-            TimingClass::Amo => "amo",
-            TimingClass::Ecall => "ecall",
-        }
-    }
-
-    /// The timing class of a decoded instruction.
-    pub fn of(inst: &Inst) -> TimingClass {
-        use Op::*;
-        match inst.op {
-            Slli | Srli | Srai | Sll | Srl | Sra | Slliw | Srliw | Sraiw | Sllw | Srlw | Sraw => {
-                TimingClass::Shift
-            }
-            Mul | Mulw => TimingClass::Mul,
-            Mulh | Mulhsu | Mulhu => TimingClass::MulH,
-            Div | Divu | Rem | Remu => TimingClass::Div,
-            Divw | Divuw | Remw | Remuw => TimingClass::DivW,
-            Beq | Bne | Blt | Bge | Bltu | Bgeu => TimingClass::Branch,
-            Jal => TimingClass::Jal,
-            Jalr => TimingClass::Jalr,
-            Csrrw | Csrrs | Csrrc | Csrrwi | Csrrsi | Csrrci => TimingClass::Csr,
-            Fence | FenceTso | Pause | FenceI | SfenceVma => TimingClass::Fence,
-            Ecall | Ebreak | Mret | Sret | Wfi => TimingClass::Ecall,
-            _ => match inst.mem() {
-                Some(m) => match m.kind {
-                    MemKind::Load => match m.bytes {
-                        1 => TimingClass::LoadByte,
-                        2 => TimingClass::LoadHalf,
-                        4 => TimingClass::LoadWord,
-                        _ => TimingClass::LoadDouble,
-                    },
-                    MemKind::Store => TimingClass::Store,
-                    _ => TimingClass::Amo,
-                },
-                None => TimingClass::Alu,
-            },
-        }
-    }
-}
-
-impl fmt::Display for TimingClass {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.key())
-    }
-}
+pub const CLASS_COUNT: usize = TimingClass::COUNT;
 
 /// A value per timing class (cycles).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! clock. [`Pipeline::issue`] is *the* timing rule of retrace — the
 //! cycle-level engine and the replay's path timing both end here.
 
-use crate::model::{BranchModel, CoreModel, TimingClass};
+use crate::model::{BranchModel, CoreModel};
 use crate::path::{Events, Signature};
 use retrace_isa::{Flow, Inst, Op};
 
@@ -150,7 +150,7 @@ pub(crate) struct OpFacts {
 }
 
 impl OpFacts {
-    /// The facts of `op` on `model`, derived from the same [`TimingClass`]
+    /// The facts of `op` on `model`, derived from the same [`retrace_isa::Class`]
     /// and register-use functions the rest of retrace uses.
     pub(crate) fn of(model: &CoreModel, op: Op) -> OpFacts {
         // Distinct non-zero registers in every field tell which fields the
@@ -165,7 +165,7 @@ impl OpFacts {
             raw: 0,
         };
         let reads = probe.reads();
-        let class = TimingClass::of(&probe);
+        let class = probe.class();
         let operand_flow = matches!(op, Op::Jal | Op::Jalr);
         OpFacts {
             latency: model.latency.get(class),
@@ -258,7 +258,7 @@ mod tests {
                         raw: 0,
                     };
                     let f = table.get(op);
-                    let class = TimingClass::of(&inst);
+                    let class = inst.class();
                     assert_eq!(f.latency, model.latency.get(class), "{op:?}");
                     assert_eq!(f.occupancy, model.occupancy.get(class), "{op:?}");
                     assert_eq!(f.flow(&inst), inst.flow(), "{op:?}");

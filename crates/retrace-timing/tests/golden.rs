@@ -3,7 +3,7 @@
 //! documented numbers. They pin down the rules of `Pipeline::issue`.
 
 use retrace_isa::{Inst, Op};
-use retrace_timing::{preset, CoreModel, CoreState, Outcome};
+use retrace_timing::{preset, CoreModel, CoreState, Resolved};
 
 const A0: u8 = 10;
 const A1: u8 = 11;
@@ -25,15 +25,15 @@ fn i(op: Op, rd: u8, rs1: u8, rs2: u8, imm: i32) -> Inst {
 }
 
 /// One step of a sequence: instruction and what its execution decided.
-struct Step(Inst, Outcome);
+struct Step(Inst, Resolved);
 
 fn alu(op: Op, rd: u8, rs1: u8, rs2: u8) -> Step {
-    Step(i(op, rd, rs1, rs2, 0), Outcome::fall_through(0))
+    Step(i(op, rd, rs1, rs2, 0), Resolved::fall_through(0))
 }
 fn load(op: Op, rd: u8, addr: u64) -> Step {
     Step(
         i(op, rd, SP, 0, 0),
-        Outcome {
+        Resolved {
             next_pc: 0,
             taken: false,
             mem_addr: addr,
@@ -44,7 +44,7 @@ fn branch(taken: bool, backward: bool) -> Step {
     let imm = if backward { -8 } else { 8 };
     Step(
         i(Op::Beq, 0, A0, A1, imm),
-        Outcome {
+        Resolved {
             next_pc: 0,
             taken,
             mem_addr: 0,
@@ -126,8 +126,14 @@ fn inorder5_mul_div_and_control() {
     assert_eq!(cycles(&m, &[branch(true, true)]), 3);
     assert_eq!(cycles(&m, &[branch(false, true)]), 1);
     // jal: 1 + 1 bubble; jalr (ret): 1 + 2.
-    let call = Step(i(Op::Jal, RA, 0, 0, 64), Outcome::fall_through(0x8000_0040));
-    let ret = Step(i(Op::Jalr, 0, RA, 0, 0), Outcome::fall_through(0x8000_0004));
+    let call = Step(
+        i(Op::Jal, RA, 0, 0, 64),
+        Resolved::fall_through(0x8000_0040),
+    );
+    let ret = Step(
+        i(Op::Jalr, 0, RA, 0, 0),
+        Resolved::fall_through(0x8000_0004),
+    );
     assert_eq!(cycles(&m, &[call, ret]), 2 + 3);
 }
 
@@ -142,19 +148,28 @@ fn picorv32_follows_the_cpi_table() {
         alu(Op::Add, A1, A0, A0),
         branch(true, false),
         branch(false, false),
-        Step(i(Op::Sw, 0, SP, A0, 0), Outcome::fall_through(0)),
-        Step(i(Op::Jal, RA, 0, 0, 64), Outcome::fall_through(0)),
-        Step(i(Op::Jalr, 0, RA, 0, 0), Outcome::fall_through(0)),
+        Step(i(Op::Sw, 0, SP, A0, 0), Resolved::fall_through(0)),
+        Step(i(Op::Jal, RA, 0, 0, 64), Resolved::fall_through(0)),
+        Step(i(Op::Jalr, 0, RA, 0, 0), Resolved::fall_through(0)),
     ];
     assert_eq!(cycles(&m, &seq), 33);
-    // slli 4, mul 40, mulh 72, div 40.
+    // slli 3 (BARREL_SHIFTER: a shift is an ALU operation; the preset
+    // once charged 4), mul 40, mulh 72, div 40.
     let mdu = [
-        Step(i(Op::Slli, A0, A0, 0, 3), Outcome::fall_through(0)),
+        Step(i(Op::Slli, A0, A0, 0, 3), Resolved::fall_through(0)),
         alu(Op::Mul, A0, A0, A1),
         alu(Op::Mulh, A0, A0, A1),
         alu(Op::Div, A0, A0, A1),
     ];
-    assert_eq!(cycles(&m, &mdu), 4 + 40 + 72 + 40);
+    assert_eq!(cycles(&m, &mdu), 3 + 40 + 72 + 40);
+    // rdcycle (csrrs a0, cycle, x0) 4, one more than an ALU operation (the
+    // preset once charged 3); a shift by register 3, like an add.
+    let counters = [
+        Step(i(Op::Csrrs, A0, 0, 0, 0xc00), Resolved::fall_through(0)),
+        alu(Op::Sll, A0, A0, A1),
+        alu(Op::Add, A0, A0, A1),
+    ];
+    assert_eq!(cycles(&m, &counters), 4 + 3 + 3);
 }
 
 #[test]
@@ -191,7 +206,7 @@ fn rocket_latencies_and_predictor() {
     // is mispredicted (1 + 3), the next is predicted (1). Same pc both times.
     let mut core = CoreState::new(&m);
     let b = i(Op::Bne, 0, A0, A1, -8);
-    let taken = Outcome {
+    let taken = Resolved {
         next_pc: 0x8000_0000,
         taken: true,
         mem_addr: 0,
@@ -206,14 +221,26 @@ fn rocket_latencies_and_predictor() {
 #[test]
 fn rocket_return_address_stack() {
     let m = no_caches("rocket");
-    let call = Step(i(Op::Jal, RA, 0, 0, 64), Outcome::fall_through(0x8000_0040));
+    let call = Step(
+        i(Op::Jal, RA, 0, 0, 64),
+        Resolved::fall_through(0x8000_0040),
+    );
     // The call at 0x8000_0000 pushes 0x8000_0004; the return goes there: the
     // RAS predicts it, no penalty: 2 cycles.
-    let good = Step(i(Op::Jalr, 0, RA, 0, 0), Outcome::fall_through(0x8000_0004));
+    let good = Step(
+        i(Op::Jalr, 0, RA, 0, 0),
+        Resolved::fall_through(0x8000_0004),
+    );
     assert_eq!(cycles(&m, &[call, good]), 2);
     // A return elsewhere (longjmp-like) costs the 3-cycle mispredict.
-    let call = Step(i(Op::Jal, RA, 0, 0, 64), Outcome::fall_through(0x8000_0040));
-    let bad = Step(i(Op::Jalr, 0, RA, 0, 0), Outcome::fall_through(0x8000_0100));
+    let call = Step(
+        i(Op::Jal, RA, 0, 0, 64),
+        Resolved::fall_through(0x8000_0040),
+    );
+    let bad = Step(
+        i(Op::Jalr, 0, RA, 0, 0),
+        Resolved::fall_through(0x8000_0100),
+    );
     assert_eq!(cycles(&m, &[call, bad]), 5);
 }
 

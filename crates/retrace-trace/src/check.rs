@@ -2,6 +2,8 @@
 //! between the replay and the functional engine: a count and an FNV-1a hash
 //! of every pc in order. Both sides build it with this one type.
 
+use retrace_isa::Fnv1a;
+
 /// A count and an FNV-1a hash of an executed pc sequence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PcSequence {
@@ -22,17 +24,16 @@ impl PcSequence {
     pub const fn new() -> PcSequence {
         PcSequence {
             instructions: 0,
-            hash: 0xcbf2_9ce4_8422_2325,
+            hash: Fnv1a::new().finish(),
         }
     }
 
     /// Append one executed pc.
     #[inline]
     pub fn push(&mut self, pc: u64) {
-        for b in pc.to_le_bytes() {
-            self.hash ^= u64::from(b);
-            self.hash = self.hash.wrapping_mul(0x0000_0100_0000_01b3);
-        }
+        let mut hash = Fnv1a::resume(self.hash);
+        hash.u64(pc);
+        self.hash = hash.finish();
         self.instructions += 1;
     }
 }
