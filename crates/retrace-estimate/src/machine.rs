@@ -1,16 +1,18 @@
 //! The walker's view of real programs: the machine-level partial-program
 //! table as a [`Graph`], and a recorded trace as a [`History`].
 //!
-//! Which ends read what from the trace is the recording protocol, mirrored
-//! by the recorder in `retrace-sim` (documented in `docs/FORMATS.md`):
-//! indirect calls and jumps, `ecall`, plain `ebreak` (trap entries) and
-//! `mret`/`sret` read a target from the indirect stream; returns consult the
-//! escape stream; semihosting `ebreak`s continue after themselves.
+//! Which ends read what from the trace: indirect calls and jumps, `ecall`,
+//! plain `ebreak` (trap entries) and `mret`/`sret` read a target from the
+//! indirect stream; returns consult the escape stream; semihosting
+//! `ebreak`s continue after themselves. How a target or an escape is spelled
+//! in the streams is the recording protocol, read through
+//! [`retrace_trace::protocol::HartDecoder`] — the module the recorder writes
+//! through.
 
 use crate::walk::{Exit, Graph, History, ReplayError};
 use retrace_program::{Addr, End, PpId, PpTable};
-use retrace_trace::{StreamKind, TraceReader};
-use rustc_hash::FxHashMap;
+use retrace_trace::protocol::HartDecoder;
+use retrace_trace::{TraceError, TraceReader};
 use std::io::Read;
 
 /// Stands for a successor the table could not provide (outside the code,
@@ -110,25 +112,16 @@ impl Graph for PpTable {
 
 /// One hart's history in a trace file.
 pub struct TraceHistory<R: Read> {
-    pub(crate) reader: TraceReader<R>,
-    hart: u16,
-    /// Per indirect site, the targets seen so far, in order of first use.
-    sites: FxHashMap<u64, Vec<u64>>,
-    /// Direct-mapped cache of (site, one-byte index) → target.
-    recent: Box<[(u64, u8, u64)]>,
+    reader: TraceReader<R>,
+    decoder: HartDecoder,
 }
-
-/// Slots of [`TraceHistory`]'s recent-target cache.
-const RECENT_TARGETS: usize = 1024;
 
 impl<R: Read> TraceHistory<R> {
     /// Read `hart`'s streams of a trace.
     pub fn new(reader: TraceReader<R>, hart: u16) -> Self {
         TraceHistory {
             reader,
-            hart,
-            sites: FxHashMap::default(),
-            recent: vec![(u64::MAX, 0, 0); RECENT_TARGETS].into_boxed_slice(),
+            decoder: HartDecoder::new(hart),
         }
     }
 
@@ -137,85 +130,79 @@ impl<R: Read> TraceHistory<R> {
         self.reader
     }
 
-    /// The next item of a record stream, which must be there.
-    fn next(&mut self, kind: StreamKind, what: &'static str) -> Result<u64, ReplayError> {
-        self.reader
-            .next_record(self.hart, kind)?
-            .ok_or(ReplayError::HistoryExhausted {
-                what,
-                instructions: 0,
-            })
+    /// The next branch bits within the loaded segment, without consuming
+    /// them: up to 64 and how many are valid ([`TraceReader::bit_window`]).
+    #[inline]
+    pub(crate) fn bit_window(&self) -> (u64, u32) {
+        self.reader.bit_window(self.decoder.hart())
+    }
+
+    /// The unread bytes of the indirect stream in the loaded segment.
+    #[inline]
+    pub(crate) fn indirect_bytes(&self) -> &[u8] {
+        self.decoder.indirect_bytes(&self.reader)
+    }
+
+    /// See [`HartDecoder::returns_before_escape`].
+    #[inline]
+    pub(crate) fn returns_before_escape(&self, matched: u64) -> Option<u64> {
+        self.decoder.returns_before_escape(&self.reader, matched)
+    }
+
+    /// Consume what a memoised stretch read: `bits` branch bits and
+    /// `indirect_records` indirect records of known targets in
+    /// `indirect_bytes` bytes.
+    #[inline]
+    pub(crate) fn skip(&mut self, bits: u32, indirect_bytes: usize, indirect_records: u64) {
+        self.reader.skip_bits(self.decoder.hart(), bits);
+        self.decoder
+            .skip_known_indirect(&mut self.reader, indirect_bytes, indirect_records);
+    }
+}
+
+/// The replay's words for what the protocol found wrong: the history ran
+/// out, or does not fit the program or the replay.
+fn replay_error(e: TraceError) -> ReplayError {
+    match e {
+        TraceError::Exhausted { what, .. } => ReplayError::HistoryExhausted {
+            what,
+            instructions: 0,
+        },
+        TraceError::UnknownTarget {
+            site, index, known, ..
+        } => ReplayError::BadTarget {
+            what: format!(
+                "target #{index} of the indirect site, which has only {known} known targets"
+            ),
+            addr: site,
+        },
+        TraceError::EscapeBehind {
+            recorded, matched, ..
+        } => ReplayError::Totals {
+            what: format!(
+                "an escape was recorded after {recorded} matching returns, the replay has seen {matched}"
+            ),
+        },
+        e => ReplayError::Trace(e),
     }
 }
 
 impl<R: Read> History for TraceHistory<R> {
     #[inline]
     fn bit(&mut self) -> Result<Option<bool>, ReplayError> {
-        Ok(self.reader.next_bit(self.hart)?)
+        Ok(self.decoder.branch(&mut self.reader)?)
     }
 
+    #[inline]
     fn indirect(&mut self, site: u64) -> Result<u64, ReplayError> {
-        // The common record: one byte, a target this site used before.
-        if let Some(&b) = self
-            .reader
-            .record_bytes(self.hart, StreamKind::Indirect)
-            .first()
-        {
-            if b != 0 && b < 0x80 {
-                let slot = target_slot(site, b);
-                let (s, v, target) = self.recent[slot];
-                if s == site && v == b {
-                    self.reader
-                        .skip_records(self.hart, StreamKind::Indirect, 1, 1);
-                    return Ok(target);
-                }
-            }
-        }
-        let v = self.next(StreamKind::Indirect, "an indirect target")?;
-        if v == 0 {
-            let target = self.next(StreamKind::Indirect, "an indirect target address")?;
-            self.sites.entry(site).or_default().push(target);
-            Ok(target)
-        } else {
-            let table = self.sites.entry(site).or_default();
-            let target = table.get(v as usize - 1).copied();
-            if let (Some(t), Ok(b)) = (target, u8::try_from(v)) {
-                // Site tables only grow: (site, index) names one target forever.
-                let slot = target_slot(site, b);
-                self.recent[slot] = (site, b, t);
-            }
-            target.ok_or_else(|| ReplayError::BadTarget {
-                what: format!(
-                    "target #{v} of the indirect site, which has only {} known targets",
-                    table.len()
-                ),
-                addr: site,
-            })
-        }
+        self.decoder
+            .indirect(&mut self.reader, site)
+            .map_err(replay_error)
     }
 
     fn escape(&mut self, matched: u64) -> Result<Option<u64>, ReplayError> {
-        match self.reader.peek_record(self.hart, StreamKind::Escapes)? {
-            Some(delta) if delta == matched => {
-                self.next(StreamKind::Escapes, "an escape record")?;
-                Ok(Some(self.next(StreamKind::Escapes, "an escape target")?))
-            }
-            Some(delta) if delta < matched => Err(ReplayError::Totals {
-                what: format!(
-                    "an escape was recorded after {delta} matching returns, the replay has seen {matched}"
-                ),
-            }),
-            _ => Ok(None),
-        }
+        self.decoder
+            .escape(&mut self.reader, matched)
+            .map_err(replay_error)
     }
-}
-
-/// The recent-target slot of (site, index): consecutive indices of one site
-/// in consecutive slots.
-#[inline]
-fn target_slot(site: u64, index: u8) -> usize {
-    ((site >> 1) as usize)
-        .wrapping_mul(0x9e37)
-        .wrapping_add(usize::from(index))
-        % RECENT_TARGETS
 }

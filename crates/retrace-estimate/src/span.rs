@@ -39,7 +39,7 @@ use crate::estimator::{Counters, Estimator};
 use crate::machine::TraceHistory;
 use crate::walk::{Exit, ReplayError, WalkStats, Walker};
 use retrace_program::{PpId, PpTable};
-use retrace_trace::StreamKind;
+use retrace_trace::protocol::known_target_len;
 use rustc_hash::FxHashMap;
 use std::io::Read;
 
@@ -85,11 +85,41 @@ struct Span {
     end_node: u32,
 }
 
-/// Key: start node, the indirect window (bytes, how many valid) and the
-/// bit window (bits, how many valid). A stretch ends when it would read past
-/// either window, so the key determines it; one that ended earlier (a
-/// return, an escape, …) has a key more specific than it needed.
-type Key = (u32, u128, u32, u32, u32);
+/// What determines a stretch: where it starts and the history it may read.
+/// A stretch ends when it would read past either window, so the key
+/// determines it; one that ended earlier (a return, an escape, …) has a key
+/// more specific than it needed.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Key {
+    /// The estimator's node it starts from.
+    node: u32,
+    /// The next bytes of the indirect stream, little-endian
+    /// ([`indirect_window`]).
+    indirect: u128,
+    /// How many of those bytes are valid.
+    indirect_valid: u32,
+    /// The next branch bits, the first in bit 0 ([`bit_window`]).
+    bits: u32,
+    /// How many of those bits are valid.
+    bits_valid: u32,
+}
+
+impl Key {
+    /// The key of the stretch from `node` with a bit window of `window`
+    /// bits, at the history's current position.
+    #[inline]
+    fn at<R: Read>(history: &TraceHistory<R>, node: u32, window: u32) -> Key {
+        let (bits, bits_valid) = bit_window(history, window);
+        let (indirect, indirect_valid) = indirect_window(history.indirect_bytes());
+        Key {
+            node,
+            indirect,
+            indirect_valid,
+            bits,
+            bits_valid,
+        }
+    }
+}
 
 /// Counters for `retrace estimate`'s report on how much the memo helped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -127,7 +157,7 @@ fn indirect_window(bytes: &[u8]) -> (u128, u32) {
 /// the loaded segment) and how many.
 #[inline]
 fn bit_window<R: Read>(history: &TraceHistory<R>, window: u32) -> (u32, u32) {
-    let (bits, valid) = history.reader.bit_window(0);
+    let (bits, valid) = history.bit_window();
     let n = valid.min(window);
     ((bits & ((1u64 << n) - 1)) as u32, n)
 }
@@ -220,11 +250,7 @@ pub(crate) fn walk_spans<R: Read>(
 /// out of step — the walker then reports it.
 #[inline]
 fn escape_limit<R: Read>(history: &TraceHistory<R>, matched: u64) -> Option<u64> {
-    match history.reader.peek_record(0, StreamKind::Escapes) {
-        Ok(None) => Some(u64::MAX),
-        Ok(Some(d)) if d >= matched => Some(d - matched),
-        _ => None,
-    }
+    history.returns_before_escape(matched)
 }
 
 /// Look the stretch from `node` up and apply it; `false` on a miss.
@@ -237,9 +263,7 @@ fn replay_span<R: Read>(
     node: u32,
     window: u32,
 ) -> bool {
-    let (bits, bits_valid) = bit_window(history, window);
-    let (ind, ind_valid) = indirect_window(history.reader.record_bytes(0, StreamKind::Indirect));
-    let Some(s) = spans.memo.get(&(node, ind, ind_valid, bits, bits_valid)) else {
+    let Some(s) = spans.memo.get(&Key::at(history, node, window)) else {
         spans.count_try(node, false);
         return false;
     };
@@ -251,11 +275,8 @@ fn replay_span<R: Read>(
         spans.count_try(node, false);
         return false;
     }
-    let reader = &mut history.reader;
-    reader.skip_bits(0, s.bits_used);
-    reader.skip_records(
-        0,
-        StreamKind::Indirect,
+    history.skip(
+        s.bits_used,
         s.indirect_bytes as usize,
         u64::from(s.indirect_records),
     );
@@ -295,15 +316,12 @@ fn record_span<R: Read>(
     node: u32,
     window: u32,
 ) -> Result<Recorded, ReplayError> {
-    let (bits, bits_valid) = bit_window(history, window);
-    let rest0 = history.reader.record_bytes(0, StreamKind::Indirect).len();
-    let (ind, ind_valid) = indirect_window(history.reader.record_bytes(0, StreamKind::Indirect));
+    let key = Key::at(history, node, window);
+    let rest0 = history.indirect_bytes().len();
     let Some(escapes) = escape_limit(history, w.matched) else {
         return Ok(Recorded::Nothing);
     };
-    let consumed = |history: &TraceHistory<R>| {
-        rest0 - history.reader.record_bytes(0, StreamKind::Indirect).len()
-    };
+    let consumed = |history: &TraceHistory<R>| rest0 - history.indirect_bytes().len();
     let (matched0, depth0, stats0, before) = (w.matched, w.stack.len(), w.stats(), est.counters());
     let mut depth = 0usize;
     let mut pps = 0u32;
@@ -314,18 +332,13 @@ fn record_span<R: Read>(
             break;
         }
         let room = match exit {
-            Exit::Branch { .. } => w.stats.bits - stats0.bits < u64::from(bits_valid),
+            Exit::Branch { .. } => w.stats.bits - stats0.bits < u64::from(key.bits_valid),
             Exit::Indirect { .. } | Exit::IndirectCall { .. } => {
-                // The next record must lie inside the window, and must not
-                // be 0 (in any spelling): a new target grows the site's
-                // table and reads a second record, the walker's to do.
-                let used = consumed(history);
-                let rest = history.reader.record_bytes(0, StreamKind::Indirect);
-                match rest.iter().take(10).position(|b| b & 0x80 == 0) {
-                    Some(n) => {
-                        let zero = rest[..=n].iter().all(|b| b & 0x7f == 0);
-                        !zero && used + n < ind_valid as usize
-                    }
+                // The next record must lie inside the window, and must name
+                // a known target: a new one grows the site's table, which a
+                // replay of the stretch would not, so it is the walker's.
+                match known_target_len(history.indirect_bytes()) {
+                    Some(n) => consumed(history) + n <= key.indirect_valid as usize,
                     None => false,
                 }
             }
@@ -371,9 +384,7 @@ fn record_span<R: Read>(
     // A stretch cut short by the escape or the run's end is still what
     // the key determines, as far as it goes: any stretch recorded under a
     // key is a valid one for it.
-    if let std::collections::hash_map::Entry::Vacant(slot) =
-        spans.memo.entry((node, ind, ind_valid, bits, bits_valid))
-    {
+    if let std::collections::hash_map::Entry::Vacant(slot) = spans.memo.entry(key) {
         slot.insert(span);
         spans.stats.recorded += 1;
     }

@@ -9,9 +9,15 @@
 //! case the target comes from the history and the stack is unwound to it; at
 //! an indirect jump or call the target comes from the history.
 //!
+//! What the history holds for each of these, and the unwind rule, are the
+//! recording protocol ([`retrace_trace::protocol`]), shared with the
+//! recorder.
+//!
 //! The same code walks the seed's symbolic table in the tests and the
 //! machine-level table in production, so the seed's worked examples test
 //! the real replay.
+
+use retrace_trace::protocol::unwind;
 
 /// How a partial program ends, with successors (graph-independent form).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -327,13 +333,9 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
                     Some(addr) => {
                         self.matched = 0;
                         self.stats.escapes += 1;
-                        // Unwind to the target if it is on the stack (longjmp
-                        // out of several frames); the recorder does the same.
-                        if let Some(pos) =
-                            self.stack.iter().rposition(|&id| graph.start(id) == addr)
-                        {
-                            self.stack.truncate(pos);
-                        }
+                        // The recorder unwound its shadow stack by the same
+                        // rule (longjmp out of several frames).
+                        unwind(&mut self.stack, addr, |&id| graph.start(id));
                         (Leave::Return { escaped: true }, self.resolve(graph, addr)?)
                     }
                     None => {

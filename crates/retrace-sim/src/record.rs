@@ -1,49 +1,24 @@
 //! The recorder: an [`Observer`] that writes a run's branch history to a
 //! `.rtrace` file — seed 000's branch-history bit sequence, plus what a
-//! machine-level replay needs to stay exact:
+//! machine-level replay needs to stay exact: indirect targets (of jumps,
+//! calls, trap entries and returns) and the escapes of returns that did not
+//! go where a shadow return stack said.
 //!
-//! - one bit per conditional branch (1 = taken);
-//! - for each indirect jump or call, trap entry (`ecall`, breakpoint) and
-//!   trap return, the target, as an index into that site's table of targets
-//!   seen so far (1-based), or 0 followed by the new target;
-//! - a shadow return stack, pushed at calls and popped at returns, and an
-//!   *escape* record — matching returns since the last escape, then the real
-//!   target — only when a return goes elsewhere than the stack says. On an
-//!   escape the stack is unwound to the target if it is on it (`longjmp`).
-//!
-//! The replay (`retrace-estimate`, `machine.rs` and `walk.rs`) mirrors every
-//! rule here; `docs/FORMATS.md` states them once for both.
+//! What each event writes is the recording protocol,
+//! [`retrace_trace::protocol`], which the replay (`retrace-estimate`) reads
+//! through the same module; this observer only tells its [`Encoder`] which
+//! event happened on which hart. `docs/FORMATS.md` states the rules.
 
 use crate::observer::{HartId, Observer, TrapEvent};
 use crate::Cause;
 use retrace_isa::{Flow, Inst};
-use retrace_trace::{StreamKind, Totals, TraceError, TraceWriter, WriteSummary};
-use rustc_hash::FxHashMap as HashMap;
+use retrace_trace::protocol::Encoder;
+use retrace_trace::{Totals, TraceError, TraceWriter, WriteSummary};
 use std::io::Write;
-
-/// Slots of [`Recorder`]'s recent-target cache (a power of two).
-const RECENT_SLOTS: usize = 256;
-
-/// Per-hart recording state.
-#[derive(Default)]
-struct HartRecord {
-    stack: Vec<u64>,
-    matched: u64,
-}
 
 /// Writes the trace of a run; see the module docs.
 pub struct Recorder<W: Write> {
-    writer: TraceWriter<W>,
-    harts: Vec<HartRecord>,
-    /// Index (1-based) of each (site, target) pair seen.
-    targets: HashMap<(u64, u64), u64>,
-    /// Number of targets seen per site.
-    site_len: HashMap<u64, u64>,
-    /// A direct-mapped cache in front of `targets`: indirect jumps repeat
-    /// (a comparator called from qsort, an interpreter's dispatch), and this
-    /// keeps the common case to one compare.
-    recent: Box<[(u64, u64, u64); RECENT_SLOTS]>,
-    totals: Totals,
+    encoder: Encoder<W>,
     /// `ecall`s and `ebreak`s that entered a trap handler.
     trapped_calls: u64,
     unsupported: Option<String>,
@@ -118,12 +93,7 @@ impl<W: Write> Recorder<W> {
     /// Record into `writer` (which has written the header).
     pub fn new(writer: TraceWriter<W>, harts: usize) -> Recorder<W> {
         Recorder {
-            writer,
-            harts: (0..harts).map(|_| HartRecord::default()).collect(),
-            targets: HashMap::default(),
-            site_len: HashMap::default(),
-            recent: Box::new([(u64::MAX, u64::MAX, 0); RECENT_SLOTS]),
-            totals: Totals::default(),
+            encoder: Encoder::new(writer, harts),
             trapped_calls: 0,
             unsupported: None,
             dcaches: None,
@@ -134,27 +104,6 @@ impl<W: Write> Recorder<W> {
     pub fn measure_dcaches(&mut self, geometries: &[retrace_timing::CacheModel]) {
         if !geometries.is_empty() {
             self.dcaches = Some(DcacheMeter::start(geometries));
-        }
-    }
-
-    fn indirect(&mut self, hart: HartId, site: u64, target: u64) {
-        let h = hart as u16;
-        self.totals.indirect += 1;
-        let slot = ((site >> 1) ^ (target >> 1).wrapping_mul(0x9e37_79b9)) as usize % RECENT_SLOTS;
-        let r = self.recent[slot];
-        if r.0 == site && r.1 == target {
-            self.writer.record(h, StreamKind::Indirect, r.2);
-            return;
-        }
-        if let Some(&i) = self.targets.get(&(site, target)) {
-            self.recent[slot] = (site, target, i);
-            self.writer.record(h, StreamKind::Indirect, i);
-        } else {
-            let n = self.site_len.entry(site).or_insert(0);
-            *n += 1;
-            self.targets.insert((site, target), *n);
-            self.writer.record(h, StreamKind::Indirect, 0);
-            self.writer.record(h, StreamKind::Indirect, target);
         }
     }
 
@@ -172,10 +121,13 @@ impl<W: Write> Recorder<W> {
         run: &crate::RunResult,
         exit_code: i64,
     ) -> Result<WriteSummary, TraceError> {
-        self.totals.exit_code = exit_code;
-        self.totals.branches = self.writer.branches();
-        self.totals.instructions = run.instructions + self.trapped_calls;
-        self.totals.last_pc = machine.last_pc(0);
+        // Branch, indirect and escape counts are the encoder's to fill in.
+        let totals = Totals {
+            instructions: run.instructions + self.trapped_calls,
+            exit_code,
+            last_pc: machine.last_pc(0),
+            ..Totals::default()
+        };
         let caches = self.dcaches.take().map(DcacheMeter::finish);
         let measured: Vec<_> = caches
             .iter()
@@ -188,7 +140,7 @@ impl<W: Write> Recorder<W> {
                 misses: c.misses,
             })
             .collect();
-        self.writer.finish_with(&self.totals, &measured)
+        self.encoder.finish(totals, &measured)
     }
 }
 
@@ -212,34 +164,22 @@ impl<W: Write> Observer for Recorder<W> {
 
     #[inline(always)]
     fn branch(&mut self, hart: HartId, _pc: u64, _inst: &Inst, taken: bool, _target: u64) {
-        self.writer.branch(hart as u16, taken);
+        self.encoder.branch(hart as u16, taken);
     }
 
     // Out of line: calls, returns and indirect jumps are a fraction of the
     // instructions, and inlined this hook crowded the engine's loop.
     #[inline(never)]
     fn jump(&mut self, hart: HartId, pc: u64, inst: &Inst, flow: Flow, target: u64) {
+        let h = hart as u16;
         match flow {
-            Flow::Call => self.harts[hart].stack.push(inst.fallthrough(pc)),
-            Flow::IndirectCall => {
-                self.harts[hart].stack.push(inst.fallthrough(pc));
-                self.indirect(hart, pc, target);
-            }
-            Flow::IndirectJump => self.indirect(hart, pc, target),
+            Flow::Call => self.encoder.call(h, inst.fallthrough(pc)),
+            Flow::IndirectCall => self
+                .encoder
+                .indirect_call(h, pc, target, inst.fallthrough(pc)),
+            Flow::IndirectJump => self.encoder.indirect(h, pc, target),
             Flow::Return => {
-                let h = &mut self.harts[hart];
-                if h.stack.pop() == Some(target) {
-                    h.matched += 1;
-                } else {
-                    let matched = std::mem::take(&mut h.matched);
-                    if let Some(pos) = h.stack.iter().rposition(|&a| a == target) {
-                        h.stack.truncate(pos);
-                    }
-                    self.totals.escapes += 1;
-                    self.writer
-                        .record(hart as u16, StreamKind::Escapes, matched);
-                    self.writer.record(hart as u16, StreamKind::Escapes, target);
-                }
+                self.encoder.ret(h, target);
             }
             _ => {}
         }
@@ -254,7 +194,7 @@ impl<W: Write> Observer for Recorder<W> {
                 // Executed as far as the replay is concerned, though not
                 // retired (see `Machine::last_pc`).
                 self.trapped_calls += 1;
-                self.indirect(ev.hart, ev.pc, handler)
+                self.encoder.trap_entry(ev.hart as u16, ev.pc, handler)
             }
             _ => {
                 if self.unsupported.is_none() {
@@ -268,7 +208,7 @@ impl<W: Write> Observer for Recorder<W> {
     }
 
     fn trap_return(&mut self, hart: HartId, pc: u64, target: u64) {
-        self.indirect(hart, pc, target);
+        self.encoder.trap_return(hart as u16, pc, target);
     }
 }
 

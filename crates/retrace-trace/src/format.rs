@@ -289,6 +289,39 @@ pub enum TraceError {
         /// What did not match.
         what: String,
     },
+    /// The recording protocol needed an item the trace does not have (see
+    /// [`crate::protocol`]): the history ended before the replay did.
+    #[error("the trace ends early: hart {hart} needs {what} and the trace has none left")]
+    Exhausted {
+        /// Hart whose stream ran out.
+        hart: u16,
+        /// What was needed.
+        what: &'static str,
+    },
+    /// An indirect record names a target that its site's table does not
+    /// have: the trace does not fit the program, or was damaged.
+    #[error("hart {hart}: target #{index} of the indirect site at {site:#x}, which has only {known} known targets")]
+    UnknownTarget {
+        /// Hart of the record.
+        hart: u16,
+        /// Address of the jumping instruction.
+        site: u64,
+        /// The 1-based index recorded.
+        index: u64,
+        /// Targets the site's table holds.
+        known: usize,
+    },
+    /// An escape was recorded after fewer matching returns than the replay
+    /// has already seen since the previous one: the replay is out of step.
+    #[error("hart {hart}: an escape was recorded after {recorded} matching returns, the replay has seen {matched}")]
+    EscapeBehind {
+        /// Hart of the record.
+        hart: u16,
+        /// The count in the escape record.
+        recorded: u64,
+        /// The replay's own count.
+        matched: u64,
+    },
     /// A stream item was asked for a hart the trace does not have.
     #[error("trace has {harts} hart(s); hart {hart} was asked for")]
     NoSuchHart {
@@ -307,6 +340,27 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
         v >>= 7;
     }
     out.push(v as u8);
+}
+
+/// Longest varint spelling of a `u64`: 10 bytes of 7 bits.
+pub const MAX_VARINT_LEN: usize = 10;
+
+/// The LEB128 varint at the start of `bytes`: its value and how many bytes
+/// it takes; `None` when `bytes` ends inside it or it runs past
+/// [`MAX_VARINT_LEN`] bytes. Bits beyond 64 in a tenth byte are dropped, as
+/// they always have been: every reader of the format decodes through here,
+/// so the container, the replay's fast paths and the tests cannot disagree
+/// on what a record says or how long it is.
+#[inline]
+pub fn decode_varint(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    for (i, &b) in bytes.iter().take(MAX_VARINT_LEN).enumerate() {
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
 }
 
 /// A bounds-checked little-endian reader over a byte slice.
@@ -339,15 +393,9 @@ impl Cursor<'_> {
         String::from_utf8(self.bytes(n)?.to_vec()).ok()
     }
     pub fn varint(&mut self) -> Option<u64> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.u8()?;
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Some(v);
-            }
-        }
-        None
+        let (v, n) = decode_varint(self.buf.get(self.pos..)?)?;
+        self.pos += n;
+        Some(v)
     }
 }
 

@@ -13,6 +13,10 @@
 //! Segments are compressed with zstd on a background thread (the recording
 //! thread only packs bits) and carry a CRC-32 of their stored bytes.
 //!
+//! What goes *into* the streams — which events write what, per hart — is the
+//! recording protocol, [`protocol`]: one encoder that the recorder drives
+//! and one decoder per hart that the replay asks.
+//!
 //! ```
 //! use retrace_trace::{Header, StreamKind, Totals, TraceReader, TraceWriter};
 //! let header = Header::new(0x1234, 32, 1);
@@ -32,13 +36,14 @@
 
 mod check;
 mod format;
+pub mod protocol;
 mod reader;
 mod writer;
 
 pub use check::PcSequence;
 pub use format::{
-    decode_trailer, DcacheMeasurement, Header, StreamKind, Totals, TraceError, FORMAT_VERSION,
-    MAGIC, TRAILER_LEN,
+    decode_trailer, decode_varint, DcacheMeasurement, Header, StreamKind, Totals, TraceError,
+    FORMAT_VERSION, MAGIC, MAX_VARINT_LEN, TRAILER_LEN,
 };
 pub use reader::TraceReader;
 pub use writer::{TraceWriter, WriteSummary};

@@ -3,8 +3,8 @@
 //! items, and the trailer at the end. Memory use is one segment.
 
 use crate::format::{
-    Cursor, Header, StreamKind, Totals, TraceError, FORMAT_VERSION, MAGIC, MAX_SEGMENT_RAW,
-    SEGMENT_HEADER_LEN, SEGMENT_TAG, TRAILER_LEN, TRAILER_TAG,
+    decode_varint, Cursor, Header, StreamKind, Totals, TraceError, FORMAT_VERSION, MAGIC,
+    MAX_SEGMENT_RAW, SEGMENT_HEADER_LEN, SEGMENT_TAG, TRAILER_LEN, TRAILER_TAG,
 };
 use crate::format::{DcacheMeasurement, MEASUREMENTS_TAG, MEASUREMENT_LEN};
 use std::io::Read;
@@ -158,10 +158,7 @@ impl<R: Read> TraceReader<R> {
         if hart < self.header.harts {
             Ok(usize::from(hart))
         } else {
-            Err(TraceError::NoSuchHart {
-                hart,
-                harts: self.header.harts,
-            })
+            Err(self.no_such_hart(hart))
         }
     }
 
@@ -281,20 +278,38 @@ impl<R: Read> TraceReader<R> {
     /// so `None` means "not before the next branch", which is what a replay
     /// needs to test for a sparse event (a return escape) without reading
     /// ahead.
+    ///
+    /// Inlined, with its errors built out of line: a replay peeks at the
+    /// escape stream at every return.
+    #[inline]
     pub fn peek_record(&self, hart: u16, kind: StreamKind) -> Result<Option<u64>, TraceError> {
-        let h = &self.harts[self.hart(hart)?];
+        let Some(h) = self.harts.get(usize::from(hart)) else {
+            return Err(self.no_such_hart(hart));
+        };
         let k = kind.index();
         if h.record_left[k] == 0 {
             return Ok(None);
         }
-        let mut c = Cursor {
-            buf: &h.records[k],
-            pos: h.record_pos[k],
-        };
-        c.varint().map(Some).ok_or_else(|| TraceError::Corrupt {
+        match decode_varint(h.records[k].get(h.record_pos[k]..).unwrap_or(&[])) {
+            Some((v, _)) => Ok(Some(v)),
+            None => Err(self.bad_varint(kind)),
+        }
+    }
+
+    #[cold]
+    fn no_such_hart(&self, hart: u16) -> TraceError {
+        TraceError::NoSuchHart {
+            hart,
+            harts: self.header.harts,
+        }
+    }
+
+    #[cold]
+    fn bad_varint(&self, kind: StreamKind) -> TraceError {
+        TraceError::Corrupt {
             offset: self.offset,
             what: format!("bad varint in {kind} of segment {}", self.segment),
-        })
+        }
     }
 
     /// Load the next segment because `hart`'s `kind` stream ran dry. Every

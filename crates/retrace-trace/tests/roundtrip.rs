@@ -99,11 +99,7 @@ fn windows_read_what_single_items_read() {
         while (got_recs.len() + 1) * 1000 <= got_bits.len() {
             let bytes = r.record_bytes(0, StreamKind::Indirect);
             assert!(!bytes.is_empty(), "record {} missing", got_recs.len());
-            let len = bytes.iter().position(|b| b & 0x80 == 0).unwrap() + 1;
-            let v = bytes[..len]
-                .iter()
-                .enumerate()
-                .fold(0u64, |v, (i, b)| v | u64::from(b & 0x7f) << (7 * i));
+            let (v, len) = retrace_trace::decode_varint(bytes).unwrap();
             r.skip_records(0, StreamKind::Indirect, len, 1);
             got_recs.push(v);
         }

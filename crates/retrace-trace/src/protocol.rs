@@ -1,0 +1,418 @@
+//! The recording protocol: the rules that turn one hart's execution into
+//! trace streams ([`Encoder`]) and the streams back into that execution's
+//! choices ([`HartDecoder`]). The recorder (`retrace-sim`) and the replay
+//! (`retrace-estimate`) both go through this module, so each rule is written
+//! once; `docs/FORMATS.md` ("Recording protocol") states them in prose.
+//!
+//! Per hart, independently of every other hart:
+//!
+//! - **branch**: one bit per conditional branch, 1 = taken;
+//! - **indirect** (indirect jumps and calls, trap entries, trap returns; the
+//!   *site* is the address of the instruction): the site's targets are
+//!   numbered from 1 in the order they first occur; a target seen before is
+//!   written as its number, a new one as 0 followed by the address, which
+//!   takes the next number;
+//! - **calls** push the return address on a shadow return stack; a
+//!   **return** pops it, and when the popped address is the real target
+//!   counts one more *matched* return; otherwise it writes an **escape** —
+//!   the matched count since the previous escape, then the target — resets
+//!   the count and [unwinds](unwind) the stack to the target (`longjmp`).
+//!
+//! The decoder keeps the same per-site tables, built only from the trace;
+//! the replay keeps its own return stack (of partial programs) and asks
+//! [`HartDecoder::escape`] at every return.
+//!
+//! ```
+//! use retrace_trace::protocol::{unwind, Encoder, HartDecoder};
+//! use retrace_trace::{Header, Totals, TraceReader, TraceWriter};
+//! let mut buf = Vec::new();
+//! let writer = TraceWriter::new(&mut buf, &Header::new(1, 64, 1)).unwrap();
+//! let mut enc = Encoder::new(writer, 1);
+//! enc.call(0, 0x1004);
+//! enc.indirect(0, 0x2000, 0x3000);
+//! enc.branch(0, true);
+//! enc.ret(0, 0x5000); // not where the call returns to: an escape
+//! enc.finish(Totals::default(), &[]).unwrap();
+//!
+//! let mut r = TraceReader::new(&buf[..]).unwrap();
+//! let mut dec = HartDecoder::new(0);
+//! let mut stack = vec![0x1004u64];
+//! assert_eq!(dec.indirect(&mut r, 0x2000).unwrap(), 0x3000);
+//! assert_eq!(dec.branch(&mut r).unwrap(), Some(true));
+//! stack.pop();
+//! let target = dec.escape(&mut r, 0).unwrap().unwrap();
+//! unwind(&mut stack, target, |&a| a);
+//! assert_eq!(target, 0x5000);
+//! ```
+
+use crate::format::decode_varint;
+use crate::WriteSummary;
+use crate::{DcacheMeasurement, StreamKind, Totals, TraceError, TraceReader, TraceWriter};
+use rustc_hash::FxHashMap;
+use std::io::{Read, Write};
+
+/// The record an indirect event writes for a target its site has not used
+/// before, ahead of the target's address.
+pub const NEW_TARGET: u64 = 0;
+
+/// Slots of an encoder hart's recent-target cache (a power of two).
+const ENCODER_RECENT: usize = 256;
+/// Slots of a decoder's recent-target cache.
+const DECODER_RECENT: usize = 1024;
+
+/// The unwind rule of an escape, for any return stack whose entries have an
+/// address: if `target` is on the stack, its topmost entry and every entry
+/// above it are removed (a `longjmp` out of several frames); otherwise the
+/// stack stays as it is.
+#[inline]
+pub fn unwind<T>(stack: &mut Vec<T>, target: u64, addr: impl Fn(&T) -> u64) {
+    if let Some(pos) = stack.iter().rposition(|e| addr(e) == target) {
+        stack.truncate(pos);
+    }
+}
+
+/// The index at the start of an indirect stream's unread bytes when it is a
+/// whole one-byte record naming a known target (1 to 127): the common
+/// record, which a replay resolves from a cache without decoding.
+#[inline]
+pub fn one_byte_index(bytes: &[u8]) -> Option<u8> {
+    match bytes.first() {
+        Some(&b) if b != NEW_TARGET as u8 && b < 0x80 => Some(b),
+        _ => None,
+    }
+}
+
+/// Length in bytes of the indirect record at the start of `bytes` when it
+/// names a target its site has used before — reading it leaves the site's
+/// table as it was; `None` for a new target (in any spelling of 0) or when
+/// `bytes` ends inside the record.
+#[inline]
+pub fn known_target_len(bytes: &[u8]) -> Option<usize> {
+    match decode_varint(bytes) {
+        Some((v, n)) if v != NEW_TARGET => Some(n),
+        _ => None,
+    }
+}
+
+/// Events an encoder wrote, besides branch bits (the trailer's totals).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Events {
+    /// Indirect events: jumps, calls, trap entries and returns.
+    pub indirect: u64,
+    /// Return escapes.
+    pub escapes: u64,
+}
+
+/// One hart's recording state.
+struct HartEncoder {
+    /// Index (1-based) of each (site, target) pair seen.
+    targets: FxHashMap<(u64, u64), u64>,
+    /// Number of targets seen per site.
+    site_len: FxHashMap<u64, u64>,
+    /// A direct-mapped cache in front of `targets`: indirect jumps repeat
+    /// (a comparator called from qsort, an interpreter's dispatch), and this
+    /// keeps the common case to one compare.
+    recent: Box<[(u64, u64, u64); ENCODER_RECENT]>,
+    /// The shadow return stack: return addresses of calls not returned from.
+    stack: Vec<u64>,
+    /// Returns that matched `stack` since the last escape.
+    matched: u64,
+    events: Events,
+}
+
+impl HartEncoder {
+    fn new() -> HartEncoder {
+        HartEncoder {
+            targets: FxHashMap::default(),
+            site_len: FxHashMap::default(),
+            recent: Box::new([(u64::MAX, u64::MAX, 0); ENCODER_RECENT]),
+            stack: Vec::new(),
+            matched: 0,
+            events: Events::default(),
+        }
+    }
+}
+
+/// Writes the protocol's records for every hart of a run through one
+/// [`TraceWriter`]; see the module documentation.
+pub struct Encoder<W: Write> {
+    writer: TraceWriter<W>,
+    harts: Vec<HartEncoder>,
+}
+
+impl<W: Write> Encoder<W> {
+    /// Encode `harts` harts into `writer` (which has written the header).
+    pub fn new(writer: TraceWriter<W>, harts: usize) -> Encoder<W> {
+        Encoder {
+            writer,
+            harts: (0..harts).map(|_| HartEncoder::new()).collect(),
+        }
+    }
+
+    /// A conditional branch of `hart`, taken or not.
+    #[inline(always)]
+    pub fn branch(&mut self, hart: u16, taken: bool) {
+        self.writer.branch(hart, taken);
+    }
+
+    /// A direct call of `hart` that will return to `return_addr`.
+    #[inline]
+    pub fn call(&mut self, hart: u16, return_addr: u64) {
+        self.harts[usize::from(hart)].stack.push(return_addr);
+    }
+
+    /// An indirect call of `hart` at `site` to `target`, returning to
+    /// `return_addr`.
+    #[inline]
+    pub fn indirect_call(&mut self, hart: u16, site: u64, target: u64, return_addr: u64) {
+        self.call(hart, return_addr);
+        self.indirect(hart, site, target);
+    }
+
+    /// A trap entry of `hart` at `site` (`ecall`, a breakpoint) to `handler`:
+    /// an indirect event, site = the trapping instruction.
+    #[inline]
+    pub fn trap_entry(&mut self, hart: u16, site: u64, handler: u64) {
+        self.indirect(hart, site, handler);
+    }
+
+    /// A trap return of `hart` (`mret`, `sret`) at `site` to `target`: an
+    /// indirect event.
+    #[inline]
+    pub fn trap_return(&mut self, hart: u16, site: u64, target: u64) {
+        self.indirect(hart, site, target);
+    }
+
+    /// An indirect jump or call of `hart` at `site` to `target` (without the
+    /// call's push; see [`Encoder::indirect_call`]).
+    #[inline]
+    pub fn indirect(&mut self, hart: u16, site: u64, target: u64) {
+        let h = &mut self.harts[usize::from(hart)];
+        h.events.indirect += 1;
+        let slot =
+            ((site >> 1) ^ (target >> 1).wrapping_mul(0x9e37_79b9)) as usize % ENCODER_RECENT;
+        let r = h.recent[slot];
+        if r.0 == site && r.1 == target {
+            self.writer.record(hart, StreamKind::Indirect, r.2);
+            return;
+        }
+        if let Some(&i) = h.targets.get(&(site, target)) {
+            h.recent[slot] = (site, target, i);
+            self.writer.record(hart, StreamKind::Indirect, i);
+        } else {
+            let n = h.site_len.entry(site).or_insert(0);
+            *n += 1;
+            h.targets.insert((site, target), *n);
+            self.writer.record(hart, StreamKind::Indirect, NEW_TARGET);
+            self.writer.record(hart, StreamKind::Indirect, target);
+        }
+    }
+
+    /// A return of `hart` to `target`; `true` when it escaped (went
+    /// elsewhere than the shadow stack said).
+    #[inline]
+    pub fn ret(&mut self, hart: u16, target: u64) -> bool {
+        let h = &mut self.harts[usize::from(hart)];
+        if h.stack.pop() == Some(target) {
+            h.matched += 1;
+            return false;
+        }
+        let matched = std::mem::take(&mut h.matched);
+        unwind(&mut h.stack, target, |&a| a);
+        h.events.escapes += 1;
+        self.writer.record(hart, StreamKind::Escapes, matched);
+        self.writer.record(hart, StreamKind::Escapes, target);
+        true
+    }
+
+    /// Events written so far, over all harts.
+    pub fn events(&self) -> Events {
+        self.harts.iter().fold(Events::default(), |a, h| Events {
+            indirect: a.indirect + h.events.indirect,
+            escapes: a.escapes + h.events.escapes,
+        })
+    }
+
+    /// Branch bits written so far, over all harts.
+    pub fn branches(&self) -> u64 {
+        self.writer.branches()
+    }
+
+    /// Finish the trace: `totals` with the branch, indirect and escape
+    /// counts filled in from what was encoded, and `dcache` measurements
+    /// before the trailer.
+    pub fn finish(
+        self,
+        mut totals: Totals,
+        dcache: &[DcacheMeasurement],
+    ) -> Result<WriteSummary, TraceError> {
+        let events = self.events();
+        totals.branches = self.writer.branches();
+        totals.indirect = events.indirect;
+        totals.escapes = events.escapes;
+        self.writer.finish_with(&totals, dcache)
+    }
+}
+
+/// One hart's side of the replay: reads that hart's streams from a
+/// [`TraceReader`] (shared with the other harts' decoders) as the replay
+/// meets the events; see the module documentation.
+pub struct HartDecoder {
+    hart: u16,
+    /// Per indirect site, the targets seen so far, in order of first use.
+    sites: FxHashMap<u64, Vec<u64>>,
+    /// Direct-mapped cache of (site, one-byte index) → target.
+    recent: Box<[(u64, u8, u64)]>,
+}
+
+impl HartDecoder {
+    /// A decoder of `hart`'s streams, with empty target tables.
+    pub fn new(hart: u16) -> HartDecoder {
+        HartDecoder {
+            hart,
+            sites: FxHashMap::default(),
+            recent: vec![(u64::MAX, 0, 0); DECODER_RECENT].into_boxed_slice(),
+        }
+    }
+
+    /// The hart this decoder reads.
+    #[inline]
+    pub fn hart(&self) -> u16 {
+        self.hart
+    }
+
+    /// The next conditional branch: taken or not; `None` when the trace has
+    /// no more branch bits.
+    #[inline]
+    pub fn branch<R: Read>(&self, r: &mut TraceReader<R>) -> Result<Option<bool>, TraceError> {
+        r.next_bit(self.hart)
+    }
+
+    /// The next item of a record stream, which must be there.
+    fn next<R: Read>(
+        &self,
+        r: &mut TraceReader<R>,
+        kind: StreamKind,
+        what: &'static str,
+    ) -> Result<u64, TraceError> {
+        r.next_record(self.hart, kind)?
+            .ok_or(TraceError::Exhausted {
+                hart: self.hart,
+                what,
+            })
+    }
+
+    /// The target of the next indirect event, at `site` (an indirect jump
+    /// or call, a trap entry or return).
+    #[inline]
+    pub fn indirect<R: Read>(
+        &mut self,
+        r: &mut TraceReader<R>,
+        site: u64,
+    ) -> Result<u64, TraceError> {
+        // The common record: one byte, a target this site used before.
+        if let Some(b) = one_byte_index(r.record_bytes(self.hart, StreamKind::Indirect)) {
+            let slot = target_slot(site, b);
+            let (s, v, target) = self.recent[slot];
+            if s == site && v == b {
+                r.skip_records(self.hart, StreamKind::Indirect, 1, 1);
+                return Ok(target);
+            }
+        }
+        self.indirect_slow(r, site)
+    }
+
+    fn indirect_slow<R: Read>(
+        &mut self,
+        r: &mut TraceReader<R>,
+        site: u64,
+    ) -> Result<u64, TraceError> {
+        let v = self.next(r, StreamKind::Indirect, "an indirect target")?;
+        if v == NEW_TARGET {
+            let target = self.next(r, StreamKind::Indirect, "an indirect target address")?;
+            self.sites.entry(site).or_default().push(target);
+            return Ok(target);
+        }
+        let table = self.sites.entry(site).or_default();
+        let target = table.get(v as usize - 1).copied();
+        if let (Some(t), Ok(b)) = (target, u8::try_from(v)) {
+            // Site tables only grow: (site, index) names one target forever.
+            self.recent[target_slot(site, b)] = (site, b, t);
+        }
+        target.ok_or(TraceError::UnknownTarget {
+            hart: self.hart,
+            site,
+            index: v,
+            known: table.len(),
+        })
+    }
+
+    /// At a return, `matched` returns having matched the replay's stack since
+    /// the previous escape: the target if this return escaped (the replay
+    /// then resets its count and applies [`unwind`]), `None` if it went to
+    /// the stack's top. Looks only at the loaded segment, which holds every
+    /// escape recorded before the next branch bit.
+    #[inline]
+    pub fn escape<R: Read>(
+        &mut self,
+        r: &mut TraceReader<R>,
+        matched: u64,
+    ) -> Result<Option<u64>, TraceError> {
+        match r.peek_record(self.hart, StreamKind::Escapes)? {
+            Some(recorded) if recorded == matched => {
+                self.next(r, StreamKind::Escapes, "an escape record")?;
+                Ok(Some(self.next(
+                    r,
+                    StreamKind::Escapes,
+                    "an escape target",
+                )?))
+            }
+            Some(recorded) if recorded < matched => Err(TraceError::EscapeBehind {
+                hart: self.hart,
+                recorded,
+                matched,
+            }),
+            _ => Ok(None),
+        }
+    }
+
+    /// How many more returns, `matched` having matched since the previous
+    /// escape, go to the stack's top before the next escape recorded in the
+    /// loaded segment (`u64::MAX` when none is recorded there): the
+    /// returns a replay may take without asking [`HartDecoder::escape`].
+    /// `None` when the trace is damaged or out of step; `escape` then says
+    /// how.
+    #[inline]
+    pub fn returns_before_escape<R: Read>(&self, r: &TraceReader<R>, matched: u64) -> Option<u64> {
+        match r.peek_record(self.hart, StreamKind::Escapes) {
+            Ok(None) => Some(u64::MAX),
+            Ok(Some(recorded)) if recorded >= matched => Some(recorded - matched),
+            _ => None,
+        }
+    }
+
+    /// The unread bytes of this hart's indirect stream in the loaded
+    /// segment: what a replay that memoises stretches keys them on.
+    #[inline]
+    pub fn indirect_bytes<'r, R: Read>(&self, r: &'r TraceReader<R>) -> &'r [u8] {
+        r.record_bytes(self.hart, StreamKind::Indirect)
+    }
+
+    /// Consume `bytes` bytes holding `records` indirect records that each
+    /// named a known target ([`known_target_len`]): a memoised stretch that
+    /// read them once already, so the tables need nothing new.
+    #[inline]
+    pub fn skip_known_indirect<R: Read>(&self, r: &mut TraceReader<R>, bytes: usize, records: u64) {
+        r.skip_records(self.hart, StreamKind::Indirect, bytes, records);
+    }
+}
+
+/// The recent-target slot of (site, index): consecutive indices of one site
+/// in consecutive slots.
+#[inline]
+fn target_slot(site: u64, index: u8) -> usize {
+    ((site >> 1) as usize)
+        .wrapping_mul(0x9e37)
+        .wrapping_add(usize::from(index))
+        % DECODER_RECENT
+}
