@@ -5,51 +5,17 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-const EM_RISCV: u16 = 243;
-const EM_X86_64: u16 = 62;
-const BASE: u64 = 0x8000_0000;
+use retrace_testkit::asm::{bytes as words, semihost};
+use retrace_testkit::elf::{ElfImage, BASE, EM_RISCV, EM_X86_64, PF_R, PF_X};
 
 /// A minimal ELF64 executable: one R+X PT_LOAD segment holding `code` at
 /// `addr` (entry = `addr`).
 fn elf64(machine: u16, addr: u64, code: &[u8]) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-    f.extend_from_slice(&2u16.to_le_bytes());
-    f.extend_from_slice(&machine.to_le_bytes());
-    f.extend_from_slice(&1u32.to_le_bytes());
-    f.extend_from_slice(&addr.to_le_bytes());
-    f.extend_from_slice(&64u64.to_le_bytes());
-    f.extend_from_slice(&0u64.to_le_bytes());
-    f.extend_from_slice(&0u32.to_le_bytes());
-    for v in [64u16, 56, 1, 64, 0, 0] {
-        f.extend_from_slice(&v.to_le_bytes());
-    }
-    f.extend_from_slice(&1u32.to_le_bytes()); // PT_LOAD
-    f.extend_from_slice(&5u32.to_le_bytes()); // R+X
-    f.extend_from_slice(&120u64.to_le_bytes());
-    f.extend_from_slice(&addr.to_le_bytes());
-    f.extend_from_slice(&addr.to_le_bytes());
-    f.extend_from_slice(&(code.len() as u64).to_le_bytes());
-    f.extend_from_slice(&(code.len() as u64).to_le_bytes());
-    f.extend_from_slice(&4u64.to_le_bytes());
-    f.extend_from_slice(code);
-    f
-}
-
-/// Little-endian bytes of 32-bit instruction words.
-fn words(ws: &[u32]) -> Vec<u8> {
-    ws.iter().flat_map(|w| w.to_le_bytes()).collect()
-}
-
-/// The semihosting call sequence for operation `op` with block address in
-/// a1 (already loaded by the caller).
-fn semihost(op: u32) -> Vec<u32> {
-    vec![
-        0x0000_0513 | (op << 20), // li a0, op
-        0x01f0_1013,              // slli x0, x0, 0x1f
-        0x0010_0073,              // ebreak
-        0x4070_5013,              // srai x0, x0, 7
-    ]
+    ElfImage::riscv64()
+        .machine(machine)
+        .at(addr)
+        .flags(PF_R | PF_X)
+        .build(code)
 }
 
 fn scratch() -> PathBuf {

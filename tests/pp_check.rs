@@ -3,14 +3,16 @@
 //! optimisation level, the picolibc runtime included) runs in the
 //! functional simulator while a checker follows the table instruction by
 //! instruction. Every retired instruction must be the table's prediction
-//! and every PP must end in one of its successors. All failing programs are
-//! reported, not just the first.
+//! and every PP must end in one of its successors. One trial per program
+//! (`pp_check::sort-rv32-O2`), run in parallel by libtest's pool.
 
 use retrace_program::{Checker, Elf, Program};
 use retrace_sim::{
     Console, HostConfig, Machine, MachineConfig, Observer, Retired, StopReason, TrapEvent,
 };
-use std::path::{Path, PathBuf};
+use retrace_testkit::programs::{example_programs, root};
+use retrace_testkit::trials::{self, Failed, Trial};
+use std::path::Path;
 
 struct Follow<'a, 't>(&'a mut Checker<'t>);
 
@@ -25,17 +27,6 @@ impl Observer for Follow<'_, '_> {
             self.0.trap(h);
         }
     }
-}
-
-fn programs() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("programs/bin");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}; run programs/build.sh", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| matches!(p.extension(), Some(e) if e == "elf"))
-        .collect();
-    v.sort();
-    v
 }
 
 /// Checks one program; `Err` describes what went wrong.
@@ -77,34 +68,9 @@ fn check(path: &Path) -> Result<String, String> {
     ))
 }
 
-#[test]
-fn every_example_program_follows_its_table() {
-    let progs = programs();
-    assert!(
-        progs.len() >= 10,
-        "only {} programs in programs/bin",
-        progs.len()
-    );
-    let mut failures = Vec::new();
-    for p in &progs {
-        match check(p) {
-            Ok(line) => eprintln!("{line}"),
-            Err(e) => failures.push(e),
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} programs failed:\n{}",
-        failures.len(),
-        progs.len(),
-        failures.join("\n")
-    );
-}
-
 /// The CLI's JSON report has the documented fields and passes.
-#[test]
 fn pp_check_json_reports_full_coverage() {
-    let prog = Path::new(env!("CARGO_MANIFEST_DIR")).join("programs/bin/nqueens-rv32-O2.elf");
+    let prog = root().join("programs/bin/nqueens-rv32-O2.elf");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_retrace"))
         .args(["pp", "--check", "--json"])
         .arg(&prog)
@@ -130,4 +96,28 @@ fn pp_check_json_reports_full_coverage() {
     assert_eq!(v["executed_instructions"], v["covered_instructions"]);
     assert_eq!(v["mismatches"], 0);
     assert!(v["executed_instructions"].as_u64().unwrap() > 1000);
+}
+
+fn main() {
+    let progs = example_programs();
+    assert!(
+        progs.len() >= 10,
+        "only {} programs in programs/bin",
+        progs.len()
+    );
+    let mut list: Vec<Trial> = progs
+        .into_iter()
+        .map(|p| {
+            Trial::test(format!("pp_check::{}", p.name), move || {
+                let line = check(&p.path).map_err(Failed::from)?;
+                eprintln!("{line}");
+                Ok(())
+            })
+        })
+        .collect();
+    list.push(Trial::test("pp_check::json-reports-full-coverage", || {
+        pp_check_json_reports_full_coverage();
+        Ok(())
+    }));
+    trials::run(list, || {})
 }

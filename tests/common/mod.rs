@@ -1,63 +1,22 @@
 //! Shared helpers of the integration tests that run example ELF files under
 //! `retrace run` and under QEMU (the independent oracle, see DESIGN.md).
 //!
-//! QEMU is found on `PATH`. When it is missing the QEMU half of a test is
-//! skipped with a printed reason, unless `RETRACE_REQUIRE_TOOLS=1` (CI), in
-//! which case the test fails.
+//! QEMU is found on `PATH`; whether it is there, and what a test does when
+//! it is not, is `retrace_testkit::tools::QEMU`'s business.
 
 #![allow(dead_code)] // each test binary uses a different subset
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How long one QEMU or retrace run may take before it counts as hung.
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The repository root (the root package's manifest directory).
-pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Every `*.elf` file in `dir`, sorted by name. Panics when there are none:
-/// an empty directory would make the tests pass vacuously.
-pub fn elf_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .map(|entry| entry.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "elf"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no ELF files in {}", dir.display());
-    files
-}
-
-/// The file name without directory, for messages.
-pub fn name(path: &Path) -> String {
-    path.file_name().unwrap().to_string_lossy().into_owned()
-}
-
-/// 32 or 64, from the ELF header's class byte.
-pub fn elf_xlen(path: &Path) -> u32 {
-    let mut header = [0u8; 5];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut header))
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    assert_eq!(
-        &header[..4],
-        b"\x7fELF",
-        "{} is not an ELF file",
-        path.display()
-    );
-    match header[4] {
-        1 => 32,
-        2 => 64,
-        c => panic!("{}: unknown ELF class {c}", path.display()),
-    }
-}
+#[allow(unused_imports)] // each test binary uses a different subset
+pub use retrace_testkit::programs::{elf_xlen, file_name as name, root};
 
 /// What one run of a program did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -198,57 +157,3 @@ pub fn run_qemu(elf: &Path, args: &[&str]) -> Outcome {
     let _ = std::fs::remove_file(&console);
     outcome
 }
-
-/// Whether QEMU for both XLENs can be started. When it cannot: print why
-/// and return false, or panic when `RETRACE_REQUIRE_TOOLS=1`.
-pub fn qemu_available(test: &str) -> bool {
-    for bin in ["qemu-system-riscv32", "qemu-system-riscv64"] {
-        let ok = Command::new(bin)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            let reason =
-                format!("{bin} is not installed (Debian: apt-get install qemu-system-misc)");
-            if std::env::var("RETRACE_REQUIRE_TOOLS").is_ok_and(|v| v == "1") {
-                panic!("{test}: {reason}, and RETRACE_REQUIRE_TOOLS=1");
-            }
-            eprintln!("{test}: skipping the QEMU comparison: {reason}");
-            return false;
-        }
-    }
-    true
-}
-
-/// Apply `job` to every item on `threads` threads; results in input order.
-pub fn parallel_map<T: Sync, R: Send>(
-    items: &[T],
-    threads: usize,
-    job: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..threads.max(1) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= items.len() {
-                    break;
-                }
-                let r = job(&items[i]);
-                results.lock().unwrap()[i] = Some(r);
-            });
-        }
-    });
-    results
-        .into_inner()
-        .unwrap()
-        .into_iter()
-        .map(|r| r.unwrap())
-        .collect()
-}
-
-/// Two worker threads: the machine has two cores shared with the build.
-pub const THREADS: usize = 2;

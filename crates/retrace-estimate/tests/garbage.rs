@@ -8,17 +8,16 @@
 use proptest::prelude::*;
 use retrace_estimate::{estimate_trace, estimate_trace_stepwise, Fidelity};
 use retrace_program::{Addr, Elf, Program};
+use retrace_testkit::programs::example_program;
+use retrace_testkit::Rng;
 use retrace_trace::{Header, StreamKind, Totals, TraceWriter};
-use std::path::PathBuf;
 
 fn program() -> (Elf, Program) {
     load("bytevm-rv32-O2")
 }
 
 fn load(name: &str) -> (Elf, Program) {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../../programs/bin/{name}.elf"));
-    let elf = Elf::parse(&std::fs::read(path).unwrap()).unwrap();
+    let elf = Elf::parse(&example_program(name).bytes()).unwrap();
     let program = Program::analyse(&elf).unwrap();
     (elf, program)
 }
@@ -31,13 +30,8 @@ fn garbage(elf: &Elf, seed: u64, bits: u32, every: u32, instructions: u64) -> Ve
     header.program = "bytevm-rv32-O2.elf".into();
     let mut buf = Vec::new();
     let mut w = TraceWriter::new(&mut buf, &header).unwrap();
-    let mut x = seed | 1;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = Rng::new(seed);
+    let mut next = || rng.next_u64();
     let (mut indirect, mut escapes) = (0, 0);
     for i in 0..bits {
         let r = next();

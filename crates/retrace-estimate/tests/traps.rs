@@ -6,32 +6,18 @@
 //! encoder into a minimal RV64 ELF, so no cross compiler is needed.
 
 use retrace_estimate::{estimate_trace, replay_check, Fidelity};
-use retrace_isa::{csr, encode, Inst, Op, Xlen};
+use retrace_isa::{csr, Op, Xlen};
 use retrace_program::{Addr, Elf, Program};
 use retrace_sim::cycle::run_cycle_level;
 use retrace_sim::record::record_run;
 use retrace_sim::{Console, HostConfig, StopReason};
 use retrace_timing::preset;
 
-const BASE: u64 = 0x8000_0000;
-const T0: u8 = 5;
-const T1: u8 = 6;
-const S0: u8 = 8;
-const A0: u8 = 10;
-const A1: u8 = 11;
-const SP: u8 = 2;
+use retrace_testkit::asm::{self, A0, A1, S0, SP, T0, T1};
+use retrace_testkit::elf::ElfImage;
 
 fn i(op: Op, rd: u8, rs1: u8, rs2: u8, imm: i32) -> u32 {
-    let inst = Inst {
-        op,
-        rd,
-        rs1,
-        rs2,
-        len: 4,
-        imm,
-        raw: 0,
-    };
-    encode(&inst, Xlen::Rv64).unwrap_or_else(|e| panic!("{op:?}: {e:?}"))
+    asm::word(Xlen::Rv64, op, rd, rs1, rs2, imm)
 }
 
 /// The program: install a handler, `ecall` three times in a loop (the
@@ -75,36 +61,9 @@ fn program() -> Vec<u32> {
     w
 }
 
-/// A minimal ELF64 executable: one R+W+X segment with `code` at BASE.
-fn elf64(code: &[u8]) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-    f.extend_from_slice(&2u16.to_le_bytes()); // ET_EXEC
-    f.extend_from_slice(&243u16.to_le_bytes()); // EM_RISCV
-    f.extend_from_slice(&1u32.to_le_bytes());
-    f.extend_from_slice(&BASE.to_le_bytes()); // entry
-    f.extend_from_slice(&64u64.to_le_bytes()); // phoff
-    f.extend_from_slice(&0u64.to_le_bytes()); // shoff
-    f.extend_from_slice(&0u32.to_le_bytes()); // flags
-    for v in [64u16, 56, 1, 64, 0, 0] {
-        f.extend_from_slice(&v.to_le_bytes());
-    }
-    f.extend_from_slice(&1u32.to_le_bytes()); // PT_LOAD
-    f.extend_from_slice(&7u32.to_le_bytes()); // R+W+X
-    f.extend_from_slice(&120u64.to_le_bytes()); // offset
-    f.extend_from_slice(&BASE.to_le_bytes());
-    f.extend_from_slice(&BASE.to_le_bytes());
-    f.extend_from_slice(&(code.len() as u64).to_le_bytes());
-    f.extend_from_slice(&(code.len() as u64).to_le_bytes());
-    f.extend_from_slice(&4u64.to_le_bytes());
-    f.extend_from_slice(code);
-    f
-}
-
 #[test]
 fn ecall_into_a_handler_replays_exactly() {
-    let code: Vec<u8> = program().iter().flat_map(|w| w.to_le_bytes()).collect();
-    let elf = Elf::parse(&elf64(&code)).unwrap();
+    let elf = Elf::parse(&ElfImage::riscv64().build(&asm::bytes(&program()))).unwrap();
     let program = Program::analyse(&elf).unwrap();
     let host = || HostConfig {
         cmdline: "traps".into(),

@@ -16,16 +16,24 @@
 //! objdump prints `pause` only when the ELF declares Zihintpause, and
 //! retrace-isa always decodes it.
 //!
-//! Every mismatch is collected; the test fails with the count and the
-//! first 50. Without objdump the test is skipped with a message, unless
-//! `RETRACE_REQUIRE_TOOLS=1`, which makes a missing tool a failure (CI).
-//! `RETRACE_OBJDUMP_MISMATCHES=FILE` writes the full list of mismatches.
+//! One trial per source (`objdump_agrees::programs::sort-rv32-O2`,
+//! `objdump_agrees::picolibc-rv64`, `objdump_agrees::sweep-rv32`, …), run in
+//! parallel by libtest's pool. Every mismatch of a source is collected; its
+//! trial fails with the count and the first 50. Without the tools a trial is
+//! reported ignored with the reason, unless `RETRACE_REQUIRE_TOOLS=1`, which
+//! makes a missing tool a failure (CI). `RETRACE_OBJDUMP_MISMATCHES=FILE`
+//! writes the full list of mismatches of the trials that ran.
 
 use retrace_isa::{decode, disasm, DecodeError, Xlen};
+use retrace_testkit::programs::{example_programs, scratch_dir};
+use retrace_testkit::tools::{self, BINUTILS, OBJDUMP as OBJDUMP_TOOL};
+use retrace_testkit::trials::{self, Completion, Failed, Trial};
+use retrace_testkit::Rng;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 
 const OBJDUMP: &str = "riscv64-unknown-elf-objdump";
 const AS: &str = "riscv64-unknown-elf-as";
@@ -35,31 +43,8 @@ const GCC: &str = "riscv64-unknown-elf-gcc";
 /// [`DecodeError::Unsupported`] (debug-mode `dret` belongs to Sdext).
 const OBJDUMP_ONLY: &[&str] = &["dret"];
 
-fn tool_present(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok()
-}
-
-fn tools_required() -> bool {
-    std::env::var("RETRACE_REQUIRE_TOOLS").is_ok_and(|v| v == "1")
-}
-
-/// Skips (returns false) or, when tools are required, fails.
-fn require(ok: bool, what: &str) -> bool {
-    if !ok {
-        assert!(!tools_required(), "RETRACE_REQUIRE_TOOLS=1 but {what}");
-        eprintln!("skipping: {what}");
-    }
-    ok
-}
-
 fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn scratch_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("retrace-isa-objdump-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Assembles `source` for one XLEN and returns the object's path.
@@ -251,7 +236,8 @@ impl Tally {
         }
     }
 
-    fn finish(self) {
+    /// The trial's verdict; the mismatches also go to [`ALL_MISMATCHES`].
+    fn finish(self) -> Result<(), Failed> {
         let mut report = String::new();
         for (src, (n, bad)) in &self.per_source {
             writeln!(report, "  {src}: {n} lines, {bad} mismatches").unwrap();
@@ -262,55 +248,51 @@ impl Tally {
             self.rejected_by_both,
             self.mismatches.len()
         );
-        assert!(self.compared > 0, "no instruction line was compared");
-        if let Ok(path) = std::env::var("RETRACE_OBJDUMP_MISMATCHES") {
-            std::fs::write(&path, self.mismatches.join("\n")).unwrap();
-            eprintln!("all mismatches written to {path}");
+        if self.compared == 0 {
+            return Err("no instruction line was compared".into());
         }
-        if !self.mismatches.is_empty() {
-            let first: Vec<&str> = self
-                .mismatches
-                .iter()
-                .take(50)
-                .map(|s| s.as_str())
-                .collect();
-            panic!(
-                "{} mismatches with objdump; first {}:\n{}",
-                self.mismatches.len(),
-                first.len(),
-                first.join("\n")
-            );
+        if let Some(src) = self.per_source.keys().next() {
+            ALL_MISMATCHES
+                .lock()
+                .unwrap()
+                .insert(src.clone(), self.mismatches.clone());
         }
+        if self.mismatches.is_empty() {
+            return Ok(());
+        }
+        let first: Vec<&str> = self
+            .mismatches
+            .iter()
+            .take(50)
+            .map(|s| s.as_str())
+            .collect();
+        Err(format!(
+            "{} mismatches with objdump; first {}:\n{}",
+            self.mismatches.len(),
+            first.len(),
+            first.join("\n")
+        )
+        .into())
     }
 }
 
-/// A small deterministic generator (xorshift64*) so the sweeps are the
-/// same on every run.
-struct Rng(u64);
+/// Every trial's mismatches by source, for `RETRACE_OBJDUMP_MISMATCHES`.
+static ALL_MISMATCHES: Mutex<BTreeMap<String, Vec<String>>> = Mutex::new(BTreeMap::new());
 
-impl Rng {
-    fn next(&mut self) -> u32 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32
-    }
-
-    /// A register number, biased to the ones aliases care about.
-    fn reg(&mut self) -> u32 {
-        match self.next() % 8 {
-            0 => 0,
-            1 => 1,
-            2 => 5,
-            3 => 2,
-            _ => self.next() % 32,
-        }
+/// A register number, biased to the ones aliases care about.
+fn reg(rng: &mut Rng) -> u32 {
+    match rng.next_u32() % 8 {
+        0 => 0,
+        1 => 1,
+        2 => 5,
+        3 => 2,
+        _ => rng.next_u32() % 32,
     }
 }
 
 /// Raw words for the sweep, as `(length, bits)`.
 fn sweep_words(seed: u64) -> Vec<(usize, u32)> {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut words = Vec::new();
     // Every 16-bit encoding.
     for h in 0..=0xffffu32 {
@@ -318,7 +300,7 @@ fn sweep_words(seed: u64) -> Vec<(usize, u32)> {
             words.push((2, h));
         }
     }
-    let fields = |rng: &mut Rng| rng.reg() << 7 | rng.reg() << 15 | rng.reg() << 20;
+    let fields = |rng: &mut Rng| reg(rng) << 7 | reg(rng) << 15 | reg(rng) << 20;
     for opcode in 0..32u32 {
         if opcode & 7 == 7 {
             continue; // 48-bit and longer formats
@@ -333,10 +315,14 @@ fn sweep_words(seed: u64) -> Vec<(usize, u32)> {
         // … and fully random immediates with special cases.
         for k in 0..600 {
             let w = match k % 4 {
-                0 => rng.next(),
-                1 => rng.next() & 0xfff0_7fff | fields(&mut rng) & (31 << 15),
-                2 => (rng.next() & 0x8000_0000) | fields(&mut rng) | rng.next() & 0x7000,
-                _ => rng.next() & 0xfff0_0000 | fields(&mut rng) & 0xf_ff80 | rng.next() & 0x7000,
+                0 => rng.next_u32(),
+                1 => rng.next_u32() & 0xfff0_7fff | fields(&mut rng) & (31 << 15),
+                2 => (rng.next_u32() & 0x8000_0000) | fields(&mut rng) | rng.next_u32() & 0x7000,
+                _ => {
+                    rng.next_u32() & 0xfff0_0000
+                        | fields(&mut rng) & 0xf_ff80
+                        | rng.next_u32() & 0x7000
+                }
             };
             words.push((4, (w & !0x7f) | base));
         }
@@ -344,10 +330,10 @@ fn sweep_words(seed: u64) -> Vec<(usize, u32)> {
     // Every CSR with each instruction form.
     for csr in 0..4096u32 {
         let f3 = [1, 2, 3, 5, 6, 7][(csr % 6) as usize];
-        let rs1 = if csr % 3 == 0 { 0 } else { rng.reg() };
-        let rd = if csr % 5 == 0 { 0 } else { rng.reg() };
+        let rs1 = if csr % 3 == 0 { 0 } else { reg(&mut rng) };
+        let rd = if csr % 5 == 0 { 0 } else { reg(&mut rng) };
         words.push((4, csr << 20 | rs1 << 15 | f3 << 12 | rd << 7 | 0x73));
-        words.push((4, csr << 20 | 0x2073 | (rng.reg() << 7))); // csrr / rdcycle …
+        words.push((4, csr << 20 | 0x2073 | (reg(&mut rng) << 7))); // csrr / rdcycle …
     }
     // Exact special words.
     for w in [
@@ -377,10 +363,9 @@ fn sweep_source(words: &[(usize, u32)]) -> String {
     s
 }
 
-/// picolibc's libc.a for rv32imac/ilp32 and rv64imac/lp64.
-fn picolibc_archives() -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for (march, mabi) in [("rv32imac", "ilp32"), ("rv64imac", "lp64")] {
+/// picolibc's libc.a for one `-march`/`-mabi`, if installed.
+fn picolibc_archive(march: &str, mabi: &str) -> Option<PathBuf> {
+    {
         let asked = Command::new(GCC)
             .args([
                 &format!("-march={march}"),
@@ -394,74 +379,110 @@ fn picolibc_archives() -> Vec<PathBuf> {
         let fallback = PathBuf::from(format!(
             "/usr/lib/picolibc/riscv64-unknown-elf/lib/{march}/{mabi}/libc.a"
         ));
-        match asked.filter(|p| p.is_absolute() && p.exists()) {
-            Some(p) => found.push(p),
-            None if fallback.exists() => found.push(fallback),
-            None => {}
-        }
+        asked
+            .filter(|p| p.is_absolute() && p.exists())
+            .or_else(|| fallback.exists().then_some(fallback))
     }
-    found
 }
 
-#[test]
-fn objdump_agrees() {
-    if !require(
-        tool_present(OBJDUMP) && tool_present(AS),
-        "riscv64-unknown-elf-objdump/-as not installed (Debian: binutils-riscv64-unknown-elf)",
-    ) {
-        return;
-    }
-    let mut tally = Tally::default();
-    let dir = scratch_dir();
+/// One listing's trial: `source` names it, `listing` makes it.
+fn listing_trial(
+    name: String,
+    needs: tools::Tools,
+    source: String,
+    listing: impl FnOnce() -> String + Send + 'static,
+) -> Trial {
+    trials::needing(name, needs, move || {
+        let mut tally = Tally::default();
+        tally.check_listing(&source, &listing());
+        tally.finish()
+    })
+}
+
+fn main() {
+    let dir = scratch_dir("isa-objdump");
+    let mut list = Vec::new();
 
     // The example programs.
-    let bin = crate_dir().join("../../programs/bin");
-    let mut elfs: Vec<PathBuf> = std::fs::read_dir(&bin)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "elf"))
-                .collect()
-        })
-        .unwrap_or_default();
-    elfs.sort();
-    if elfs.is_empty() {
-        eprintln!("note: no .elf files under {} yet", bin.display());
-    }
-    for elf in &elfs {
-        let name = elf.file_name().unwrap().to_string_lossy().into_owned();
-        tally.check_listing(&name, &objdump(elf));
+    for p in example_programs() {
+        let source = p.file_name();
+        list.push(listing_trial(
+            format!("objdump_agrees::programs::{}", p.name),
+            OBJDUMP_TOOL,
+            source,
+            move || objdump(&p.path),
+        ));
     }
 
-    // picolibc.
-    let archives = picolibc_archives();
-    if require(
-        archives.len() == 2,
-        "picolibc for rv32imac/rv64imac not installed (Debian: picolibc-riscv64-unknown-elf)",
-    ) {
-        for a in &archives {
-            let source = a
-                .strip_prefix("/usr/lib/picolibc/riscv64-unknown-elf/lib")
-                .unwrap_or(a);
-            tally.check_listing(&format!("picolibc {}", source.display()), &objdump(a));
-        }
+    // picolibc: a missing library skips (or fails) like a missing tool.
+    for (march, mabi, tag) in [("rv32imac", "ilp32", "rv32"), ("rv64imac", "lp64", "rv64")] {
+        list.push(Trial::ignorable_test(
+            format!("objdump_agrees::picolibc-{tag}"),
+            move || {
+                if let Some(reason) = BINUTILS.missing() {
+                    return trials::skip(reason);
+                }
+                let Some(a) = picolibc_archive(march, mabi) else {
+                    return trials::skip(format!(
+                        "picolibc for {march} not installed (Debian: picolibc-riscv64-unknown-elf)"
+                    ));
+                };
+                let source = a
+                    .strip_prefix("/usr/lib/picolibc/riscv64-unknown-elf/lib")
+                    .unwrap_or(&a);
+                let mut tally = Tally::default();
+                tally.check_listing(&format!("picolibc {}", source.display()), &objdump(&a));
+                tally.finish().map(|()| Completion::Completed)
+            },
+        ));
     }
 
     // Hand-written instruction and alias cases, then the sweeps.
-    let every = std::fs::read_to_string(crate_dir().join("tests/data/every_instruction.s"))
-        .expect("tests/data/every_instruction.s");
     for (xlen, tag, seed) in [(Xlen::Rv32, "rv32", 32), (Xlen::Rv64, "rv64", 64)] {
-        let o = assemble(&dir, &format!("every_{tag}"), &every, xlen, "_zihintpause");
-        tally.check_listing(&format!("every_instruction.s {tag}"), &objdump(&o));
-        let words = sweep_words(0x5eed_0000 + seed);
-        let o = assemble(
-            &dir,
-            &format!("sweep_{tag}"),
-            &sweep_source(&words),
-            xlen,
-            "_zihintpause",
-        );
-        tally.check_listing(&format!("sweep {tag}"), &objdump(&o));
+        let d = dir.clone();
+        list.push(listing_trial(
+            format!("objdump_agrees::every-instruction-{tag}"),
+            BINUTILS,
+            format!("every_instruction.s {tag}"),
+            move || {
+                let every =
+                    std::fs::read_to_string(crate_dir().join("tests/data/every_instruction.s"))
+                        .expect("tests/data/every_instruction.s");
+                objdump(&assemble(
+                    &d,
+                    &format!("every_{tag}"),
+                    &every,
+                    xlen,
+                    "_zihintpause",
+                ))
+            },
+        ));
+        let d = dir.clone();
+        list.push(listing_trial(
+            format!("objdump_agrees::sweep-{tag}"),
+            BINUTILS,
+            format!("sweep {tag}"),
+            move || {
+                let words = sweep_words(0x5eed_0000 + seed);
+                let source = sweep_source(&words);
+                objdump(&assemble(
+                    &d,
+                    &format!("sweep_{tag}"),
+                    &source,
+                    xlen,
+                    "_zihintpause",
+                ))
+            },
+        ));
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    tally.finish();
+
+    trials::run(list, move || {
+        let _ = std::fs::remove_dir_all(&dir);
+        if let Ok(path) = std::env::var("RETRACE_OBJDUMP_MISMATCHES") {
+            let all = ALL_MISMATCHES.lock().unwrap();
+            let lines: Vec<&str> = all.values().flatten().map(String::as_str).collect();
+            std::fs::write(&path, lines.join("\n")).unwrap();
+            eprintln!("all mismatches written to {path}");
+        }
+    })
 }

@@ -430,36 +430,15 @@ where
 mod tests {
     use super::*;
 
-    /// A minimal ELF64 RISC-V executable: one PT_LOAD segment of `code` at
-    /// 0x8000_0000, no sections.
+    /// A minimal ELF64 executable: one R+X PT_LOAD segment of `code` at
+    /// 0x8000_0000 with 16 bytes of memory after it, no sections.
     fn tiny_elf(machine: u16, code: &[u8]) -> Vec<u8> {
-        let mut f = Vec::new();
-        f.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0]);
-        f.extend_from_slice(&[0; 8]);
-        f.extend_from_slice(&2u16.to_le_bytes()); // ET_EXEC
-        f.extend_from_slice(&machine.to_le_bytes());
-        f.extend_from_slice(&1u32.to_le_bytes());
-        f.extend_from_slice(&0x8000_0000u64.to_le_bytes()); // entry
-        f.extend_from_slice(&64u64.to_le_bytes()); // phoff
-        f.extend_from_slice(&0u64.to_le_bytes()); // shoff
-        f.extend_from_slice(&0u32.to_le_bytes()); // flags
-        f.extend_from_slice(&64u16.to_le_bytes()); // ehsize
-        f.extend_from_slice(&56u16.to_le_bytes()); // phentsize
-        f.extend_from_slice(&1u16.to_le_bytes()); // phnum
-        f.extend_from_slice(&64u16.to_le_bytes()); // shentsize
-        f.extend_from_slice(&0u16.to_le_bytes()); // shnum
-        f.extend_from_slice(&0u16.to_le_bytes()); // shstrndx
-        let off = 64 + 56;
-        f.extend_from_slice(&elf::PT_LOAD.to_le_bytes());
-        f.extend_from_slice(&(elf::PF_R | elf::PF_X).to_le_bytes());
-        f.extend_from_slice(&(off as u64).to_le_bytes());
-        f.extend_from_slice(&0x8000_0000u64.to_le_bytes());
-        f.extend_from_slice(&0x8000_0000u64.to_le_bytes());
-        f.extend_from_slice(&(code.len() as u64).to_le_bytes());
-        f.extend_from_slice(&(code.len() as u64 + 16).to_le_bytes());
-        f.extend_from_slice(&4u64.to_le_bytes());
-        f.extend_from_slice(code);
-        f
+        use retrace_testkit::elf::{ElfImage, PF_R, PF_X};
+        ElfImage::riscv64()
+            .machine(machine)
+            .flags(PF_R | PF_X)
+            .bss(16)
+            .build(code)
     }
 
     #[test]

@@ -1,45 +1,18 @@
 //! The analysis on the example programs in `programs/bin/` (built by
 //! `programs/build.sh` and committed): stripped files by recursive descent,
 //! and randomly mutated code that must never make the analysis panic or
-//! produce an inconsistent table.
+//! produce an inconsistent table. (Every example analysing consistently is
+//! `every_program.rs`, one trial per program.)
 
 mod common;
 
 use common::inconsistencies;
 use proptest::prelude::*;
 use retrace_program::{Addr, Code, Elf, Program};
-use std::path::PathBuf;
+use retrace_testkit::programs::example_program;
 
 fn bin(name: &str) -> Elf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../programs/bin")
-        .join(name);
-    let bytes = std::fs::read(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}; run programs/build.sh", path.display()));
-    Elf::parse(&bytes).unwrap()
-}
-
-#[test]
-fn every_example_analyses_consistently_without_warnings() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../programs/bin");
-    let mut n = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        if !matches!(path.extension(), Some(e) if e == "elf") {
-            continue;
-        }
-        let elf = Elf::parse(&std::fs::read(&path).unwrap()).unwrap();
-        let p = Program::analyse(&elf).unwrap();
-        assert!(inconsistencies(&p.table).is_empty(), "{}", path.display());
-        assert!(
-            p.warnings.is_empty(),
-            "{}: {:?}",
-            path.display(),
-            p.warnings
-        );
-        n += 1;
-    }
-    assert!(n >= 10, "only {n} programs in {}", dir.display());
+    Elf::parse(&example_program(name).bytes()).unwrap()
 }
 
 #[test]

@@ -7,32 +7,13 @@ use retrace_sim::{
     Cause, Console, HostConfig, Machine, MachineConfig, Observer, Retired, StopReason,
 };
 
-const BASE: u64 = 0x8000_0000;
+use retrace_testkit::asm::bytes;
+use retrace_testkit::elf::{ElfImage, BASE};
+use retrace_testkit::programs::example_program;
 
+/// A minimal RV64 executable holding `code` at [`BASE`], writable.
 fn elf64(code: &[u32]) -> Elf {
-    let code: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let mut f = Vec::new();
-    f.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-    f.extend_from_slice(&2u16.to_le_bytes());
-    f.extend_from_slice(&243u16.to_le_bytes());
-    f.extend_from_slice(&1u32.to_le_bytes());
-    f.extend_from_slice(&BASE.to_le_bytes());
-    f.extend_from_slice(&64u64.to_le_bytes());
-    f.extend_from_slice(&0u64.to_le_bytes());
-    f.extend_from_slice(&0u32.to_le_bytes());
-    for v in [64u16, 56, 1, 64, 0, 0] {
-        f.extend_from_slice(&v.to_le_bytes());
-    }
-    f.extend_from_slice(&1u32.to_le_bytes());
-    f.extend_from_slice(&7u32.to_le_bytes());
-    f.extend_from_slice(&120u64.to_le_bytes());
-    f.extend_from_slice(&BASE.to_le_bytes());
-    f.extend_from_slice(&BASE.to_le_bytes());
-    f.extend_from_slice(&(code.len() as u64).to_le_bytes());
-    f.extend_from_slice(&(code.len() as u64).to_le_bytes());
-    f.extend_from_slice(&4u64.to_le_bytes());
-    f.extend_from_slice(&code);
-    Elf::parse(&f).unwrap()
+    Elf::parse(&ElfImage::riscv64().build(&bytes(code))).unwrap()
 }
 
 fn machine(code: &[u32]) -> Machine {
@@ -249,8 +230,7 @@ fn bulk_addresses_match_one_at_a_time() {
     // A real program (with AMOs in its runtime), long enough for many
     // full logs, in turns that end mid-log and mid-block.
     for name in ["nqueens-rv64-O2.elf", "crc32-rv32-O2.elf"] {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../programs/bin/").to_string() + name;
-        let elf = Elf::parse(&std::fs::read(&path).unwrap()).unwrap();
+        let elf = Elf::parse(&example_program(name).bytes()).unwrap();
         let (each, bulk) = addresses_both_ways(&elf, 1_000_003);
         assert!(each.len() > 1 << 19, "{name}: {} accesses", each.len());
         assert_eq!(bulk.seen.len(), each.len(), "{name}");

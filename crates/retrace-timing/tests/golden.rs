@@ -1,28 +1,17 @@
 //! Golden timing tests: short instruction sequences on each preset, with the
 //! expected cycle counts derived by hand in the comments from the preset's
 //! documented numbers. They pin down the rules of `Pipeline::issue`.
+//!
+//! The counts live in `tests/golden/TEST.txt`, one `case: cycles` line
+//! each; `RETRACE_BLESS=1` rewrites them after an intended change of a
+//! rule (then check the new numbers against the comments here, and update
+//! whichever is wrong).
 
 use retrace_isa::{Inst, Op};
 use retrace_timing::{preset, CoreModel, CoreState, Resolved};
 
-const A0: u8 = 10;
-const A1: u8 = 11;
-const A2: u8 = 12;
-const A3: u8 = 13;
-const RA: u8 = 1;
-const SP: u8 = 2;
-
-fn i(op: Op, rd: u8, rs1: u8, rs2: u8, imm: i32) -> Inst {
-    Inst {
-        op,
-        rd,
-        rs1,
-        rs2,
-        len: 4,
-        imm,
-        raw: 0,
-    }
-}
+use retrace_testkit::asm::{inst as i, A0, A1, A2, A3, RA, SP};
+use retrace_testkit::golden::Values;
 
 /// One step of a sequence: instruction and what its execution decided.
 struct Step(Inst, Resolved);
@@ -61,6 +50,14 @@ fn cycles(model: &CoreModel, steps: &[Step]) -> u64 {
     core.cycles()
 }
 
+/// The golden values of one test, in `tests/golden/{name}.txt`.
+fn golden(name: &str) -> Values {
+    Values::new(format!(
+        "{}/tests/golden/{name}.txt",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+}
+
 fn no_caches(name: &str) -> CoreModel {
     let mut m = preset(name).unwrap();
     m.icache = None;
@@ -70,6 +67,7 @@ fn no_caches(name: &str) -> CoreModel {
 
 #[test]
 fn ideal_is_one_cycle_per_instruction() {
+    let mut g = golden("ideal_is_one_cycle_per_instruction");
     let m = preset("ideal").unwrap();
     // Dependent chain, load-use, divide, taken branch: all 1 cycle each.
     let seq = [
@@ -78,27 +76,32 @@ fn ideal_is_one_cycle_per_instruction() {
         alu(Op::Div, A2, A1, A0),
         branch(true, true),
     ];
-    assert_eq!(cycles(&m, &seq), 4);
+    g.add(
+        "load, dependent add, divide, taken branch",
+        cycles(&m, &seq),
+    );
+    g.assert();
 }
 
 #[test]
 fn inorder5_load_use_costs_one_bubble() {
+    let mut g = golden("inorder5_load_use_costs_one_bubble");
     let m = preset("inorder5").unwrap();
     // lw issues at 0 (value ready at 2); add needs a0: issues at 2; ends 3.
-    assert_eq!(
+    g.add(
+        "lw, dependent add",
         cycles(
             &m,
-            &[load(Op::Lw, A0, 0x8020_0000), alu(Op::Add, A1, A0, A0)]
+            &[load(Op::Lw, A0, 0x8020_0000), alu(Op::Add, A1, A0, A0)],
         ),
-        3
     );
     // Independent add: back to back, 2.
-    assert_eq!(
+    g.add(
+        "lw, independent add",
         cycles(
             &m,
-            &[load(Op::Lw, A0, 0x8020_0000), alu(Op::Add, A1, A2, A2)]
+            &[load(Op::Lw, A0, 0x8020_0000), alu(Op::Add, A1, A2, A2)],
         ),
-        2
     );
     // Dependent ALU chain forwards: 3 adds, 3 cycles.
     let chain = [
@@ -106,39 +109,40 @@ fn inorder5_load_use_costs_one_bubble() {
         alu(Op::Add, A0, A0, A2),
         alu(Op::Add, A0, A0, A2),
     ];
-    assert_eq!(cycles(&m, &chain), 3);
+    g.add("three dependent adds", cycles(&m, &chain));
+    g.assert();
 }
 
 #[test]
 fn inorder5_mul_div_and_control() {
+    let mut g = golden("inorder5_mul_div_and_control");
     let m = preset("inorder5").unwrap();
     // mul at 0 (ready 3); dependent mul at 3; ends 4.
-    assert_eq!(
+    g.add(
+        "mul, dependent mul",
         cycles(&m, &[alu(Op::Mul, A0, A1, A2), alu(Op::Mul, A3, A0, A0)]),
-        4
     );
     // div blocks 34 cycles; an independent add issues at 34; ends 35.
-    assert_eq!(
+    g.add(
+        "div, independent add",
         cycles(&m, &[alu(Op::Div, A0, A1, A2), alu(Op::Add, A3, A1, A2)]),
-        35
     );
     // Static not-taken: taken branch 1 + 2 flush = 3; not taken 1.
-    assert_eq!(cycles(&m, &[branch(true, true)]), 3);
-    assert_eq!(cycles(&m, &[branch(false, true)]), 1);
+    g.add("taken backward branch", cycles(&m, &[branch(true, true)]));
+    g.add(
+        "not-taken backward branch",
+        cycles(&m, &[branch(false, true)]),
+    );
     // jal: 1 + 1 bubble; jalr (ret): 1 + 2.
-    let call = Step(
-        i(Op::Jal, RA, 0, 0, 64),
-        Resolved::fall_through(0x8000_0040),
-    );
-    let ret = Step(
-        i(Op::Jalr, 0, RA, 0, 0),
-        Resolved::fall_through(0x8000_0004),
-    );
-    assert_eq!(cycles(&m, &[call, ret]), 2 + 3);
+    let call = Step(i(Op::Jal, RA, 0, 0, 64), Resolved::fall_through(0x8000_0040));
+    let ret = Step(i(Op::Jalr, 0, RA, 0, 0), Resolved::fall_through(0x8000_0004));
+    g.add("jal, ret", cycles(&m, &[call, ret]));
+    g.assert();
 }
 
 #[test]
 fn picorv32_follows_the_cpi_table() {
+    let mut g = golden("picorv32_follows_the_cpi_table");
     let m = preset("picorv32").unwrap();
     // add 3 + lw 5 + dependent add 3 (not pipelined: no extra wait) +
     // taken branch 5 + not-taken branch 3 + sw 5 + jal 3 + jalr 6 = 33.
@@ -152,7 +156,10 @@ fn picorv32_follows_the_cpi_table() {
         Step(i(Op::Jal, RA, 0, 0, 64), Resolved::fall_through(0)),
         Step(i(Op::Jalr, 0, RA, 0, 0), Resolved::fall_through(0)),
     ];
-    assert_eq!(cycles(&m, &seq), 33);
+    g.add(
+        "add lw add, taken and not-taken branch, sw jal jalr",
+        cycles(&m, &seq),
+    );
     // slli 3 (BARREL_SHIFTER: a shift is an ALU operation; the preset
     // once charged 4), mul 40, mulh 72, div 40.
     let mdu = [
@@ -161,7 +168,7 @@ fn picorv32_follows_the_cpi_table() {
         alu(Op::Mulh, A0, A0, A1),
         alu(Op::Div, A0, A0, A1),
     ];
-    assert_eq!(cycles(&m, &mdu), 3 + 40 + 72 + 40);
+    g.add("slli mul mulh div", cycles(&m, &mdu));
     // rdcycle (csrrs a0, cycle, x0) 4, one more than an ALU operation (the
     // preset once charged 3); a shift by register 3, like an add.
     let counters = [
@@ -169,38 +176,40 @@ fn picorv32_follows_the_cpi_table() {
         alu(Op::Sll, A0, A0, A1),
         alu(Op::Add, A0, A0, A1),
     ];
-    assert_eq!(cycles(&m, &counters), 4 + 3 + 3);
+    g.add("rdcycle sll add", cycles(&m, &counters));
+    g.assert();
 }
 
 #[test]
 fn rocket_latencies_and_predictor() {
+    let mut g = golden("rocket_latencies_and_predictor");
     let m = no_caches("rocket");
     // lb: latency 3 → dependent add issues at 3, ends 4. lw: 2 → 3.
-    assert_eq!(
+    g.add(
+        "lb, dependent add",
         cycles(
             &m,
-            &[load(Op::Lb, A0, 0x8020_0000), alu(Op::Add, A1, A0, A0)]
+            &[load(Op::Lb, A0, 0x8020_0000), alu(Op::Add, A1, A0, A0)],
         ),
-        4
     );
-    assert_eq!(
+    g.add(
+        "lw, dependent add",
         cycles(
             &m,
-            &[load(Op::Lw, A0, 0x8020_0000), alu(Op::Add, A1, A0, A0)]
+            &[load(Op::Lw, A0, 0x8020_0000), alu(Op::Add, A1, A0, A0)],
         ),
-        3
     );
     // div latency 34, occupancy 1: independent add at 1, dependent add at 34.
-    assert_eq!(
+    g.add(
+        "div, independent add, dependent add",
         cycles(
             &m,
             &[
                 alu(Op::Div, A0, A1, A2),
                 alu(Op::Add, A3, A1, A2),
-                alu(Op::Add, A3, A0, A0)
-            ]
+                alu(Op::Add, A3, A0, A0),
+            ],
         ),
-        35
     );
     // Bimodal starts weakly not-taken: the first taken outcome of one branch
     // is mispredicted (1 + 3), the next is predicted (1). Same pc both times.
@@ -212,40 +221,35 @@ fn rocket_latencies_and_predictor() {
         mem_addr: 0,
     };
     core.step(0x8000_0008, &b, taken);
-    assert_eq!(core.cycles(), 4);
+    g.add("bne taken, first time", core.cycles());
     core.step(0x8000_0008, &b, taken);
-    assert_eq!(core.cycles(), 5);
-    assert_eq!(core.stats().mispredicts, 1);
+    g.add("bne taken, second time", core.cycles());
+    g.add("mispredicts", core.stats().mispredicts);
+    g.assert();
 }
 
 #[test]
 fn rocket_return_address_stack() {
+    let mut g = golden("rocket_return_address_stack");
     let m = no_caches("rocket");
-    let call = Step(
-        i(Op::Jal, RA, 0, 0, 64),
-        Resolved::fall_through(0x8000_0040),
-    );
+    let call = Step(i(Op::Jal, RA, 0, 0, 64), Resolved::fall_through(0x8000_0040));
     // The call at 0x8000_0000 pushes 0x8000_0004; the return goes there: the
     // RAS predicts it, no penalty: 2 cycles.
-    let good = Step(
-        i(Op::Jalr, 0, RA, 0, 0),
-        Resolved::fall_through(0x8000_0004),
+    let good = Step(i(Op::Jalr, 0, RA, 0, 0), Resolved::fall_through(0x8000_0004));
+    g.add(
+        "call, return to the pushed address",
+        cycles(&m, &[call, good]),
     );
-    assert_eq!(cycles(&m, &[call, good]), 2);
     // A return elsewhere (longjmp-like) costs the 3-cycle mispredict.
-    let call = Step(
-        i(Op::Jal, RA, 0, 0, 64),
-        Resolved::fall_through(0x8000_0040),
-    );
-    let bad = Step(
-        i(Op::Jalr, 0, RA, 0, 0),
-        Resolved::fall_through(0x8000_0100),
-    );
-    assert_eq!(cycles(&m, &[call, bad]), 5);
+    let call = Step(i(Op::Jal, RA, 0, 0, 64), Resolved::fall_through(0x8000_0040));
+    let bad = Step(i(Op::Jalr, 0, RA, 0, 0), Resolved::fall_through(0x8000_0100));
+    g.add("call, return elsewhere", cycles(&m, &[call, bad]));
+    g.assert();
 }
 
 #[test]
 fn rocket_cache_misses() {
+    let mut g = golden("rocket_cache_misses");
     let full = preset("rocket").unwrap();
     // First fetch misses the I-cache: issue at 20, ends 21; the next three
     // instructions are in the same 64-byte line: 24 in all.
@@ -255,7 +259,7 @@ fn rocket_cache_misses() {
         alu(Op::Add, A0, A1, A2),
         alu(Op::Add, A0, A1, A2),
     ];
-    assert_eq!(cycles(&full, &seq), 24);
+    g.add("four adds, the first fetch misses", cycles(&full, &seq));
     // D-cache only: lw misses: blocks 20 (ends 21), value ready at 2 + 20 = 22;
     // the dependent add issues at 22, ends 23. A second lw in the same line
     // hits: +1; its dependent add waits 1 more: +2.
@@ -267,5 +271,9 @@ fn rocket_cache_misses() {
         load(Op::Lw, A2, 0x8020_0008),
         alu(Op::Add, A3, A2, A2),
     ];
-    assert_eq!(cycles(&m, &seq), 23 + 1 + 2);
+    g.add(
+        "lw miss, dependent add, lw hit, dependent add",
+        cycles(&m, &seq),
+    );
+    g.assert();
 }

@@ -1,6 +1,7 @@
 //! Write → read round trips, and the reader's answers to damaged input.
 
 use proptest::prelude::*;
+use retrace_testkit::Rng;
 use retrace_trace::{Header, StreamKind, Totals, TraceError, TraceReader, TraceWriter};
 
 /// A trace with `bits` branch bits (pattern from `seed`) and an indirect
@@ -11,12 +12,10 @@ fn sample(bits: u64, seed: u64) -> (Vec<u8>, Vec<bool>, Vec<u64>) {
     header.args = vec!["100".into()];
     let mut buf = Vec::new();
     let mut w = TraceWriter::new(&mut buf, &header).unwrap();
-    let mut x = seed | 1;
+    let mut rng = Rng::new(seed);
     let (mut expect_bits, mut expect_recs) = (Vec::new(), Vec::new());
     for i in 0..bits {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        let x = rng.next_u64();
         let b = x & 1 == 1;
         w.branch(0, b);
         expect_bits.push(b);

@@ -1,64 +1,44 @@
-//! Helpers shared by the integration tests: a tiny RV32 assembler for the
-//! handful of instructions the tests need, and a consistency check of a
+//! Helpers shared by the integration tests: RV32 encodings of the handful of
+//! instructions the tests need (by `retrace-testkit`'s encoder, with this
+//! crate's register numbers as `u32`), and a consistency check of a
 //! partial-program table against the instructions it was built from.
 
 #![allow(dead_code)]
 
-use retrace_isa::Flow;
+use retrace_isa::{Flow, Op, Xlen};
 use retrace_program::{Addr, Code, End, PpTable, Program, Symbol};
+use retrace_testkit::asm;
 
 pub const BASE: u64 = 0x1000;
 
-pub fn addi(rd: u32, rs1: u32, imm: i32) -> u32 {
-    ((imm as u32 & 0xfff) << 20) | (rs1 << 15) | (rd << 7) | 0x13
+fn rv32(op: Op, rd: u32, rs1: u32, rs2: u32, imm: i32) -> u32 {
+    asm::word(Xlen::Rv32, op, rd as u8, rs1 as u8, rs2 as u8, imm)
 }
 
-fn btype(f3: u32, rs1: u32, rs2: u32, off: i32) -> u32 {
-    let o = off as u32;
-    (((o >> 12) & 1) << 31)
-        | (((o >> 5) & 0x3f) << 25)
-        | (rs2 << 20)
-        | (rs1 << 15)
-        | (f3 << 12)
-        | (((o >> 1) & 0xf) << 8)
-        | (((o >> 11) & 1) << 7)
-        | 0x63
+pub fn addi(rd: u32, rs1: u32, imm: i32) -> u32 {
+    rv32(Op::Addi, rd, rs1, 0, imm)
 }
 
 pub fn beq(rs1: u32, rs2: u32, off: i32) -> u32 {
-    btype(0, rs1, rs2, off)
+    rv32(Op::Beq, 0, rs1, rs2, off)
 }
 
 pub fn bne(rs1: u32, rs2: u32, off: i32) -> u32 {
-    btype(1, rs1, rs2, off)
+    rv32(Op::Bne, 0, rs1, rs2, off)
 }
 
 pub fn jal(rd: u32, off: i32) -> u32 {
-    let o = off as u32;
-    (((o >> 20) & 1) << 31)
-        | (((o >> 1) & 0x3ff) << 21)
-        | (((o >> 11) & 1) << 20)
-        | (((o >> 12) & 0xff) << 12)
-        | (rd << 7)
-        | 0x6f
+    rv32(Op::Jal, rd, 0, 0, off)
 }
 
 pub fn jalr(rd: u32, rs1: u32, imm: i32) -> u32 {
-    ((imm as u32 & 0xfff) << 20) | (rs1 << 15) | (rd << 7) | 0x67
+    rv32(Op::Jalr, rd, rs1, 0, imm)
 }
 
-pub const RET: u32 = 0x0000_8067;
-pub const NOP: u32 = 0x0000_0013;
-pub const ECALL: u32 = 0x0000_0073;
-pub const EBREAK: u32 = 0x0010_0073;
-pub const SEMI_PRE: u32 = 0x01f0_1013;
-pub const SEMI_POST: u32 = 0x4070_5013;
+#[allow(unused_imports)] // each test binary uses a different subset
+pub use retrace_testkit::asm::{bytes, EBREAK, ECALL, NOP, RET, SEMI_POST, SEMI_PRE};
 pub const A0: u32 = 10;
 pub const RA: u32 = 1;
-
-pub fn bytes(words: &[u32]) -> Vec<u8> {
-    words.iter().flat_map(|w| w.to_le_bytes()).collect()
-}
 
 pub fn code(words: &[u32]) -> Code {
     Code::from_regions(retrace_isa::Xlen::Rv32, vec![(Addr(BASE), bytes(words))]).unwrap()
