@@ -22,6 +22,7 @@ mod profile;
 mod run;
 mod source;
 mod span;
+mod static_pp;
 mod walk;
 
 pub use estimator::{Estimate, Estimator, Fidelity};
@@ -30,4 +31,5 @@ pub use profile::{BranchProfile, FunctionProfile, PpProfile, Profile, Profiler};
 pub use run::{estimate_trace, estimate_trace_stepwise, profile_trace, read_totals, replay_check};
 pub use source::{read_totals_from, TraceSource};
 pub use span::SpanStats;
+pub use static_pp::{PpCost, StaticCycles};
 pub use walk::{walk, Exit, Graph, History, Leave, ReplayError, Visit, WalkStats};
