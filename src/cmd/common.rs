@@ -1,7 +1,7 @@
 //! Pieces several subcommands share: loading programs, cores and traces with
 //! the right error messages and exit statuses, and the program's host setup.
 
-use crate::status::{tag, Status};
+use crate::status::{tag, Status, WithStatus};
 use anyhow::anyhow;
 use retrace_estimate::Fidelity;
 use retrace_program::{Elf, Program};
@@ -10,7 +10,18 @@ use retrace_timing::{preset, CoreModel};
 use std::path::Path;
 
 /// Load `path` as a RISC-V ELF program, with bad-input errors.
-pub use super::run::load_elf;
+pub fn load_elf(path: &std::path::Path) -> anyhow::Result<Elf> {
+    let shown = path.display();
+    let bytes = std::fs::read(path)
+        .map_err(|e| anyhow!("cannot read program {shown}: {e}; check the path"))
+        .status(Status::BadInput)?;
+    Elf::parse(&bytes).map_err(|e| {
+        tag(
+            anyhow!("cannot load program {shown}: {e}; retrace runs RISC-V ELF executables"),
+            Status::BadInput,
+        )
+    })
+}
 
 /// Resolve `--core`: a preset name, or a path to a TOML core description.
 pub fn load_core(spec: &str) -> anyhow::Result<CoreModel> {

@@ -8,7 +8,7 @@
 //! `zero`) is used as a base. Data embedded in code (`$d` mapping symbols)
 //! and runs of zero bytes are shown the way objdump shows them.
 
-use crate::cmd::run::load_elf;
+use crate::cmd::common::load_elf;
 use crate::status::{tag, Status};
 use anyhow::anyhow;
 use retrace_isa::{decode, disasm, inst_len, Inst, Op, Xlen};
