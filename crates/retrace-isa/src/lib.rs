@@ -31,6 +31,7 @@ mod decode;
 mod disasm;
 mod encode;
 mod inst;
+pub mod objdump;
 
 pub use decode::{decode, inst_len, DecodeError};
 pub use disasm::{disasm, reg_name, Disasm};
