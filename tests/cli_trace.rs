@@ -556,3 +556,58 @@ fn own_core_data_cache_is_measured_and_used() {
     let out = retrace(&["record", &prog, "-o", trace.s(), "--dcache", "1000:3:64"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Every reporting command spells machine output `--format text|json|csv`;
+/// `--json` stays as the same thing, and CSV carries the JSON rows' figures
+/// under the same names.
+#[test]
+fn format_json_csv_and_the_json_alias_agree() {
+    let prog = program("crc32-rv32-O2.elf");
+    let (trace, _) = record(&prog);
+    let est = |fmt: &[&str]| {
+        let mut args = vec![
+            "estimate",
+            &prog,
+            trace.s(),
+            "--core",
+            "ideal",
+            "--core",
+            "rocket",
+        ];
+        args.extend_from_slice(fmt);
+        let out = retrace(&args);
+        assert!(out.status.success(), "{fmt:?}: {}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let strip = |mut v: serde_json::Value| {
+        for e in v["estimates"].as_array_mut().unwrap() {
+            e.as_object_mut().unwrap().remove("seconds");
+        }
+        v
+    };
+    let json: serde_json::Value = serde_json::from_str(&est(&["--format", "json"])).unwrap();
+    let alias: serde_json::Value = serde_json::from_str(&est(&["--json"])).unwrap();
+    assert_eq!(strip(json.clone()), strip(alias));
+
+    let csv = est(&["--format", "csv"]);
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    for (row, e) in rows.iter().zip(json["estimates"].as_array().unwrap()) {
+        assert_eq!(row[col("core")], e["core"].as_str().unwrap());
+        assert_eq!(row[col("cycles")], e["cycles"].to_string());
+        assert_eq!(row[col("instructions")], e["instructions"].to_string());
+    }
+
+    // A format that does not exist is a usage error, as for any option.
+    let out = retrace(&["cores", "--format", "yaml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    // cores: one CSV row per preset, as many as JSON entries.
+    let out = retrace(&["cores", "--format", "csv"]);
+    let csv_rows = String::from_utf8(out.stdout).unwrap().lines().count() - 1;
+    let out = retrace(&["cores", "--format", "json"]);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(csv_rows, j.as_array().unwrap().len());
+}

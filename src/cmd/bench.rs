@@ -8,14 +8,18 @@
 //! is what the user waits for; CPU time (all threads, from `getrusage`) is
 //! what recording's helper threads add on top.
 
-use super::common::{analyse, check_xlen, host, load_core, load_elf, preset_dcaches, thousands};
+use super::common::{
+    analyse, check_xlen, host, load_core, load_elf, preset_dcaches, thousands, ProgramArgs,
+};
+use super::compare::pipeline_error;
+use crate::report::{csv_of, print, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
-use retrace_estimate::{estimate_trace, Fidelity};
+use retrace_estimate::compare::{estimate_recorded, record_in_memory, reference_run, Recorded};
+use retrace_estimate::Fidelity;
 use retrace_program::Addr;
-use retrace_sim::cycle::run_cycle_level;
-use retrace_sim::record::record_run;
 use retrace_sim::{Console, Machine, MachineConfig, StopReason};
+use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -24,7 +28,7 @@ use std::time::Instant;
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:\n  \
     retrace bench programs/bin/bytevm-rv64-O2.elf\n  \
-    retrace bench prog.elf --core inorder5 --rounds 15 --json")]
+    retrace bench prog.elf --core inorder5 --rounds 15 --format json")]
 pub struct Args {
     /// The program.
     pub program: PathBuf,
@@ -35,12 +39,11 @@ pub struct Args {
     /// Rounds (each runs every step once).
     #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: u32,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// Arguments passed to the program.
-    #[arg(last = true, value_name = "ARGS")]
-    pub args: Vec<String>,
+    /// Output format (csv: one row per step).
+    #[command(flatten)]
+    pub output: FormatArgs,
+    #[command(flatten)]
+    pub program_args: ProgramArgs,
 }
 
 /// The steps, in the order each round runs them.
@@ -120,8 +123,8 @@ fn fastest(v: impl Iterator<Item = f64>) -> f64 {
 
 /// A ratio between two steps: median of the per-round ratios, fastest over
 /// fastest.
-#[derive(Clone, Copy, Debug)]
-struct Ratio {
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Ratio {
     median: f64,
     fastest: f64,
 }
@@ -131,6 +134,140 @@ fn ratio(samples: &[[Sample; STEPS.len()]], num: usize, den: usize) -> Ratio {
         median: median(samples.iter().map(|r| r[num].wall / r[den].wall).collect()),
         fastest: fastest(samples.iter().map(|r| r[num].wall))
             / fastest(samples.iter().map(|r| r[den].wall)),
+    }
+}
+
+/// One step's times over the rounds.
+#[derive(Serialize)]
+pub struct StepTimes {
+    /// The step's name.
+    pub step: &'static str,
+    /// The fastest round's wall seconds.
+    pub fastest_seconds: f64,
+    /// The median round's wall seconds.
+    pub median_seconds: f64,
+    /// The median round's CPU seconds (all threads), where measurable.
+    pub median_cpu_seconds: Option<f64>,
+}
+
+/// What `retrace bench` reports.
+#[derive(Serialize)]
+pub struct BenchReport {
+    /// The program as given.
+    pub program: String,
+    /// The core of the cycle-level run and the single-core estimates.
+    pub core: String,
+    /// Instructions of the run.
+    pub instructions: u64,
+    /// Rounds measured.
+    pub rounds: u32,
+    /// Cycle-level engine's cycles.
+    pub reference_cycles: u64,
+    /// The `fast` estimate's cycles.
+    pub fast_cycles: u64,
+    /// The `control` estimate's cycles.
+    pub control_cycles: u64,
+    /// Each step's times, in [`STEPS`] order.
+    pub steps: Vec<StepTimes>,
+    /// Recording over a plain run.
+    pub record_over_run: Ratio,
+    /// The same in CPU time.
+    pub record_over_run_cpu: Option<f64>,
+    /// Recording without data-cache measurement over a plain run.
+    pub record_no_dcache_over_run: Ratio,
+    /// The same in CPU time.
+    pub record_no_dcache_over_run_cpu: Option<f64>,
+    /// Cycle-level run over the `fast` estimate.
+    pub cycle_level_over_fast: Ratio,
+    /// Cycle-level run over the `control` estimate.
+    pub cycle_level_over_control: Ratio,
+    /// Every preset's estimate over the cycle-level run.
+    pub every_preset_over_cycle_level: Ratio,
+    /// How many presets "every preset" estimates.
+    #[serde(skip)]
+    pub presets: usize,
+}
+
+impl Report for BenchReport {
+    fn text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "{}: {} instructions; core {}; {} interleaved rounds",
+            self.program,
+            thousands(self.instructions),
+            self.core,
+            self.rounds
+        );
+        let _ = writeln!(
+            o,
+            "  {:<28} {:>9} {:>9} {:>12}",
+            "step", "fastest", "median", "median CPU"
+        );
+        for (i, s) in self.steps.iter().enumerate() {
+            let label = match i {
+                CYCLE | FAST | CONTROL => format!("{} ({})", s.step, self.core),
+                EVERY_PRESET => format!("{} ({})", s.step, self.presets),
+                _ => s.step.to_string(),
+            };
+            let cpu = s
+                .median_cpu_seconds
+                .map_or("-".into(), |c| format!("{c:.3} s"));
+            let _ = writeln!(
+                o,
+                "  {label:<28} {:>7.3} s {:>7.3} s {cpu:>12}",
+                s.fastest_seconds, s.median_seconds
+            );
+        }
+        let cpu = |x: Option<f64>| x.map_or(String::new(), |x| format!(", CPU {x:.2}×"));
+        let (r, n) = (self.record_over_run, self.record_no_dcache_over_run);
+        let _ = writeln!(
+            o,
+            "  record ÷ run                 {:.2}× (fastest ÷ fastest {:.2}×{})",
+            r.median,
+            r.fastest,
+            cpu(self.record_over_run_cpu)
+        );
+        let _ = writeln!(
+            o,
+            "  record --no-dcache ÷ run     {:.2}× (fastest ÷ fastest {:.2}×{})",
+            n.median,
+            n.fastest,
+            cpu(self.record_no_dcache_over_run_cpu)
+        );
+        let (f, c, e) = (
+            self.cycle_level_over_fast,
+            self.cycle_level_over_control,
+            self.every_preset_over_cycle_level,
+        );
+        let _ = writeln!(
+            o,
+            "  cycle-level ÷ estimate fast  {:.1}× (fastest ÷ fastest {:.1}×)",
+            f.median, f.fastest
+        );
+        let _ = writeln!(
+            o,
+            "  cycle-level ÷ estimate control {:.1}× (fastest ÷ fastest {:.1}×)",
+            c.median, c.fastest
+        );
+        let _ = writeln!(
+            o,
+            "  every preset ÷ cycle-level   {:.2}× (fastest ÷ fastest {:.2}×)",
+            e.median, e.fastest
+        );
+        let _ = writeln!(
+            o,
+            "  cycles: cycle-level {}, fast {}, control {}",
+            thousands(self.reference_cycles),
+            thousands(self.fast_cycles),
+            thousands(self.control_cycles)
+        );
+        o
+    }
+
+    fn csv(&self) -> anyhow::Result<String> {
+        csv_of(&self.steps)
     }
 }
 
@@ -147,14 +284,12 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         .filter(|m| m.supports(elf.xlen))
         .collect();
     let dcaches = preset_dcaches();
+    let prog_args = &args.program_args.args;
     let load =
         |e: retrace_sim::LoadError| tag(anyhow!("cannot load {shown}: {e}"), Status::BadInput);
-    let traces: Vec<PathBuf> = ["dcache", "nodcache"]
-        .iter()
-        .map(|k| {
-            std::env::temp_dir().join(format!("retrace-bench-{}-{k}.rtrace", std::process::id()))
-        })
-        .collect();
+    // The estimates replay the recording with data-cache measurement; each
+    // round's recordings replace it (they are the same bytes).
+    let mut recorded: Option<Recorded> = None;
     let mut instructions = 0;
     let mut cycles = [0u64; 3];
     let mut step = |i: usize| -> anyhow::Result<Sample> {
@@ -163,7 +298,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                 let mut m = Machine::new(
                     &elf,
                     &MachineConfig::default(),
-                    host(&shown, &args.args),
+                    host(&shown, prog_args),
                     Console::null(),
                 )
                 .map_err(load)?;
@@ -171,46 +306,30 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                 Ok(())
             }),
             RECORD | RECORD_NO_DCACHE => measure(|| {
-                let (trace, measured) = if i == RECORD {
-                    (&traces[0], &dcaches[..])
-                } else {
-                    (&traces[1], &[][..])
-                };
-                let file = std::fs::File::create(trace).map_err(|e| {
-                    tag(
-                        anyhow!("cannot create {}: {e}", trace.display()),
-                        Status::BadInput,
-                    )
-                })?;
-                let rec = record_run(
+                let measured = if i == RECORD { &dcaches[..] } else { &[][..] };
+                let rec = record_in_memory(
                     &elf,
-                    host(&shown, &args.args),
+                    host(&shown, prog_args),
                     Console::null(),
                     None,
-                    std::io::BufWriter::with_capacity(1 << 20, file),
-                    retrace_trace::Header::new(0, 32, 1),
                     measured,
                 )
-                .map_err(|e| tag(anyhow!("cannot record {shown}: {e}"), Status::Fault))?;
-                if !matches!(rec.run.stop, StopReason::Exit { .. }) {
+                .map_err(|e| pipeline_error(&shown, e))?;
+                if !matches!(rec.recording.run.stop, StopReason::Exit { .. }) {
                     return Err(tag(
-                        anyhow!("{shown} stopped: {}", rec.run.stop),
+                        anyhow!("{shown} stopped: {}", rec.recording.run.stop),
                         Status::Fault,
                     ));
+                }
+                if i == RECORD {
+                    recorded = Some(rec);
                 }
                 Ok(())
             }),
             CYCLE => measure(|| {
-                let (_, obs) = run_cycle_level(
-                    &elf,
-                    host(&shown, &args.args),
-                    Console::null(),
-                    None,
-                    &core,
-                    &[],
-                )
-                .map_err(load)?;
-                cycles[0] = obs.core().cycles();
+                let r = reference_run(&elf, host(&shown, prog_args), None, &core)
+                    .map_err(|e| pipeline_error(&shown, e))?;
+                cycles[0] = r.cycles;
                 Ok(())
             }),
             _ => measure(|| {
@@ -219,18 +338,13 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                     CONTROL => (std::slice::from_ref(&core), Fidelity::Control),
                     _ => (&presets[..], Fidelity::Control),
                 };
-                let est = estimate_trace(
-                    &program.table,
-                    Addr(elf.entry),
-                    &traces[0],
-                    cores,
-                    fidelity,
-                    None,
-                )
-                .map_err(|e| super::common::replay_error(&traces[0], e))?;
+                let rec = recorded.as_ref().expect("recorded before the first round");
+                let (est, _) =
+                    estimate_recorded(&program.table, Addr(elf.entry), rec, cores, fidelity)
+                        .map_err(|e| pipeline_error(&shown, e))?;
                 match i {
-                    FAST => cycles[1] = est[0].0.cycles,
-                    CONTROL => cycles[2] = est[0].0.cycles,
+                    FAST => cycles[1] = est[0].cycles,
+                    CONTROL => cycles[2] = est[0].cycles,
                     _ => {}
                 }
                 Ok(())
@@ -242,29 +356,17 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     // round before, so that no step always follows the same one (a step
     // that leaves threads or caches busy would otherwise always slow the
     // same next step).
-    let result = (|| -> anyhow::Result<Vec<[Sample; STEPS.len()]>> {
-        step(RECORD)?;
-        let mut samples = Vec::new();
-        for r in 0..args.rounds as usize {
-            let mut round = [Sample::default(); STEPS.len()];
-            for k in 0..STEPS.len() {
-                let i = (r + k) % STEPS.len();
-                round[i] = step(i)?;
-            }
-            samples.push(round);
+    step(RECORD)?;
+    let mut samples = Vec::new();
+    for r in 0..args.rounds as usize {
+        let mut round = [Sample::default(); STEPS.len()];
+        for k in 0..STEPS.len() {
+            let i = (r + k) % STEPS.len();
+            round[i] = step(i)?;
         }
-        Ok(samples)
-    })();
-    for t in &traces {
-        let _ = std::fs::remove_file(t);
+        samples.push(round);
     }
-    let samples = result?;
 
-    let record = ratio(&samples, RECORD, RUN);
-    let record_no_dcache = ratio(&samples, RECORD_NO_DCACHE, RUN);
-    let fast = ratio(&samples, CYCLE, FAST);
-    let control = ratio(&samples, CYCLE, CONTROL);
-    let every = ratio(&samples, EVERY_PRESET, CYCLE);
     let cpu_ratio = |num: usize, den: usize| -> Option<f64> {
         let v: Option<Vec<f64>> = samples
             .iter()
@@ -272,101 +374,36 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             .collect();
         v.map(median)
     };
-    let step_stats = |i: usize| {
-        (
-            fastest(samples.iter().map(|r| r[i].wall)),
-            median(samples.iter().map(|r| r[i].wall).collect()),
-            samples
+    let steps = (0..STEPS.len())
+        .map(|i| StepTimes {
+            step: STEPS[i],
+            fastest_seconds: fastest(samples.iter().map(|r| r[i].wall)),
+            median_seconds: median(samples.iter().map(|r| r[i].wall).collect()),
+            median_cpu_seconds: samples
                 .iter()
                 .map(|r| r[i].cpu)
                 .collect::<Option<Vec<_>>>()
                 .map(median),
-        )
+        })
+        .collect();
+    let report = BenchReport {
+        program: shown.clone(),
+        core: core.name.clone(),
+        instructions,
+        rounds: args.rounds,
+        reference_cycles: cycles[0],
+        fast_cycles: cycles[1],
+        control_cycles: cycles[2],
+        steps,
+        record_over_run: ratio(&samples, RECORD, RUN),
+        record_over_run_cpu: cpu_ratio(RECORD, RUN),
+        record_no_dcache_over_run: ratio(&samples, RECORD_NO_DCACHE, RUN),
+        record_no_dcache_over_run_cpu: cpu_ratio(RECORD_NO_DCACHE, RUN),
+        cycle_level_over_fast: ratio(&samples, CYCLE, FAST),
+        cycle_level_over_control: ratio(&samples, CYCLE, CONTROL),
+        every_preset_over_cycle_level: ratio(&samples, EVERY_PRESET, CYCLE),
+        presets: presets.len(),
     };
-
-    if args.json {
-        let steps: Vec<_> = (0..STEPS.len())
-            .map(|i| {
-                let (f, m, c) = step_stats(i);
-                serde_json::json!({
-                    "step": STEPS[i],
-                    "fastest_seconds": f,
-                    "median_seconds": m,
-                    "median_cpu_seconds": c,
-                })
-            })
-            .collect();
-        let r = |x: Ratio| serde_json::json!({ "median": x.median, "fastest": x.fastest });
-        let j = serde_json::json!({
-            "program": shown,
-            "core": core.name,
-            "instructions": instructions,
-            "rounds": args.rounds,
-            "reference_cycles": cycles[0],
-            "fast_cycles": cycles[1],
-            "control_cycles": cycles[2],
-            "steps": steps,
-            "record_over_run": r(record),
-            "record_over_run_cpu": cpu_ratio(RECORD, RUN),
-            "record_no_dcache_over_run": r(record_no_dcache),
-            "record_no_dcache_over_run_cpu": cpu_ratio(RECORD_NO_DCACHE, RUN),
-            "cycle_level_over_fast": r(fast),
-            "cycle_level_over_control": r(control),
-            "every_preset_over_cycle_level": r(every),
-        });
-        println!("{j}");
-        return Ok(ExitCode::SUCCESS);
-    }
-    println!(
-        "{shown}: {} instructions; core {}; {} interleaved rounds",
-        thousands(instructions),
-        core.name,
-        args.rounds
-    );
-    println!(
-        "  {:<28} {:>9} {:>9} {:>12}",
-        "step", "fastest", "median", "median CPU"
-    );
-    for (i, name) in STEPS.iter().enumerate() {
-        let (f, m, c) = step_stats(i);
-        let label = match i {
-            CYCLE | FAST | CONTROL => format!("{name} ({})", core.name),
-            EVERY_PRESET => format!("{name} ({})", presets.len()),
-            _ => name.to_string(),
-        };
-        let cpu = c.map_or("-".into(), |c| format!("{c:.3} s"));
-        println!("  {label:<28} {f:>7.3} s {m:>7.3} s {cpu:>12}");
-    }
-    let cpu = |x: Option<f64>| x.map_or(String::new(), |x| format!(", CPU {x:.2}×"));
-    println!(
-        "  record ÷ run                 {:.2}× (fastest ÷ fastest {:.2}×{})",
-        record.median,
-        record.fastest,
-        cpu(cpu_ratio(RECORD, RUN))
-    );
-    println!(
-        "  record --no-dcache ÷ run     {:.2}× (fastest ÷ fastest {:.2}×{})",
-        record_no_dcache.median,
-        record_no_dcache.fastest,
-        cpu(cpu_ratio(RECORD_NO_DCACHE, RUN))
-    );
-    println!(
-        "  cycle-level ÷ estimate fast  {:.1}× (fastest ÷ fastest {:.1}×)",
-        fast.median, fast.fastest
-    );
-    println!(
-        "  cycle-level ÷ estimate control {:.1}× (fastest ÷ fastest {:.1}×)",
-        control.median, control.fastest
-    );
-    println!(
-        "  every preset ÷ cycle-level   {:.2}× (fastest ÷ fastest {:.2}×)",
-        every.median, every.fastest
-    );
-    println!(
-        "  cycles: cycle-level {}, fast {}, control {}",
-        thousands(cycles[0]),
-        thousands(cycles[1]),
-        thousands(cycles[2])
-    );
+    print(&report, args.output.get())?;
     Ok(ExitCode::SUCCESS)
 }

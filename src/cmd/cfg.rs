@@ -1,8 +1,8 @@
 //! `retrace cfg`: one function's control-flow graph, as Graphviz DOT or as
 //! a block listing.
 
-use crate::cmd::pp::emit;
-use crate::cmd::run::load_elf;
+use crate::cmd::common::load_elf;
+use crate::report::emit;
 use crate::status::{tag, Status};
 use anyhow::anyhow;
 use retrace_program::{dot, Program};

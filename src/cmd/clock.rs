@@ -1,6 +1,10 @@
 //! `retrace clock …`: seed 002's clock correction — many processors' cycle
 //! counters on one clock. The work is in `retrace-clock`; this module reads
 //! arguments and files, and prints tables or JSON.
+//!
+//! The clock commands keep `--json` for their summaries: `clock correct`'s
+//! `--format` names the format of the corrected events it writes, which is
+//! a different thing from the summary's.
 
 use crate::status::{Status, WithStatus};
 use anyhow::{bail, Context};
@@ -12,9 +16,64 @@ use retrace_clock::{
     probe, workload, Corrector, CounterWidth, DriftModel, Estimator, OffsetTrack, ProcessorId,
     ATTOS_PER_NANOSECOND,
 };
+use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// `clock correct --format`: how the corrected events are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EventsFormat {
+    /// processor,counter,time_ns,payload rows.
+    Csv,
+    /// A JSON array of events.
+    Json,
+    /// Chrome Trace Event JSON (Perfetto opens it).
+    Chrome,
+}
+
+/// `--estimator`: how the rounds of one synchronisation combine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EstimatorArg {
+    /// The seed's mean over every round.
+    Mean,
+    /// The mean over the rounds with the smallest round trips.
+    MinRtt,
+}
+
+/// `--drift`: how the offsets of several synchronisations apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DriftArg {
+    /// One offset, the first synchronisation's.
+    Constant,
+    /// Interpolated between synchronisations.
+    Piecewise,
+    /// One weighted least-squares line.
+    Fit,
+}
+
+/// `clock simulate --scenario`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScenarioArg {
+    /// Every scenario.
+    All,
+    /// Frequency changes only, no offsets.
+    DvfsOnly,
+    /// Equal delays both ways.
+    Symmetric,
+    /// Different delays each way.
+    Asymmetric,
+    /// Drifting offsets, under each drift model.
+    Drift,
+}
+
+/// The command-line name of a `ValueEnum` value (the library's own name
+/// for the same thing).
+fn name_of<T: clap::ValueEnum>(v: T) -> String {
+    v.to_possible_value()
+        .map(|p| p.get_name().to_string())
+        .unwrap_or_default()
+}
 
 /// The `clock` subcommands.
 #[derive(clap::Subcommand, Debug)]
@@ -70,14 +129,14 @@ pub struct CorrectArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: PathBuf,
     /// Output format.
-    #[arg(long, default_value = "csv", value_parser = ["csv", "json", "chrome"])]
-    format: String,
+    #[arg(long, value_enum, default_value_t = EventsFormat::Csv)]
+    format: EventsFormat,
     /// How to combine the rounds of one synchronisation.
-    #[arg(long, default_value = "min-rtt", value_parser = ["mean", "min-rtt"])]
-    estimator: String,
+    #[arg(long, value_enum, default_value_t = EstimatorArg::MinRtt)]
+    estimator: EstimatorArg,
     /// How offsets of several synchronisations apply between them.
-    #[arg(long, default_value = "piecewise", value_parser = ["constant", "piecewise", "fit"])]
-    drift: String,
+    #[arg(long, value_enum, default_value_t = DriftArg::Piecewise)]
+    drift: DriftArg,
     /// Counter width in bits when counters wrap around (e.g. 32).
     #[arg(long, value_name = "BITS", value_parser = clap::value_parser!(u32).range(1..=64))]
     counter_bits: Option<u32>,
@@ -104,8 +163,8 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     trials: u64,
     /// Which scenario(s) to run.
-    #[arg(long, default_value = "all", value_parser = ["all", "dvfs-only", "symmetric", "asymmetric", "drift"])]
-    scenario: String,
+    #[arg(long, value_enum, default_value_t = ScenarioArg::All)]
+    scenario: ScenarioArg,
     #[command(flatten)]
     out: Output,
 }
@@ -176,9 +235,9 @@ fn correct(args: CorrectArgs) -> anyhow::Result<ExitCode> {
         },
         width: args.counter_bits.map(CounterWidth::new).transpose()?,
     };
-    let estimator = Estimator::from_name(&args.estimator).expect("clap checked the name");
-    let drift = DriftModel::from_name(&args.drift).expect("clap checked the name");
-    let format = OutputFormat::from_name(&args.format).expect("clap checked the name");
+    let estimator = Estimator::from_name(&name_of(args.estimator)).expect("clap checked the name");
+    let drift = DriftModel::from_name(&name_of(args.drift)).expect("clap checked the name");
+    let format = OutputFormat::from_name(&name_of(args.format)).expect("clap checked the name");
 
     let history_text = formats::read_text(&args.history).status(Status::BadInput)?;
     let history =
@@ -276,33 +335,35 @@ fn correct(args: CorrectArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("{}", args.output.display()))?;
     }
 
-    let responders: Vec<serde_json::Value> = sync
+    let responders: Vec<ResponderSummary> = sync
         .iter()
         .flat_map(|s| &s.responders)
-        .map(|(processor, r)| {
-            serde_json::json!({
-                "processor": processor,
-                "sessions": r.estimates.iter().map(|e| serde_json::json!({
-                    "offset_ns": e.offset as f64 / ATTOS_PER_NANOSECOND as f64,
-                    "bound_ns": e.bound as f64 / ATTOS_PER_NANOSECOND as f64,
-                    "spread_ns": e.spread / ATTOS_PER_NANOSECOND as f64,
-                    "rounds_used": e.rounds_used,
-                    "rounds_total": e.rounds_total,
-                })).collect::<Vec<_>>(),
-            })
+        .map(|(processor, r)| ResponderSummary {
+            processor: *processor,
+            sessions: r
+                .estimates
+                .iter()
+                .map(|e| SessionSummary {
+                    offset_ns: e.offset as f64 / ATTOS_PER_NANOSECOND as f64,
+                    bound_ns: e.bound as f64 / ATTOS_PER_NANOSECOND as f64,
+                    spread_ns: e.spread / ATTOS_PER_NANOSECOND as f64,
+                    rounds_used: e.rounds_used,
+                    rounds_total: e.rounds_total,
+                })
+                .collect(),
         })
         .collect();
     if args.out.json {
-        let summary = serde_json::json!({
-            "reference": corrector.reference(),
-            "events_corrected": corrected.len(),
-            "estimator": estimator,
-            "drift": drift,
-            "responders": responders,
-            "skipped": skipped,
-            "history_other_lines": history.other_lines,
-            "output": args.output,
-        });
+        let summary = CorrectSummary {
+            reference: corrector.reference(),
+            events_corrected: corrected.len(),
+            estimator,
+            drift,
+            responders,
+            skipped: &skipped,
+            history_other_lines: history.other_lines,
+            output: &args.output,
+        };
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         eprintln!(
@@ -333,6 +394,36 @@ fn correct(args: CorrectArgs) -> anyhow::Result<ExitCode> {
         report_skipped(&skipped);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One synchronisation session's offset estimate.
+#[derive(Serialize)]
+struct SessionSummary {
+    offset_ns: f64,
+    bound_ns: f64,
+    spread_ns: f64,
+    rounds_used: usize,
+    rounds_total: usize,
+}
+
+/// A responder's offset estimates, one per session.
+#[derive(Serialize)]
+struct ResponderSummary {
+    processor: ProcessorId,
+    sessions: Vec<SessionSummary>,
+}
+
+/// What `clock correct --json` prints.
+#[derive(Serialize)]
+struct CorrectSummary<'a> {
+    reference: ProcessorId,
+    events_corrected: usize,
+    estimator: Estimator,
+    drift: DriftModel,
+    responders: Vec<ResponderSummary>,
+    skipped: &'a Skipped,
+    history_other_lines: u64,
+    output: &'a std::path::Path,
 }
 
 fn report_skipped(skipped: &Skipped) {
@@ -376,7 +467,7 @@ fn frequency_points(
 fn simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     let n = args.processors;
     let mut runs = Vec::new();
-    let wanted = |name: &str| args.scenario == "all" || args.scenario == name;
+    let wanted = |name: &str| args.scenario == ScenarioArg::All || name_of(args.scenario) == name;
     if wanted("dvfs-only") {
         runs.push((Scenario::dvfs_only(n, 10_000), DriftModel::Constant));
     }
@@ -463,10 +554,12 @@ fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     if args.out.json {
         let mut value = serde_json::to_value(&report)?;
         // `Result` serialises as {"Ok": null}; say it plainly instead.
-        value["pinned"] = match &report.pinned {
-            Ok(()) => serde_json::Value::Bool(true),
-            Err(why) => serde_json::json!({ "not_pinned": why }),
-        };
+        value["pinned"] = serde_json::to_value(match &report.pinned {
+            Ok(()) => Pinned::Yes(true),
+            Err(why) => Pinned::No {
+                not_pinned: why.clone(),
+            },
+        })?;
         println!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -511,6 +604,28 @@ fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `clock probe --json`'s `pinned`: `true`, or why not.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Pinned {
+    Yes(bool),
+    No { not_pinned: String },
+}
+
+/// What `clock bench --json` prints.
+#[derive(Serialize)]
+struct ClockBenchReport {
+    events: usize,
+    processors: u32,
+    changes_per_processor: usize,
+    seconds: f64,
+    events_per_second: f64,
+    cpu_seconds: Option<f64>,
+    events_per_cpu_second: Option<f64>,
+    /// A decimal string: the sum is an i128, beyond what JSON readers keep.
+    checksum: String,
+}
+
 fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let load = workload::synthetic(args.processors, args.changes, args.events, 1);
     let mut best: Option<workload::Throughput> = None;
@@ -522,16 +637,16 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     let best = best.expect("at least one run");
     if args.out.json {
-        let value = serde_json::json!({
-            "events": best.events,
-            "processors": args.processors,
-            "changes_per_processor": args.changes,
-            "seconds": best.seconds,
-            "events_per_second": best.events_per_second,
-            "cpu_seconds": best.cpu_seconds,
-            "events_per_cpu_second": best.events_per_cpu_second,
-            "checksum": best.checksum.to_string(),
-        });
+        let value = ClockBenchReport {
+            events: best.events,
+            processors: args.processors,
+            changes_per_processor: args.changes,
+            seconds: best.seconds,
+            events_per_second: best.events_per_second,
+            cpu_seconds: best.cpu_seconds,
+            events_per_cpu_second: best.events_per_cpu_second,
+            checksum: best.checksum.to_string(),
+        };
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         println!(

@@ -1,15 +1,27 @@
 //! Pieces several subcommands share: loading programs, cores and traces with
 //! the right error messages and exit statuses, and the program's host setup.
 
-use crate::status::{tag, Status};
+use crate::status::{tag, Status, WithStatus};
 use anyhow::anyhow;
+use retrace_estimate::Fidelity;
 use retrace_program::{Elf, Program};
 use retrace_sim::HostConfig;
-use retrace_timing::{preset, CoreModel, PRESETS};
+use retrace_timing::{preset, CoreModel};
 use std::path::Path;
 
 /// Load `path` as a RISC-V ELF program, with bad-input errors.
-pub use super::run::load_elf;
+pub fn load_elf(path: &std::path::Path) -> anyhow::Result<Elf> {
+    let shown = path.display();
+    let bytes = std::fs::read(path)
+        .map_err(|e| anyhow!("cannot read program {shown}: {e}; check the path"))
+        .status(Status::BadInput)?;
+    Elf::parse(&bytes).map_err(|e| {
+        tag(
+            anyhow!("cannot load program {shown}: {e}; retrace runs RISC-V ELF executables"),
+            Status::BadInput,
+        )
+    })
+}
 
 /// Resolve `--core`: a preset name, or a path to a TOML core description.
 pub fn load_core(spec: &str) -> anyhow::Result<CoreModel> {
@@ -58,19 +70,38 @@ pub fn host(shown: &str, args: &[String]) -> HostConfig {
 
 /// The data-cache geometries of the built-in presets: what `record`
 /// measures by default so that `estimate` can use measured miss rates.
-pub fn preset_dcaches() -> Vec<retrace_timing::CacheModel> {
-    let mut v: Vec<retrace_timing::CacheModel> = Vec::new();
-    for (name, _) in PRESETS {
-        if let Some(dc) = preset(name).ok().and_then(|m| m.dcache) {
-            if !v
-                .iter()
-                .any(|g| (g.size, g.ways, g.line) == (dc.size, dc.ways, dc.line))
-            {
-                v.push(dc);
-            }
+pub use retrace_estimate::compare::preset_dcaches;
+
+/// `--fidelity`: how much of the core's behaviour the replay simulates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FidelityArg {
+    /// Partial-program times with boundary terms and static branch
+    /// prediction.
+    Fast,
+    /// Also the branch predictor, return stack and I-cache.
+    Control,
+}
+
+impl From<FidelityArg> for Fidelity {
+    fn from(f: FidelityArg) -> Fidelity {
+        match f {
+            FidelityArg::Fast => Fidelity::Fast,
+            FidelityArg::Control => Fidelity::Control,
         }
     }
-    v
+}
+
+/// The program's own command-line arguments, after `--`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ProgramArgs {
+    /// Arguments passed to the program (its command line, as QEMU builds it).
+    #[arg(last = true, value_name = "ARGS")]
+    pub args: Vec<String>,
+}
+
+/// Serialise anything by its `Display` text (fidelities, stop reasons).
+pub fn display<T: std::fmt::Display, S: serde::Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
 }
 
 /// Format a count with thousands separators, for tables.

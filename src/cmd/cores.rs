@@ -1,14 +1,17 @@
 //! `retrace cores`: the built-in core presets and their key parameters.
 
+use crate::report::{csv_of, print, FormatArgs, Report};
 use retrace_timing::{preset, CoreModel, PredictorKind, TimingClass, PRESETS};
+use serde::Serialize;
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 /// Arguments of `retrace cores`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
+    /// Output format (csv: one row per core, without the per-class tables).
+    #[command(flatten)]
+    pub output: FormatArgs,
     /// Print one preset's full TOML description (a starting point for your own core).
     #[arg(long, value_name = "NAME")]
     pub show: Option<String>,
@@ -55,60 +58,152 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|(n, _)| preset(n).expect("presets parse"))
         .collect();
-    if args.json {
-        let list: Vec<_> = models
+    let report = CoresReport {
+        cores: models.iter().map(CoreEntry::new).collect(),
+        models,
+    };
+    print(&report, args.output.get())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One core preset: its key parameters, and per instruction class the
+/// latency and occupancy.
+#[derive(Serialize)]
+pub struct CoreEntry {
+    name: String,
+    description: String,
+    rv32: bool,
+    rv64: bool,
+    latency: BTreeMap<&'static str, u32>,
+    occupancy: BTreeMap<&'static str, u32>,
+    predictor: String,
+    mispredict_penalty: u32,
+    taken_penalty: u32,
+    ras_depth: u32,
+    icache: String,
+    dcache: String,
+    context_free: bool,
+}
+
+impl CoreEntry {
+    fn new(m: &CoreModel) -> CoreEntry {
+        let per_class = |get: &dyn Fn(TimingClass) -> u32| {
+            TimingClass::ALL
+                .iter()
+                .map(|c| (c.key(), get(*c)))
+                .collect()
+        };
+        CoreEntry {
+            name: m.name.clone(),
+            description: m.description.clone(),
+            rv32: m.rv32,
+            rv64: m.rv64,
+            latency: per_class(&|c| m.latency.get(c)),
+            occupancy: per_class(&|c| m.occupancy.get(c)),
+            predictor: predictor(m),
+            mispredict_penalty: m.branch.mispredict_penalty,
+            taken_penalty: m.branch.taken_penalty,
+            ras_depth: m.branch.ras_depth,
+            icache: cache(&m.icache),
+            dcache: cache(&m.dcache),
+            context_free: m.is_context_free(),
+        }
+    }
+}
+
+/// A core as a flat CSV record: everything but the per-class tables.
+#[derive(Serialize)]
+struct CoreCsvRow<'a> {
+    name: &'a str,
+    description: &'a str,
+    rv32: bool,
+    rv64: bool,
+    predictor: &'a str,
+    mispredict_penalty: u32,
+    taken_penalty: u32,
+    ras_depth: u32,
+    icache: &'a str,
+    dcache: &'a str,
+    context_free: bool,
+}
+
+/// What `retrace cores` reports: the presets (a JSON array).
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct CoresReport {
+    cores: Vec<CoreEntry>,
+    #[serde(skip)]
+    models: Vec<CoreModel>,
+}
+
+impl Report for CoresReport {
+    fn text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "{:<10} {:<8} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
+            "core",
+            "xlen",
+            "alu",
+            "lw",
+            "mul",
+            "div",
+            "predictor",
+            "miss",
+            "ras",
+            "icache",
+            "dcache"
+        );
+        for m in &self.models {
+            let xlen = match (m.rv32, m.rv64) {
+                (true, true) => "32,64",
+                (true, false) => "32",
+                _ => "64",
+            };
+            let l = |c| m.latency.get(c).max(m.occupancy.get(c));
+            let _ = writeln!(
+                o,
+                "{:<10} {:<8} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
+                m.name,
+                xlen,
+                l(TimingClass::Alu),
+                l(TimingClass::LoadWord),
+                l(TimingClass::Mul),
+                l(TimingClass::Div),
+                predictor(m),
+                m.branch.mispredict_penalty,
+                m.branch.ras_depth,
+                cache(&m.icache),
+                cache(&m.dcache)
+            );
+        }
+        let _ = writeln!(o);
+        for m in &self.models {
+            let _ = writeln!(o, "{:<10} {}", m.name, m.description);
+        }
+        let _ = writeln!(o, "\nCycles are max(latency, occupancy) per class; `retrace cores --show NAME` prints a preset's TOML, every field documented in docs/TIMING.md.");
+        o
+    }
+
+    fn csv(&self) -> anyhow::Result<String> {
+        let rows: Vec<CoreCsvRow<'_>> = self
+            .cores
             .iter()
-            .map(|m| {
-                let lat: serde_json::Map<String, serde_json::Value> = TimingClass::ALL
-                    .iter()
-                    .map(|c| (c.key().to_string(), m.latency.get(*c).into()))
-                    .collect();
-                let occ: serde_json::Map<String, serde_json::Value> = TimingClass::ALL
-                    .iter()
-                    .map(|c| (c.key().to_string(), m.occupancy.get(*c).into()))
-                    .collect();
-                serde_json::json!({
-                    "name": m.name, "description": m.description, "rv32": m.rv32, "rv64": m.rv64,
-                    "latency": lat, "occupancy": occ, "predictor": predictor(m),
-                    "mispredict_penalty": m.branch.mispredict_penalty, "taken_penalty": m.branch.taken_penalty,
-                    "ras_depth": m.branch.ras_depth, "icache": cache(&m.icache), "dcache": cache(&m.dcache),
-                    "context_free": m.is_context_free(),
-                })
+            .map(|c| CoreCsvRow {
+                name: &c.name,
+                description: &c.description,
+                rv32: c.rv32,
+                rv64: c.rv64,
+                predictor: &c.predictor,
+                mispredict_penalty: c.mispredict_penalty,
+                taken_penalty: c.taken_penalty,
+                ras_depth: c.ras_depth,
+                icache: &c.icache,
+                dcache: &c.dcache,
+                context_free: c.context_free,
             })
             .collect();
-        println!("{}", serde_json::Value::Array(list));
-        return Ok(ExitCode::SUCCESS);
+        csv_of(&rows)
     }
-    println!(
-        "{:<10} {:<8} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
-        "core", "xlen", "alu", "lw", "mul", "div", "predictor", "miss", "ras", "icache", "dcache"
-    );
-    for m in &models {
-        let xlen = match (m.rv32, m.rv64) {
-            (true, true) => "32,64",
-            (true, false) => "32",
-            _ => "64",
-        };
-        let l = |c| m.latency.get(c).max(m.occupancy.get(c));
-        println!(
-            "{:<10} {:<8} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
-            m.name,
-            xlen,
-            l(TimingClass::Alu),
-            l(TimingClass::LoadWord),
-            l(TimingClass::Mul),
-            l(TimingClass::Div),
-            predictor(m),
-            m.branch.mispredict_penalty,
-            m.branch.ras_depth,
-            cache(&m.icache),
-            cache(&m.dcache)
-        );
-    }
-    println!();
-    for m in &models {
-        println!("{:<10} {}", m.name, m.description);
-    }
-    println!("\nCycles are max(latency, occupancy) per class; `retrace cores --show NAME` prints a preset's TOML, every field documented in docs/TIMING.md.");
-    Ok(ExitCode::SUCCESS)
 }

@@ -1,19 +1,23 @@
 //! `retrace demo`: the product on its bundled example programs. Each program
 //! is recorded once; the one trace is replayed on every preset core, and the
 //! cycle-level engine runs each core for reference. The table shows both
-//! cycle counts, the error and what each step cost.
+//! cycle counts, the error and what each step cost. The steps are those of
+//! `retrace compare` ([`retrace_estimate::compare`]), in the order that lets
+//! one recording serve every core.
 
-use super::common::{preset_dcaches, thousands};
+use super::common::{display, preset_dcaches, thousands};
+use crate::report::{csv_of, emit, FormatArgs, Report};
 use anyhow::Context;
-use retrace_estimate::{estimate_trace, Fidelity};
+use retrace_estimate::compare::{
+    error_percent, estimate_recorded, record_in_memory, reference_run,
+};
+use retrace_estimate::Fidelity;
 use retrace_program::{Addr, Elf, Program};
-use retrace_sim::cycle::run_cycle_level;
-use retrace_sim::record::record_run;
 use retrace_sim::{Console, HostConfig};
 use retrace_timing::{preset, CoreModel, PRESETS};
+use serde::Serialize;
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::Instant;
 
 /// Arguments of `retrace demo`.
 #[derive(clap::Args, Debug)]
@@ -21,9 +25,9 @@ pub struct Args {
     /// Only the programs whose name contains this.
     #[arg(long, value_name = "TEXT")]
     pub only: Option<String>,
-    /// Print JSON (one object per program × core) instead of the table.
-    #[arg(long)]
-    pub json: bool,
+    /// Output format (json and csv: one row per program × core).
+    #[command(flatten)]
+    pub output: FormatArgs,
 }
 
 /// The example programs built into the binary (RV32 at -O2, so that every
@@ -74,22 +78,151 @@ impl Write for Captured {
     }
 }
 
+/// One program × core pair.
+#[derive(Serialize)]
+pub struct DemoRow {
+    /// The bundled program's name.
+    pub program: String,
+    /// The core's name.
+    pub core: String,
+    /// The fidelity the estimate used.
+    #[serde(serialize_with = "display")]
+    pub fidelity: Fidelity,
+    /// Instructions of the run.
+    pub instructions: u64,
+    /// Cycle-level engine's cycles.
+    pub reference_cycles: u64,
+    /// Estimated cycles.
+    pub estimated_cycles: u64,
+    /// Signed error in percent of the reference.
+    pub error_percent: f64,
+    /// Wall seconds of the cycle-level run.
+    pub reference_seconds: f64,
+}
+
+/// What one program's recording and estimates cost.
+pub struct DemoProgram {
+    name: String,
+    instructions: u64,
+    branches: u64,
+    trace_bytes: u64,
+    record_seconds: f64,
+    /// The program's last line of output.
+    says: String,
+    /// Wall seconds of every core's estimate together.
+    estimate_seconds: f64,
+}
+
+/// What `retrace demo` reports: the rows for machines (a JSON array, as
+/// before), and for people each program's recording and the totals too.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct DemoReport {
+    rows: Vec<DemoRow>,
+    #[serde(skip)]
+    programs: Vec<DemoProgram>,
+    #[serde(skip)]
+    cores: usize,
+}
+
+impl DemoReport {
+    fn header(&self) -> String {
+        format!(
+            "retrace demo: each program is recorded once, then estimated on {} cores from that one trace;\n\
+             the cycle-level engine runs every core for reference.\n\n",
+            self.cores
+        )
+    }
+
+    fn program_line(p: &DemoProgram) -> String {
+        format!(
+            "{}: {} instructions, {} branches; trace {} bytes ({:.2} bits/branch); recorded in {:.2} s ({:.0} MIPS)\n  program says: {}\n",
+            p.name,
+            thousands(p.instructions),
+            thousands(p.branches),
+            thousands(p.trace_bytes),
+            p.trace_bytes as f64 * 8.0 / p.branches.max(1) as f64,
+            p.record_seconds,
+            p.instructions as f64 / p.record_seconds.max(1e-9) / 1e6,
+            p.says
+        )
+    }
+
+    fn row_line(r: &DemoRow) -> String {
+        format!(
+            "  {:<10} {:<8} reference {:>14} cycles ({:>6.2} s)   estimate {:>14} cycles   error {:+.4}%\n",
+            r.core,
+            r.fidelity.to_string(),
+            thousands(r.reference_cycles),
+            r.reference_seconds,
+            thousands(r.estimated_cycles),
+            r.error_percent
+        )
+    }
+
+    fn program_footer(&self, p: &DemoProgram) -> String {
+        format!(
+            "  all {} estimates from the one trace: {:.2} s\n\n",
+            self.cores, p.estimate_seconds
+        )
+    }
+
+    fn summary(&self) -> String {
+        let t_ref: f64 = self.rows.iter().map(|r| r.reference_seconds).sum();
+        let t_rec: f64 = self.programs.iter().map(|p| p.record_seconds).sum();
+        let t_est: f64 = self.programs.iter().map(|p| p.estimate_seconds).sum();
+        let worst = self
+            .rows
+            .iter()
+            .fold(0.0f64, |w, r| w.max(r.error_percent.abs()));
+        format!(
+            "{} program × core pairs: largest error {worst:.4}%. Cycle-level engine {t_ref:.2} s in all; \
+             recording {t_rec:.2} s; every estimate from the recordings {t_est:.2} s ({:.1}× less than the cycle-level runs).\n",
+            self.rows.len(),
+            t_ref / t_est.max(1e-9)
+        )
+    }
+}
+
+impl Report for DemoReport {
+    fn text(&self) -> String {
+        let mut out = self.header();
+        for p in &self.programs {
+            out += &Self::program_line(p);
+            for r in self.rows.iter().filter(|r| r.program == p.name) {
+                out += &Self::row_line(r);
+            }
+            out += &self.program_footer(p);
+        }
+        out + &self.summary()
+    }
+
+    fn csv(&self) -> anyhow::Result<String> {
+        csv_of(&self.rows)
+    }
+}
+
 /// Entry point of `retrace demo`.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let cores: Vec<CoreModel> = PRESETS
         .iter()
         .map(|(n, _)| preset(n).expect("presets parse"))
         .collect();
-    let mut rows = Vec::new();
-    let (mut t_ref, mut t_rec, mut t_est, mut worst) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
-    let mut pairs = 0;
-    if !args.json {
-        println!(
-            "retrace demo: each program is recorded once, then estimated on {} cores from that one trace;\n\
-             the cycle-level engine runs every core for reference.\n",
-            cores.len()
-        );
-    }
+    let format = args.output.get();
+    // Text is shown as it is produced (the cycle-level runs take a while);
+    // the machine formats are printed whole at the end.
+    let progress = |s: &str| -> anyhow::Result<()> {
+        if format == crate::report::Format::Text {
+            emit(s)?;
+        }
+        Ok(())
+    };
+    let mut report = DemoReport {
+        rows: Vec::new(),
+        programs: Vec::new(),
+        cores: cores.len(),
+    };
+    progress(&report.header())?;
     for (name, bytes) in BUNDLED {
         if args.only.as_deref().is_some_and(|o| !name.contains(o)) {
             continue;
@@ -108,110 +241,63 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             stdin: Box::new(std::io::empty()),
             is_tty: [false; 3],
         };
-        let trace =
-            std::env::temp_dir().join(format!("retrace-demo-{}-{name}.rtrace", std::process::id()));
-        let file = std::io::BufWriter::new(
-            std::fs::File::create(&trace)
-                .with_context(|| format!("creating {}", trace.display()))?,
-        );
-        let t = Instant::now();
-        let rec = record_run(
-            &elf,
-            host(),
-            console,
-            None,
-            file,
-            retrace_trace::Header::new(0, 32, 1),
-            &preset_dcaches(),
-        )
-        .with_context(|| format!("recording {name}"))?;
-        let rec_s = t.elapsed().as_secs_f64();
-        t_rec += rec_s;
+        let recorded = record_in_memory(&elf, host(), console, None, &preset_dcaches())
+            .with_context(|| format!("recording {name}"))?;
         let output = String::from_utf8_lossy(&out.0.lock().unwrap()).to_string();
-        let last_line = output.lines().last().unwrap_or("").to_string();
-        if !args.json {
-            println!(
-                "{name}: {} instructions, {} branches; trace {} bytes ({:.2} bits/branch); recorded in {:.2} s ({:.0} MIPS)\n  program says: {last_line}",
-                thousands(rec.run.instructions),
-                thousands(rec.branches),
-                thousands(rec.trace.file_bytes),
-                rec.trace.file_bytes as f64 * 8.0 / rec.branches.max(1) as f64,
-                rec_s,
-                rec.run.instructions as f64 / rec_s.max(1e-9) / 1e6
-            );
-        }
         // All cores from the one trace.
-        let t = Instant::now();
         let mut estimates = Vec::new();
+        let mut estimate_seconds = 0.0;
         for fidelity in [Fidelity::Fast, Fidelity::Control] {
             let group: Vec<CoreModel> = cores
                 .iter()
                 .filter(|c| fidelity_for(c) == fidelity)
                 .cloned()
                 .collect();
-            let got = estimate_trace(
-                &program.table,
-                Addr(elf.entry),
-                &trace,
-                &group,
-                fidelity,
-                None,
-            )
-            .with_context(|| format!("estimating {name}"))?;
-            for (c, (e, _)) in group.iter().zip(got) {
+            let (got, seconds) =
+                estimate_recorded(&program.table, Addr(elf.entry), &recorded, &group, fidelity)
+                    .with_context(|| format!("estimating {name}"))?;
+            estimate_seconds += seconds;
+            for (c, e) in group.iter().zip(got) {
                 estimates.push((c.name.clone(), fidelity, e));
             }
         }
-        let est_s = t.elapsed().as_secs_f64();
-        t_est += est_s;
-        let _ = std::fs::remove_file(&trace);
+        let rec = &recorded.recording;
+        let p = DemoProgram {
+            name: name.to_string(),
+            instructions: rec.run.instructions,
+            branches: rec.branches,
+            trace_bytes: rec.trace.file_bytes,
+            record_seconds: recorded.seconds,
+            says: output.lines().last().unwrap_or("").to_string(),
+            estimate_seconds,
+        };
+        progress(&DemoReport::program_line(&p))?;
         for core in &cores {
-            let t = Instant::now();
-            let (_, obs) = run_cycle_level(&elf, host(), Console::null(), None, core, &[])
+            let reference = reference_run(&elf, host(), None, core)
                 .with_context(|| format!("cycle-level run of {name}"))?;
-            let ref_s = t.elapsed().as_secs_f64();
-            t_ref += ref_s;
-            let reference = obs.core().cycles();
             let (_, fidelity, e) = estimates
                 .iter()
                 .find(|(n, _, _)| *n == core.name)
                 .expect("estimated");
-            let err = (e.cycles as f64 - reference as f64) * 100.0 / reference.max(1) as f64;
-            worst = worst.max(err.abs());
-            pairs += 1;
-            rows.push(serde_json::json!({
-                "program": name, "core": core.name, "fidelity": fidelity.to_string(),
-                "instructions": rec.run.instructions, "reference_cycles": reference,
-                "estimated_cycles": e.cycles, "error_percent": err, "reference_seconds": ref_s,
-            }));
-            if !args.json {
-                println!(
-                    "  {:<10} {:<8} reference {:>14} cycles ({:>6.2} s)   estimate {:>14} cycles   error {:+.4}%",
-                    core.name,
-                    fidelity.to_string(),
-                    thousands(reference),
-                    ref_s,
-                    thousands(e.cycles),
-                    err
-                );
-            }
+            let row = DemoRow {
+                program: name.to_string(),
+                core: core.name.clone(),
+                fidelity: *fidelity,
+                instructions: rec.run.instructions,
+                reference_cycles: reference.cycles,
+                estimated_cycles: e.cycles,
+                error_percent: error_percent(e.cycles, reference.cycles),
+                reference_seconds: reference.seconds,
+            };
+            progress(&DemoReport::row_line(&row))?;
+            report.rows.push(row);
         }
-        if !args.json {
-            println!(
-                "  all {} estimates from the one trace: {:.2} s\n",
-                cores.len(),
-                est_s
-            );
-        }
+        progress(&report.program_footer(&p))?;
+        report.programs.push(p);
     }
-    if args.json {
-        println!("{}", serde_json::Value::Array(rows));
-    } else {
-        println!(
-            "{pairs} program × core pairs: largest error {worst:.4}%. Cycle-level engine {t_ref:.2} s in all; \
-             recording {t_rec:.2} s; every estimate from the recordings {t_est:.2} s ({:.1}× less than the cycle-level runs).",
-            t_ref / t_est.max(1e-9)
-        );
+    match format {
+        crate::report::Format::Text => emit(&report.summary())?,
+        other => emit(&report.render(other)?)?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,13 +5,14 @@
 //! the encoding padded as objdump pads it, the mnemonic and operands from
 //! `retrace-isa`, the `<sym+off>` after branch targets, and the `# addr
 //! <sym>` comment objdump adds when an `auipc`/`lui` result (or `gp`, `tp`,
-//! `zero`) is used as a base. Data embedded in code (`$d` mapping symbols)
+//! `zero`) is used as a base ([`AddressComments`]). Data embedded in code (`$d` mapping symbols)
 //! and runs of zero bytes are shown the way objdump shows them.
 
-use crate::cmd::run::load_elf;
+use crate::cmd::common::load_elf;
 use crate::status::{tag, Status};
 use anyhow::anyhow;
-use retrace_isa::{decode, disasm, inst_len, Inst, Op, Xlen};
+use retrace_isa::objdump::AddressComments;
+use retrace_isa::{decode, disasm, inst_len, Xlen};
 use retrace_program::{CodeSection, Elf, Symbol};
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -98,84 +99,6 @@ fn with_symbol(elf: &Elf, vma: u64, sec: &CodeSection) -> String {
     }
 }
 
-/// objdump's per-register "high part" tracking for address comments.
-struct AddrState {
-    hi: [Option<u64>; 32],
-    gp: Option<u64>,
-    xlen: Xlen,
-}
-
-impl AddrState {
-    /// `maybe_print_address` of binutils' riscv-dis.c.
-    fn maybe(&mut self, base: u8, offset: i64, wide: bool, out: &mut Option<u64>) {
-        let b = (base & 31) as usize;
-        let mut addr = if let Some(hi) = self.hi[b].take() {
-            (if base != 0 { hi } else { 0 }).wrapping_add(offset as u64)
-        } else if base == 3 && self.gp.is_some() {
-            self.gp.unwrap_or(0).wrapping_add(offset as u64)
-        } else if base == 4 || base == 0 {
-            offset as u64
-        } else {
-            return;
-        };
-        if wide {
-            addr = addr as i32 as i64 as u64;
-        }
-        if self.xlen == Xlen::Rv32 {
-            addr &= 0xffff_ffff;
-        }
-        *out = Some(addr);
-    }
-
-    /// Update the state for one instruction; returns the address comment.
-    fn step(&mut self, inst: &Inst, pc: u64, text: &str) -> Option<u64> {
-        let mut out = None;
-        let imm = i64::from(inst.imm);
-        let compressed = inst.len == 2;
-        // Which operand forms objdump printed decides whether it looked at
-        // an address: a `d,s,j` addi (not `mv`/`li`), loads, stores, jalr.
-        match inst.op {
-            Op::Auipc => self.hi[inst.rd as usize & 31] = Some(pc.wrapping_add(imm as u64)),
-            Op::Lui => self.hi[inst.rd as usize & 31] = Some(imm as u64),
-            Op::Addi if compressed => {
-                // c.addi prints through `Cj`; c.li, c.mv, c.addi16sp and
-                // c.addi4spn use other operand forms.
-                let form_cj = inst.raw & 0xe003 == 0x0001 && inst.rd != 0;
-                if form_cj {
-                    self.maybe(inst.rd, imm, false, &mut out);
-                }
-            }
-            Op::Addi => {
-                let is_alias =
-                    text.starts_with("mv\t") || text.starts_with("li\t") || text == "nop";
-                if inst.rs1 != 0 && !is_alias {
-                    self.maybe(inst.rs1, imm, false, &mut out);
-                }
-            }
-            // c.addiw also prints through `Cj` (sign-extending the sum).
-            Op::Addiw if compressed && inst.rd != 0 && !text.starts_with("sext.w") => {
-                self.maybe(inst.rd, imm, true, &mut out);
-            }
-            Op::Addiw if !compressed && inst.rs1 != 0 && !text.starts_with("sext.w") => {
-                self.maybe(inst.rs1, imm, true, &mut out);
-            }
-            // Every 32-bit jalr form except `ret` prints its `s` operand,
-            // which objdump checks for an address.
-            Op::Jalr if !compressed && text != "ret" => {
-                self.maybe(inst.rs1, imm, false, &mut out);
-            }
-            Op::Lb | Op::Lh | Op::Lw | Op::Ld | Op::Lbu | Op::Lhu | Op::Lwu if !compressed => {
-                self.maybe(inst.rs1, imm, false, &mut out);
-            }
-            Op::Sb | Op::Sh | Op::Sw | Op::Sd if !compressed => {
-                self.maybe(inst.rs1, imm, false, &mut out);
-            }
-            _ => {}
-        }
-        out
-    }
-}
-
 /// objdump's address column: the section's addresses with leading zeros
 /// dropped in groups of four (always keeping one), the rest as spaces.
 fn addr_chars(elf: &Elf, sec: &CodeSection) -> usize {
@@ -211,11 +134,7 @@ fn render(elf: &Elf, file: &str, range: Option<(u64, u64)>) -> String {
         .iter()
         .find(|s| s.name == "__global_pointer$")
         .map(|s| s.addr);
-    let mut st = AddrState {
-        hi: [None; 32],
-        gp,
-        xlen: elf.xlen,
-    };
+    let mut st = AddressComments::new(elf.xlen, gp);
     for sec in &elf.code_sections {
         let sec_end = sec.addr + sec.data.len() as u64;
         if let Some((lo, hi)) = range {
@@ -326,15 +245,14 @@ fn render(elf: &Elf, file: &str, range: Option<(u64, u64)>) -> String {
             match decode(bits32, elf.xlen) {
                 Ok(inst) if usize::from(inst.len) <= bytes.len() => {
                     let d = disasm(&inst, pc, elf.xlen);
-                    let text = d.to_string();
-                    o.push_str(&text);
+                    let _ = write!(o, "{d}");
                     if let Some(t) = d.target() {
                         let with = with_symbol(elf, t, sec);
                         if let Some(sym) = with.split_once(' ').map(|(_, s)| s) {
                             let _ = write!(o, " {sym}");
                         }
                     }
-                    if let Some(a) = st.step(&inst, pc, &text) {
+                    if let Some(a) = st.step(&inst, pc) {
                         let _ = write!(o, " # {}", with_symbol(elf, a, sec));
                     }
                     o.push('\n');

@@ -7,29 +7,18 @@
 //! replay uses (caches hitting, branches predicted by the core's static
 //! rule), so the figures read as "what this path costs on its own".
 
-use crate::cmd::run::load_elf;
+use crate::cmd::common::{host, load_elf, ProgramArgs};
+use crate::report::{csv_of, hex, print, Format, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
-use clap::ValueEnum;
+use retrace_estimate::StaticCycles;
 use retrace_program::loops::Operand;
-use retrace_program::{Addr, CheckReport, Checker, End, FuncId, PpId, PpTable, Program, TripCount};
-use retrace_sim::{Console, HostConfig, Machine, MachineConfig, Observer, Retired, TrapEvent};
-use retrace_timing::{static_prediction, Events, PathTimer, SignatureId};
+use retrace_program::{Addr, End, FuncId, Names, PpId, PpTable, Program, TripCount};
+use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
-
-/// Output format of the table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// A table for people.
-    Text,
-    /// One JSON object.
-    Json,
-    /// Comma-separated values with a header line.
-    Csv,
-}
 
 /// Arguments of `retrace pp`.
 #[derive(clap::Args, Debug)]
@@ -53,16 +42,15 @@ Examples:
   retrace pp prog.elf --function main --loops --regions
   retrace pp prog.elf --format csv > table.csv
   retrace pp prog.elf --core picorv32
-  retrace pp prog.elf --check --json -- 1000")]
+  retrace pp prog.elf --check --format json -- 1000")]
 pub struct Args {
     /// The program: a RISC-V ELF executable.
     pub program: PathBuf,
     /// Only the PPs, loops and regions of this function.
     #[arg(long, value_name = "NAME")]
     pub function: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: FormatArgs,
     /// Print each function's loop nest with the Z1/X1/X2 flags and the
     /// trip-count test.
     #[arg(long)]
@@ -79,15 +67,11 @@ pub struct Args {
     /// Run the program and check that execution follows the table.
     #[arg(long)]
     pub check: bool,
-    /// With --check: print the report as one JSON object.
-    #[arg(long, requires = "check")]
-    pub json: bool,
     /// With --check: stop the run after this many instructions.
     #[arg(long, value_name = "N", requires = "check")]
     pub max_insns: Option<u64>,
-    /// Arguments passed to the program with --check.
-    #[arg(last = true, value_name = "ARGS")]
-    pub args: Vec<String>,
+    #[command(flatten)]
+    pub program_args: ProgramArgs,
 }
 
 /// Entry point of `retrace pp`.
@@ -122,110 +106,366 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         Some(spec) => {
             let core = super::common::load_core(spec)?;
             super::common::check_xlen(&core, &elf, &shown)?;
-            Some(PpCycles::new(&core, &program.table, &ids))
+            Some(StaticCycles::new(&core, &program.table, &ids))
         }
         None => None,
     };
-    let cycles = cycles.as_ref();
-    let mut out = String::new();
-    match args.format {
-        Format::Text => {
-            text_table(&mut out, &program.table, &ids, &names, cycles);
-            let funcs: Vec<FuncId> = match func {
-                Some(f) => vec![f],
-                None => (0..program.functions.len())
-                    .map(|i| FuncId(i as u32))
-                    .collect(),
-            };
-            if args.loops {
-                for &f in &funcs {
-                    loops_text(&mut out, &program, f, &names, func.is_some());
-                }
-            }
-            if args.regions {
-                for &f in &funcs {
-                    regions_text(&mut out, &program, f, &names, func.is_some());
-                }
-            }
-            let _ = writeln!(
-                out,
-                "{} partial programs ({} shown), {} functions, {} instructions decoded, {} warnings; analysed in {:.1} ms",
-                program.table.len(),
-                ids.len(),
-                program.functions.len(),
-                program.table.code().decoded(),
-                program.warnings.len(),
-                analysis_seconds * 1e3
-            );
-        }
-        Format::Csv => csv_table(&mut out, &program.table, &ids, &names, cycles),
-        Format::Json => {
-            let v = json_all(&program, &ids, &names, func, &args, cycles);
-            out = format!("{v}\n");
+    let funcs: Vec<FuncId> = match func {
+        Some(f) => vec![f],
+        None => (0..program.functions.len())
+            .map(|i| FuncId(i as u32))
+            .collect(),
+    };
+    let format = args.output.get();
+    let text = format == Format::Text;
+    let mut loops_text = String::new();
+    let mut regions_text = String::new();
+    if text && args.loops {
+        for &f in &funcs {
+            loops_section(&mut loops_text, &program, f, &names, func.is_some());
         }
     }
-    emit(&out)?;
+    if text && args.regions {
+        for &f in &funcs {
+            regions_section(&mut regions_text, &program, f, &names, func.is_some());
+        }
+    }
+    let report = PpReport {
+        program: shown,
+        functions: program.functions.len(),
+        instructions_decoded: program.table.code().decoded(),
+        partial_programs: ids
+            .iter()
+            .map(|&id| PpRow::new(&program.table, id, &names, cycles.as_ref()))
+            .collect(),
+        warnings: program.warnings.iter().map(|w| w.to_string()).collect(),
+        core: cycles.as_ref().map(|c| c.core.clone()),
+        loops: args.loops.then(|| loop_rows(&program, &funcs)),
+        regions: args.regions.then(|| region_rows(&program, &funcs)),
+        table_size: program.table.len(),
+        analysis_seconds,
+        loops_text,
+        regions_text,
+    };
+    print(&report, format)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Static cycles of partial programs on one core.
-struct PpCycles {
-    core: String,
-    /// Per PP index: cycles when it falls through (or does not end in a
-    /// conditional branch), and when its final branch is taken.
-    cycles: Vec<Option<(u64, Option<u64>)>>,
+/// One partial program. The successor fields appear for the end kinds
+/// that have them (`null` when the successor is unknown).
+#[derive(Serialize)]
+pub struct PpRow {
+    id: u32,
+    #[serde(serialize_with = "hex")]
+    start: u64,
+    start_symbol: String,
+    start_kinds: Vec<&'static str>,
+    #[serde(serialize_with = "hex")]
+    last: u64,
+    end: &'static str,
+    instructions: u32,
+    /// Runs of the path: start address and instruction count.
+    path: Vec<(String, u32)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cycles: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cycles_taken: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    taken: Option<Option<u32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_taken: Option<Option<u32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    call_target: Option<Option<u32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    return_point: Option<Option<u32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next: Option<Option<u32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fault_at: Option<String>,
+    /// For the text table and CSV: the start kinds as `a|b`, the end as
+    /// the seed's end command, the successors in short.
+    #[serde(skip)]
+    starts_text: String,
+    #[serde(skip)]
+    end_text: String,
+    #[serde(skip)]
+    successors_text: String,
+    /// Whether a core was given (the cycle columns exist).
+    #[serde(skip)]
+    timed: bool,
 }
 
-impl PpCycles {
-    fn new(core: &retrace_timing::CoreModel, t: &PpTable, ids: &[PpId]) -> PpCycles {
-        let mut timer = PathTimer::new(core);
-        let mut cycles = vec![None; t.len()];
-        for &id in ids {
-            let insts: Vec<_> = t.insts(id).map(|(_, i)| i).collect();
-            let mut time = |last: Events| {
-                let n = insts.len();
-                let path = insts
+impl PpRow {
+    fn new(t: &PpTable, id: PpId, n: &Names<'_>, cycles: Option<&StaticCycles>) -> PpRow {
+        let p = t.get(id);
+        let j = |x: Option<PpId>| Some(x.map(|i| i.0));
+        let cost = cycles.and_then(|c| c.get(id));
+        let mut row = PpRow {
+            id: id.0,
+            start: p.start.0,
+            start_symbol: n.at(p.start),
+            start_kinds: p.starts.iter().map(|k| k.name()).collect(),
+            last: p.last.0,
+            end: p.end.kind().name(),
+            instructions: p.len,
+            path: t
+                .runs(id)
+                .iter()
+                .map(|r| (format!("{:#x}", r.start.0), r.count))
+                .collect(),
+            cycles: cost.map(|c| c.cycles),
+            cycles_taken: cost.and_then(|c| c.taken),
+            taken: None,
+            not_taken: None,
+            call_target: None,
+            return_point: None,
+            next: None,
+            fault_at: None,
+            starts_text: p.starts.to_string(),
+            end_text: end_text(t, id, n),
+            successors_text: succ_text(t, id),
+            timed: cycles.is_some(),
+        };
+        match p.end {
+            End::Branch { taken, not_taken } => {
+                row.taken = j(taken);
+                row.not_taken = j(not_taken);
+            }
+            End::Call { target, ret } => {
+                row.call_target = j(target);
+                row.return_point = j(ret);
+            }
+            End::IndirectCall { ret } => row.return_point = j(ret),
+            End::Ecall { next } | End::Ebreak { next, .. } => row.next = j(next),
+            End::Jump { target } => row.next = j(Some(target)),
+            End::Fault { at } => row.fault_at = Some(format!("{:#x}", at.0)),
+            _ => {}
+        }
+        row
+    }
+
+    /// The cycles column of the text table: `n`, or `not-taken/taken`.
+    fn cycles_text(&self) -> String {
+        match (self.cycles, self.cycles_taken) {
+            (Some(n), Some(t)) => format!("{n}/{t}"),
+            (Some(n), None) => n.to_string(),
+            _ => "-".into(),
+        }
+    }
+}
+
+/// One partial program as a CSV record (the table's columns, flat).
+#[derive(Serialize)]
+struct PpCsvRow<'a> {
+    id: u32,
+    start: String,
+    start_symbol: &'a str,
+    start_kinds: &'a str,
+    last: String,
+    end_kind: &'static str,
+    instructions: u32,
+    taken: Option<u32>,
+    not_taken: Option<u32>,
+    call_target: Option<u32>,
+    return_point: Option<u32>,
+    next: Option<u32>,
+    /// Only with a core (outer `None`: no column).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cycles: Option<Option<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cycles_taken: Option<Option<u64>>,
+}
+
+impl<'a> From<&'a PpRow> for PpCsvRow<'a> {
+    fn from(r: &'a PpRow) -> Self {
+        PpCsvRow {
+            id: r.id,
+            start: format!("{:#x}", r.start),
+            start_symbol: &r.start_symbol,
+            start_kinds: &r.starts_text,
+            last: format!("{:#x}", r.last),
+            end_kind: r.end,
+            instructions: r.instructions,
+            taken: r.taken.flatten(),
+            not_taken: r.not_taken.flatten(),
+            call_target: r.call_target.flatten(),
+            return_point: r.return_point.flatten(),
+            next: r.next.flatten(),
+            cycles: r.timed.then_some(r.cycles),
+            cycles_taken: r.timed.then_some(r.cycles_taken),
+        }
+    }
+}
+
+/// One loop of the nest.
+#[derive(Serialize)]
+pub struct LoopRow {
+    function: String,
+    id: u32,
+    parent: Option<u32>,
+    depth: u32,
+    #[serde(serialize_with = "hex")]
+    header: u64,
+    latches: Vec<String>,
+    blocks: usize,
+    exit_edges: usize,
+    exit_branches: Vec<String>,
+    z1: bool,
+    x1: bool,
+    x2: bool,
+    trip_count: Option<&'static str>,
+}
+
+fn loop_rows(p: &Program, funcs: &[FuncId]) -> Vec<LoopRow> {
+    let mut all = Vec::new();
+    for &f in funcs {
+        let cfg = p.cfg(f);
+        for l in p.loops(f).loops {
+            all.push(LoopRow {
+                function: p.function(f).name.clone(),
+                id: l.id.0,
+                parent: l.parent.map(|x| x.0),
+                depth: l.depth,
+                header: l.header_addr.0,
+                latches: l
+                    .latches
                     .iter()
-                    .enumerate()
-                    .map(|(k, i)| (i, if k + 1 == n { last } else { Events::default() }));
-                timer.time(SignatureId::IDLE, path).0
-            };
-            let branch = match (t.get(id).end, insts.last()) {
-                (End::Branch { .. }, Some(b)) => Some(b.imm < 0),
-                _ => None,
-            };
-            let c = match branch {
-                Some(backward) => {
-                    // The core's static prediction decides which direction
-                    // pays the misprediction penalty.
-                    let predicted = static_prediction(core.branch.predictor, backward);
-                    let ev = |taken: bool| Events {
-                        taken,
-                        mispredict: predicted != taken,
-                        ..Events::default()
-                    };
-                    (time(ev(false)), Some(time(ev(true))))
-                }
-                None => (time(Events::default()), None),
-            };
-            cycles[id.index()] = Some(c);
-        }
-        PpCycles {
-            core: core.name.clone(),
-            cycles,
+                    .map(|b| format!("{:#x}", cfg.block(*b).last.0))
+                    .collect(),
+                blocks: l.body.len(),
+                exit_edges: l.exits.len(),
+                exit_branches: l
+                    .exit_branches
+                    .iter()
+                    .map(|a| format!("{:#x}", a.0))
+                    .collect(),
+                z1: l.z1,
+                x1: l.x1,
+                x2: l.x2,
+                trip_count: l.trip.map(|t| trip_name(t.count)),
+            });
         }
     }
+    all
+}
 
-    fn get(&self, id: PpId) -> Option<(u64, Option<u64>)> {
-        self.cycles.get(id.index()).copied().flatten()
+/// One if-else region.
+#[derive(Serialize)]
+pub struct RegionRow {
+    function: String,
+    #[serde(serialize_with = "hex")]
+    branch: u64,
+    #[serde(serialize_with = "hex")]
+    merge: u64,
+    kind: String,
+    blocks: usize,
+    #[serde(rename = "loop")]
+    in_loop: Option<u32>,
+}
+
+fn region_rows(p: &Program, funcs: &[FuncId]) -> Vec<RegionRow> {
+    let mut all = Vec::new();
+    for &f in funcs {
+        for r in p.regions(f) {
+            all.push(RegionRow {
+                function: p.function(f).name.clone(),
+                branch: r.branch.0,
+                merge: r.merge_addr.0,
+                kind: format!("{:?}", r.kind),
+                blocks: r.blocks.len(),
+                in_loop: r.in_loop.map(|l| l.0),
+            });
+        }
+    }
+    all
+}
+
+/// What `retrace pp` reports.
+#[derive(Serialize)]
+pub struct PpReport {
+    program: String,
+    functions: usize,
+    instructions_decoded: usize,
+    partial_programs: Vec<PpRow>,
+    warnings: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    core: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    loops: Option<Vec<LoopRow>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    regions: Option<Vec<RegionRow>>,
+    /// Partial programs in the whole table (the rows may be one function's).
+    #[serde(skip)]
+    table_size: usize,
+    #[serde(skip)]
+    analysis_seconds: f64,
+    /// The loop and region sections of the text, which name addresses and
+    /// operands in more detail than the rows carry.
+    #[serde(skip)]
+    loops_text: String,
+    #[serde(skip)]
+    regions_text: String,
+}
+
+impl Report for PpReport {
+    fn text(&self) -> String {
+        let mut out = String::new();
+        let timed = self.core.is_some();
+        if let Some(c) = &self.core {
+            let _ = writeln!(
+                out,
+                "cycles on core {c}: from an idle pipeline; not-taken/taken for branches"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "{:>6}  {:<34} {:<18} {:<44} {:>6}{}  successors",
+            "ID",
+            "start",
+            "start kind",
+            "end",
+            "insts",
+            if timed {
+                format!("  {:>11}", "cycles")
+            } else {
+                String::new()
+            }
+        );
+        for r in &self.partial_programs {
+            let _ = writeln!(
+                out,
+                "{:>6}  {:<34} {:<18} {:<44} {:>6}{}  {}",
+                r.id,
+                format!("{} ({})", r.start_symbol, Addr(r.start)),
+                r.starts_text,
+                r.end_text,
+                r.instructions,
+                if timed {
+                    format!("  {:>11}", r.cycles_text())
+                } else {
+                    String::new()
+                },
+                r.successors_text
+            );
+        }
+        out += &self.loops_text;
+        out += &self.regions_text;
+        let _ = writeln!(
+            out,
+            "{} partial programs ({} shown), {} functions, {} instructions decoded, {} warnings; analysed in {:.1} ms",
+            self.table_size,
+            self.partial_programs.len(),
+            self.functions,
+            self.instructions_decoded,
+            self.warnings.len(),
+            self.analysis_seconds * 1e3
+        );
+        out
     }
 
-    fn text(&self, id: PpId) -> String {
-        match self.get(id) {
-            Some((n, Some(t))) => format!("{n}/{t}"),
-            Some((n, None)) => n.to_string(),
-            None => "-".into(),
-        }
+    fn csv(&self) -> anyhow::Result<String> {
+        let rows: Vec<PpCsvRow<'_>> = self.partial_programs.iter().map(PpCsvRow::from).collect();
+        csv_of(&rows)
     }
 }
 
@@ -244,32 +484,6 @@ fn selected(program: &Program, func: Option<FuncId>) -> Vec<PpId> {
             ids.dedup();
             ids
         }
-    }
-}
-
-/// Symbolic names for addresses.
-struct Names<'a> {
-    program: &'a Program,
-    elf: &'a retrace_program::Elf,
-}
-
-impl<'a> Names<'a> {
-    fn new(program: &'a Program, elf: &'a retrace_program::Elf) -> Self {
-        Names { program, elf }
-    }
-
-    /// `sym+0x10`, or the bare address.
-    fn at(&self, a: Addr) -> String {
-        if let Some(f) = self.program.function_containing(a) {
-            let func = self.program.function(f);
-            let off = a.0 - func.entry.0;
-            return if off == 0 {
-                func.name.clone()
-            } else {
-                format!("{}+{:#x}", func.name, off)
-            };
-        }
-        self.elf.describe(a.0).unwrap_or_else(|| a.to_string())
     }
 }
 
@@ -315,161 +529,6 @@ fn succ_text(t: &PpTable, id: PpId) -> String {
     }
 }
 
-fn text_table(
-    out: &mut String,
-    t: &PpTable,
-    ids: &[PpId],
-    n: &Names<'_>,
-    cycles: Option<&PpCycles>,
-) {
-    if let Some(c) = cycles {
-        let _ = writeln!(
-            out,
-            "cycles on core {}: from an idle pipeline; not-taken/taken for branches",
-            c.core
-        );
-    }
-    let _ = writeln!(
-        out,
-        "{:>6}  {:<34} {:<18} {:<44} {:>6}{}  successors",
-        "ID",
-        "start",
-        "start kind",
-        "end",
-        "insts",
-        if cycles.is_some() {
-            format!("  {:>11}", "cycles")
-        } else {
-            String::new()
-        }
-    );
-    for &id in ids {
-        let p = t.get(id);
-        let _ = writeln!(
-            out,
-            "{:>6}  {:<34} {:<18} {:<44} {:>6}{}  {}",
-            id.0,
-            format!("{} ({})", n.at(p.start), p.start),
-            p.starts.to_string(),
-            end_text(t, id, n),
-            p.len,
-            cycles.map_or_else(String::new, |c| format!("  {:>11}", c.text(id))),
-            succ_text(t, id)
-        );
-    }
-}
-
-fn opt(x: Option<PpId>) -> String {
-    x.map(|i| i.0.to_string()).unwrap_or_default()
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-fn csv_table(
-    out: &mut String,
-    t: &PpTable,
-    ids: &[PpId],
-    n: &Names<'_>,
-    cycles: Option<&PpCycles>,
-) {
-    out.push_str("id,start,start_symbol,start_kinds,last,end_kind,instructions,taken,not_taken,call_target,return_point,next");
-    out.push_str(if cycles.is_some() {
-        ",cycles,cycles_taken\n"
-    } else {
-        "\n"
-    });
-    for &id in ids {
-        let p = t.get(id);
-        let (mut taken, mut not_taken, mut target, mut ret, mut next) =
-            (None, None, None, None, None);
-        match p.end {
-            End::Branch {
-                taken: a,
-                not_taken: b,
-            } => (taken, not_taken) = (a, b),
-            End::Call { target: a, ret: b } => (target, ret) = (a, b),
-            End::IndirectCall { ret: b } => ret = b,
-            End::Ecall { next: a } | End::Ebreak { next: a, .. } => next = a,
-            End::Jump { target: a } => next = Some(a),
-            _ => {}
-        }
-        let _ = writeln!(
-            out,
-            "{},{:#x},{},{},{:#x},{},{},{},{},{},{},{}{}",
-            id.0,
-            p.start.0,
-            csv_field(&n.at(p.start)),
-            p.starts,
-            p.last.0,
-            p.end.kind().name(),
-            p.len,
-            opt(taken),
-            opt(not_taken),
-            opt(target),
-            opt(ret),
-            opt(next),
-            match cycles.and_then(|c| c.get(id)) {
-                Some((c, taken)) =>
-                    format!(",{c},{}", taken.map_or(String::new(), |t| t.to_string())),
-                None if cycles.is_some() => ",,".to_string(),
-                None => String::new(),
-            }
-        );
-    }
-}
-
-fn pp_json(t: &PpTable, id: PpId, n: &Names<'_>, cycles: Option<&PpCycles>) -> serde_json::Value {
-    let p = t.get(id);
-    let j = |x: Option<PpId>| x.map(|i| i.0);
-    let mut v = serde_json::json!({
-        "id": id.0,
-        "start": format!("{:#x}", p.start.0),
-        "start_symbol": n.at(p.start),
-        "start_kinds": p.starts.iter().map(|k| k.name()).collect::<Vec<_>>(),
-        "last": format!("{:#x}", p.last.0),
-        "end": p.end.kind().name(),
-        "instructions": p.len,
-        "path": t.runs(id).iter().map(|r| serde_json::json!([format!("{:#x}", r.start.0), r.count])).collect::<Vec<_>>(),
-    });
-    let o = v.as_object_mut().expect("a JSON object literal");
-    if let Some((c, taken)) = cycles.and_then(|c| c.get(id)) {
-        o.insert("cycles".into(), c.into());
-        if let Some(t) = taken {
-            o.insert("cycles_taken".into(), t.into());
-        }
-    }
-    match p.end {
-        End::Branch { taken, not_taken } => {
-            o.insert("taken".into(), j(taken).into());
-            o.insert("not_taken".into(), j(not_taken).into());
-        }
-        End::Call { target, ret } => {
-            o.insert("call_target".into(), j(target).into());
-            o.insert("return_point".into(), j(ret).into());
-        }
-        End::IndirectCall { ret } => {
-            o.insert("return_point".into(), j(ret).into());
-        }
-        End::Ecall { next } | End::Ebreak { next, .. } => {
-            o.insert("next".into(), j(next).into());
-        }
-        End::Jump { target } => {
-            o.insert("next".into(), target.0.into());
-        }
-        End::Fault { at } => {
-            o.insert("fault_at".into(), format!("{:#x}", at.0).into());
-        }
-        _ => {}
-    }
-    v
-}
-
 fn operand_text(o: &Operand) -> String {
     let r = |x: &u8| format!("x{x}");
     match o {
@@ -500,7 +559,7 @@ fn yes(b: bool) -> &'static str {
     }
 }
 
-fn loops_text(out: &mut String, p: &Program, f: FuncId, n: &Names<'_>, always: bool) {
+fn loops_section(out: &mut String, p: &Program, f: FuncId, n: &Names<'_>, always: bool) {
     let nest = p.loops(f);
     if nest.loops.is_empty() && !always {
         return;
@@ -551,7 +610,7 @@ fn loops_text(out: &mut String, p: &Program, f: FuncId, n: &Names<'_>, always: b
     }
 }
 
-fn regions_text(out: &mut String, p: &Program, f: FuncId, n: &Names<'_>, always: bool) {
+fn regions_section(out: &mut String, p: &Program, f: FuncId, n: &Names<'_>, always: bool) {
     let regions = p.regions(f);
     if regions.is_empty() && !always {
         return;
@@ -578,88 +637,64 @@ fn regions_text(out: &mut String, p: &Program, f: FuncId, n: &Names<'_>, always:
     }
 }
 
-fn json_all(
-    p: &Program,
-    ids: &[PpId],
-    n: &Names<'_>,
-    func: Option<FuncId>,
-    args: &Args,
-    cycles: Option<&PpCycles>,
-) -> serde_json::Value {
-    let funcs: Vec<FuncId> = match func {
-        Some(f) => vec![f],
-        None => (0..p.functions.len()).map(|i| FuncId(i as u32)).collect(),
-    };
-    let mut v = serde_json::json!({
-        "program": args.program.display().to_string(),
-        "functions": p.functions.len(),
-        "instructions_decoded": p.table.code().decoded(),
-        "partial_programs": ids.iter().map(|&id| pp_json(&p.table, id, n, cycles)).collect::<Vec<_>>(),
-        "warnings": p.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
-    });
-    let o = v.as_object_mut().expect("a JSON object literal");
-    if let Some(c) = cycles {
-        o.insert("core".into(), c.core.clone().into());
-    }
-    if args.loops {
-        let mut all = Vec::new();
-        for &f in &funcs {
-            let cfg = p.cfg(f);
-            for l in p.loops(f).loops {
-                all.push(serde_json::json!({
-                    "function": p.function(f).name,
-                    "id": l.id.0,
-                    "parent": l.parent.map(|x| x.0),
-                    "depth": l.depth,
-                    "header": format!("{:#x}", l.header_addr.0),
-                    "latches": l.latches.iter().map(|b| format!("{:#x}", cfg.block(*b).last.0)).collect::<Vec<_>>(),
-                    "blocks": l.body.len(),
-                    "exit_edges": l.exits.len(),
-                    "exit_branches": l.exit_branches.iter().map(|a| format!("{:#x}", a.0)).collect::<Vec<_>>(),
-                    "z1": l.z1, "x1": l.x1, "x2": l.x2,
-                    "trip_count": l.trip.map(|t| trip_name(t.count)),
-                }));
-            }
-        }
-        o.insert("loops".into(), all.into());
-    }
-    if args.regions {
-        let mut all = Vec::new();
-        for &f in &funcs {
-            for r in p.regions(f) {
-                all.push(serde_json::json!({
-                    "function": p.function(f).name,
-                    "branch": format!("{:#x}", r.branch.0),
-                    "merge": format!("{:#x}", r.merge_addr.0),
-                    "kind": format!("{:?}", r.kind),
-                    "blocks": r.blocks.len(),
-                    "loop": r.in_loop.map(|l| l.0),
-                }));
-            }
-        }
-        o.insert("regions".into(), all.into());
-    }
-    v
+/// What `retrace pp --check` reports.
+#[derive(Serialize)]
+pub struct CheckReport {
+    program: String,
+    /// How the run ended (`exit`, `runaway`, …).
+    stop: &'static str,
+    exit_code: Option<u32>,
+    /// Partial programs the static analysis found.
+    partial_programs: usize,
+    executed_partial_programs: u64,
+    added_partial_programs: u64,
+    pp_executions: u64,
+    executed_instructions: u64,
+    covered_instructions: u64,
+    coverage_percent: f64,
+    mismatches: u64,
+    first_mismatches: Vec<String>,
+    return_escapes: u64,
+    traps: u64,
+    analysis_warnings: usize,
+    ok: bool,
+    /// How the run ended, in words.
+    #[serde(skip)]
+    stop_detail: String,
 }
 
-/// Feeds hart 0's retired instructions and traps to a [`Checker`].
-struct CheckObserver<'a, 't> {
-    checker: &'a mut Checker<'t>,
-}
-
-impl Observer for CheckObserver<'_, '_> {
-    #[inline]
-    fn retire(&mut self, ev: &Retired<'_>) {
-        if ev.hart == 0 {
-            self.checker.retire(ev.pc, ev.next_pc);
+impl Report for CheckReport {
+    fn text(&self) -> String {
+        let mut out = format!(
+            "{}: {} of {} executed instructions covered ({:.4}%), {} mismatches; \
+             {} of {} partial programs executed ({} executions), {} added at run time; \
+             {} return escapes, {} traps; program stopped: {}\n",
+            self.program,
+            self.covered_instructions,
+            self.executed_instructions,
+            self.coverage_percent,
+            self.mismatches,
+            self.executed_partial_programs,
+            self.partial_programs,
+            self.pp_executions,
+            self.added_partial_programs,
+            self.return_escapes,
+            self.traps,
+            self.stop_detail
+        );
+        for m in &self.first_mismatches {
+            let _ = writeln!(out, "  mismatch: {m}");
         }
+        out
     }
-    fn trap(&mut self, ev: &TrapEvent) {
-        if ev.hart == 0 {
-            if let Some(h) = ev.handler {
-                self.checker.trap(h);
-            }
-        }
+
+    fn csv(&self) -> anyhow::Result<String> {
+        Err(tag(
+            anyhow!(
+                "--check reports one record with a list of mismatches; use --format text or json"
+            ),
+            Status::BadInput,
+        ))
     }
 }
 
@@ -670,81 +705,46 @@ fn check(
     args: &Args,
 ) -> anyhow::Result<ExitCode> {
     let static_pps = program.table.len();
-    let host = HostConfig {
-        cmdline: HostConfig::qemu_cmdline(shown, &args.args),
-        allow_dirs: Vec::new(),
-        host_time: false,
-    };
-    let mut machine =
-        Machine::new(elf, &MachineConfig::default(), host, Console::null()).map_err(|e| {
-            tag(
-                anyhow!("cannot load program {shown}: {e}"),
-                Status::BadInput,
-            )
-        })?;
-    let mut checker = Checker::new(&mut program.table);
-    let result = machine.run(
+    let (result, report) = retrace_sim::check::check_table(
+        elf,
+        &mut program.table,
+        host(shown, &args.program_args.args),
         args.max_insns,
-        &mut CheckObserver {
-            checker: &mut checker,
-        },
-    );
-    let report: CheckReport = checker.finish();
+    )
+    .map_err(|e| {
+        tag(
+            anyhow!("cannot load program {shown}: {e}"),
+            Status::BadInput,
+        )
+    })?;
     let ok = report.mismatches == 0 && report.covered_instructions == report.executed_instructions;
-    if args.json {
-        let v = serde_json::json!({
-            "program": shown,
-            "stop": result.stop.kind(),
-            "exit_code": result.exit_code(),
-            "partial_programs": static_pps,
-            "executed_partial_programs": report.executed_partial_programs,
-            "added_partial_programs": report.added_partial_programs,
-            "pp_executions": report.pp_executions,
-            "executed_instructions": report.executed_instructions,
-            "covered_instructions": report.covered_instructions,
-            "coverage_percent": report.coverage_percent(),
-            "mismatches": report.mismatches,
-            "first_mismatches": report.first_mismatches.iter().map(|m| m.to_string()).collect::<Vec<_>>(),
-            "return_escapes": report.return_escapes,
-            "traps": report.traps,
-            "analysis_warnings": program.warnings.len(),
-            "ok": ok,
-        });
-        println!("{v}");
-    } else {
-        println!(
-            "{shown}: {} of {} executed instructions covered ({:.4}%), {} mismatches; \
-             {} of {} partial programs executed ({} executions), {} added at run time; \
-             {} return escapes, {} traps; program stopped: {}",
-            report.covered_instructions,
-            report.executed_instructions,
-            report.coverage_percent(),
-            report.mismatches,
-            report.executed_partial_programs,
-            static_pps,
-            report.pp_executions,
-            report.added_partial_programs,
-            report.return_escapes,
-            report.traps,
-            result.stop
-        );
-        for m in &report.first_mismatches {
-            println!("  mismatch: {m}");
-        }
-    }
+    let out = CheckReport {
+        program: shown.to_string(),
+        stop: result.stop.kind(),
+        exit_code: result.exit_code(),
+        partial_programs: static_pps,
+        executed_partial_programs: report.executed_partial_programs,
+        added_partial_programs: report.added_partial_programs,
+        pp_executions: report.pp_executions,
+        executed_instructions: report.executed_instructions,
+        covered_instructions: report.covered_instructions,
+        coverage_percent: report.coverage_percent(),
+        mismatches: report.mismatches,
+        first_mismatches: report
+            .first_mismatches
+            .iter()
+            .map(|m| m.to_string())
+            .collect(),
+        return_escapes: report.return_escapes,
+        traps: report.traps,
+        analysis_warnings: program.warnings.len(),
+        ok,
+        stop_detail: result.stop.to_string(),
+    };
+    print(&out, args.output.get())?;
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
-}
-
-/// Writes to stdout; a closed pipe (`| head`) ends the output quietly.
-pub(crate) fn emit(s: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(s.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
 }

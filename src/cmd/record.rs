@@ -3,11 +3,14 @@
 //! through; retrace exits 0 when the recording is complete (the program's
 //! own exit code is reported, and kept in the trace).
 
-use super::common::{host, load_elf, preset_dcaches, thousands};
+use super::common::{host, load_elf, preset_dcaches, thousands, ProgramArgs};
+use crate::report::{csv_of, print, Format, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
+use retrace_estimate::compare::add_geometry;
 use retrace_sim::record::{record_run, RecordError};
 use retrace_sim::{Console, StopReason};
+use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -35,13 +38,57 @@ pub struct Args {
     /// 32768:8:64), for a core of your own. Repeatable.
     #[arg(long, value_name = "SIZE:WAYS:LINE", value_parser = parse_geometry)]
     pub dcache: Vec<retrace_timing::CacheModel>,
-    /// Print one JSON object with the recording's figures as the last line
-    /// of stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// Arguments passed to the program.
-    #[arg(last = true, value_name = "ARGS")]
-    pub args: Vec<String>,
+    /// Output format of the recording's figures: text (on stderr), or one
+    /// JSON object or CSV record as the last lines of stdout.
+    #[command(flatten)]
+    pub format: FormatArgs,
+    #[command(flatten)]
+    pub program_args: ProgramArgs,
+}
+
+/// What `retrace record` reports.
+#[derive(Serialize)]
+pub struct RecordReport {
+    /// The trace file written.
+    pub trace: String,
+    /// The program's exit code.
+    pub exit_code: u8,
+    /// Instructions recorded.
+    pub instructions: u64,
+    /// Conditional branches recorded.
+    pub branches: u64,
+    /// Size of the trace file.
+    pub trace_bytes: u64,
+    /// Size of the streams before compression.
+    pub raw_bytes: u64,
+    /// Bits per branch before compression.
+    pub bits_per_branch_raw: f64,
+    /// Bits per branch in the file.
+    pub bits_per_branch_compressed: f64,
+    /// Wall seconds of the recording.
+    pub wall_seconds: f64,
+    /// Millions of instructions per second.
+    pub mips: f64,
+}
+
+impl Report for RecordReport {
+    fn text(&self) -> String {
+        format!(
+            "recorded {} instructions (exit code {}), {} branches into {} ({} bytes: {:.3} bits/branch raw, {:.3} compressed) in {:.2} s\n",
+            thousands(self.instructions),
+            self.exit_code,
+            thousands(self.branches),
+            self.trace,
+            thousands(self.trace_bytes),
+            self.bits_per_branch_raw,
+            self.bits_per_branch_compressed,
+            self.wall_seconds
+        )
+    }
+
+    fn csv(&self) -> anyhow::Result<String> {
+        csv_of(&[self])
+    }
 }
 
 /// Parse `SIZE:WAYS:LINE` into a cache geometry (validated like a core
@@ -78,19 +125,14 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    header.args = args.args.clone();
+    header.args = args.program_args.args.clone();
     let mut dcaches = if args.no_dcache {
         Vec::new()
     } else {
         preset_dcaches()
     };
     for g in &args.dcache {
-        if !dcaches
-            .iter()
-            .any(|d| (d.size, d.ways, d.line) == (g.size, g.ways, g.line))
-        {
-            dcaches.push(*g);
-        }
+        add_geometry(&mut dcaches, *g);
     }
     let console = Console {
         stdout: Box::new(std::io::stdout()),
@@ -101,7 +143,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
     let rec = record_run(
         &elf,
-        host(&shown, &args.args),
+        host(&shown, &args.program_args.args),
         console,
         args.max_insns,
         std::io::BufWriter::with_capacity(1 << 20, file),
@@ -142,33 +184,22 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let branches = rec.branches.max(1) as f64;
-    let raw_bits = rec.trace.raw_bytes as f64 * 8.0 / branches;
-    let file_bits = rec.trace.file_bytes as f64 * 8.0 / branches;
-    if args.json {
-        let j = serde_json::json!({
-            "trace": args.output.display().to_string(),
-            "exit_code": exit,
-            "instructions": rec.run.instructions,
-            "branches": rec.branches,
-            "trace_bytes": rec.trace.file_bytes,
-            "raw_bytes": rec.trace.raw_bytes,
-            "bits_per_branch_raw": raw_bits,
-            "bits_per_branch_compressed": file_bits,
-            "wall_seconds": wall,
-            "mips": rec.run.instructions as f64 / wall.max(1e-9) / 1e6,
-        });
-        println!("{j}");
-    } else {
-        eprintln!(
-            "recorded {} instructions (exit code {exit}), {} branches into {} ({} bytes: {:.3} bits/branch raw, {:.3} compressed) in {:.2} s",
-            thousands(rec.run.instructions),
-            thousands(rec.branches),
-            args.output.display(),
-            thousands(rec.trace.file_bytes),
-            raw_bits,
-            file_bits,
-            wall
-        );
+    let report = RecordReport {
+        trace: args.output.display().to_string(),
+        exit_code: exit,
+        instructions: rec.run.instructions,
+        branches: rec.branches,
+        trace_bytes: rec.trace.file_bytes,
+        raw_bytes: rec.trace.raw_bytes,
+        bits_per_branch_raw: rec.trace.raw_bytes as f64 * 8.0 / branches,
+        bits_per_branch_compressed: rec.trace.file_bytes as f64 * 8.0 / branches,
+        wall_seconds: wall,
+        mips: rec.run.instructions as f64 / wall.max(1e-9) / 1e6,
+    };
+    match args.format.get() {
+        // The program's own output owns stdout; the summary goes to stderr.
+        Format::Text => eprint!("{}", report.text()),
+        other => print(&report, other)?,
     }
     Ok(ExitCode::SUCCESS)
 }

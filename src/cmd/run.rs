@@ -17,13 +17,15 @@
 //! stderr as a table so it never mixes with the program's own stdout, or
 //! into the JSON object with `--json`.
 
-use super::common::{check_xlen, load_core, thousands};
-use crate::status::{tag, Status, WithStatus};
+use super::common::{check_xlen, load_core, load_elf, thousands, ProgramArgs};
+use crate::report::{csv_of, hex, Format, FormatArgs, Report};
+use crate::status::{tag, Status};
 use anyhow::anyhow;
-use retrace_program::Elf;
+use retrace_program::FunctionRanges;
 use retrace_sim::cycle::{CycleObserver, FunctionCycles};
 use retrace_sim::{Console, HostConfig, Machine, MachineConfig, Observer, RunResult, StopReason};
 use retrace_timing::CoreModel;
+use serde::Serialize;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,10 +38,10 @@ use std::time::Instant;
 #[command(after_help = "Examples:\n  \
     retrace run prog.elf\n  \
     retrace run --stats prog.elf -- 1000 abc\n  \
-    retrace run --json --max-insns 1000000000 prog.elf\n  \
+    retrace run --format json --max-insns 1000000000 prog.elf\n  \
     retrace run --allow-dir data prog.elf -- data/input.txt\n  \
     retrace run --core rocket prog.elf\n  \
-    retrace run --core my-core.toml --json --functions 0 prog.elf")]
+    retrace run --core my-core.toml --format json --functions 0 prog.elf")]
 pub struct Args {
     /// The program: a RISC-V ELF executable (RV32 or RV64).
     pub program: PathBuf,
@@ -49,10 +51,11 @@ pub struct Args {
     /// Print instructions, wall time and MIPS to stderr after the run.
     #[arg(long)]
     pub stats: bool,
-    /// Print one JSON object (exit_code, stop, instructions, wall_seconds,
-    /// mips) as the last line of stdout.
-    #[arg(long)]
-    pub json: bool,
+    /// Output format of the report: text (to stderr, with --stats or
+    /// --core), or one JSON object (exit_code, stop, instructions,
+    /// wall_seconds, mips, …) or CSV as the last lines of stdout.
+    #[command(flatten)]
+    pub output: FormatArgs,
     /// Let the program open, create, remove and rename files under DIR
     /// (repeatable). Without it the program cannot touch host files.
     #[arg(long, value_name = "DIR")]
@@ -71,9 +74,8 @@ pub struct Args {
     /// cycles) first; 0 reports every function that ran.
     #[arg(long, value_name = "N", default_value_t = 10, requires = "core")]
     pub functions: usize,
-    /// Arguments passed to the program (its command line, as QEMU builds it).
-    #[arg(last = true, value_name = "ARGS")]
-    pub args: Vec<String>,
+    #[command(flatten)]
+    pub program_args: ProgramArgs,
 }
 
 /// Standard output that remembers its last byte, so the JSON line can start
@@ -95,20 +97,6 @@ impl Write for TrackedStdout {
     }
 }
 
-/// Load `path` as a RISC-V ELF program, with bad-input errors.
-pub fn load_elf(path: &std::path::Path) -> anyhow::Result<Elf> {
-    let shown = path.display();
-    let bytes = std::fs::read(path)
-        .map_err(|e| anyhow!("cannot read program {shown}: {e}; check the path"))
-        .status(Status::BadInput)?;
-    Elf::parse(&bytes).map_err(|e| {
-        tag(
-            anyhow!("cannot load program {shown}: {e}; retrace runs RISC-V ELF executables"),
-            Status::BadInput,
-        )
-    })
-}
-
 /// Entry point of `retrace run`.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let elf = load_elf(&args.program)?;
@@ -119,7 +107,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         Some(spec) => {
             let core = load_core(spec)?;
             check_xlen(&core, &elf, &shown)?;
-            let funcs = functions(&elf);
+            let funcs = FunctionRanges::of(&elf);
             Some((core, funcs))
         }
         None => None,
@@ -147,7 +135,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         allow_dirs.push(canon);
     }
     let host = HostConfig {
-        cmdline: HostConfig::qemu_cmdline(&shown, &args.args),
+        cmdline: HostConfig::qemu_cmdline(&shown, &args.program_args.args),
         allow_dirs,
         host_time: args.host_time,
     };
@@ -195,36 +183,80 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             result.instructions
         );
     }
-    let report = match (&timed, &cycle) {
+    let timed = match (&timed, &cycle) {
         (Some((core, funcs)), Some(obs)) => {
             Some(TimedReport::new(core, funcs, obs, args.functions))
         }
         _ => None,
     };
-    if let (Some(r), false) = (&report, args.json) {
-        eprint!("{}", r.text());
-    }
-    if args.json {
+    let format = args.output.get();
+    let report = RunReport {
+        run: RunSummary {
+            program: shown.clone(),
+            exit_code: result.exit_code(),
+            stop: result.stop.kind(),
+            stop_detail: result.stop.to_string(),
+            instructions: result.instructions,
+            wall_seconds: wall,
+            mips,
+        },
+        timed,
+    };
+    if format == Format::Text {
+        if let Some(r) = &report.timed {
+            eprint!("{}", r.text());
+        }
+    } else {
+        // The program's own output came first; the report starts on a
+        // line of its own.
         let mut out = std::io::stdout().lock();
         if last.load(Ordering::Relaxed) != b'\n' {
             let _ = writeln!(out);
         }
-        let mut obj = serde_json::json!({
-            "program": shown,
-            "exit_code": result.exit_code(),
-            "stop": result.stop.kind(),
-            "stop_detail": result.stop.to_string(),
-            "instructions": result.instructions,
-            "wall_seconds": wall,
-            "mips": mips,
-        });
-        if let (Some(r), Some(o)) = (&report, obj.as_object_mut()) {
-            r.add_json(o);
-        }
-        let _ = writeln!(out, "{obj}");
+        let _ = out.write_all(report.render(format)?.as_bytes());
         let _ = out.flush();
     }
     outcome(&shown, &result)
+}
+
+/// How the run went.
+#[derive(Serialize)]
+pub struct RunSummary {
+    program: String,
+    exit_code: Option<u32>,
+    /// How the run ended (`exit`, `fault`, …).
+    stop: &'static str,
+    /// The same in words.
+    stop_detail: String,
+    instructions: u64,
+    wall_seconds: f64,
+    mips: f64,
+}
+
+/// What `retrace run` reports: the run, and with `--core` its timing.
+#[derive(Serialize)]
+pub struct RunReport {
+    #[serde(flatten)]
+    run: RunSummary,
+    #[serde(flatten)]
+    timed: Option<TimedReport>,
+}
+
+impl Report for RunReport {
+    fn text(&self) -> String {
+        self.timed
+            .as_ref()
+            .map(TimedReport::text)
+            .unwrap_or_default()
+    }
+
+    /// With --core the functions; otherwise the run as one record.
+    fn csv(&self) -> anyhow::Result<String> {
+        match &self.timed {
+            Some(t) => csv_of(&t.functions),
+            None => csv_of(&[&self.run]),
+        }
+    }
 }
 
 /// Run in slices so a terminal can show progress; the slices do not change
@@ -295,63 +327,48 @@ fn outcome(prog: &str, r: &RunResult) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The functions cycles are attributed to: names and `(entry, size)`.
-struct Functions {
-    names: Vec<String>,
-    ranges: Vec<(u64, u64)>,
+/// One function's cycles on the core.
+#[derive(Serialize)]
+pub struct FunctionRow {
+    name: String,
+    #[serde(serialize_with = "hex")]
+    entry: u64,
+    calls: u64,
+    inclusive: u64,
+    exclusive: u64,
+    instructions: u64,
 }
 
-/// The program's functions as the analysis finds them; when the analysis
-/// fails (it should not stop a run), the ELF's function symbols. A function
-/// of unknown size extends to the next function's entry.
-fn functions(elf: &Elf) -> Functions {
-    let mut list: Vec<(u64, u64, String)> = match retrace_program::Program::analyse(elf) {
-        Ok(p) => p
-            .functions
-            .iter()
-            .map(|f| (f.entry.0, f.size.unwrap_or(0), f.name.clone()))
-            .collect(),
-        Err(_) => elf
-            .symbols
-            .iter()
-            .filter(|s| s.is_function)
-            .map(|s| (s.addr, s.size, s.name.clone()))
-            .collect(),
-    };
-    list.sort_by_key(|f| f.0);
-    list.dedup_by_key(|f| f.0);
-    let entries: Vec<u64> = list.iter().map(|f| f.0).collect();
-    let mut out = Functions {
-        names: Vec::with_capacity(list.len()),
-        ranges: Vec::with_capacity(list.len()),
-    };
-    for (i, (entry, size, name)) in list.into_iter().enumerate() {
-        let size = match (size, entries.get(i + 1)) {
-            (0, Some(next)) => next - entry,
-            (0, None) => 4,
-            (s, _) => s,
-        };
-        out.names.push(name);
-        out.ranges.push((entry, size));
-    }
-    out
-}
-
-/// What a cycle-level run reports.
-struct TimedReport {
+/// What a cycle-level run reports. Caches the core does not have are
+/// `null` rather than 0 hits, so a reader cannot mistake "no cache" for "a
+/// cache that was never used".
+#[derive(Serialize)]
+pub struct TimedReport {
     core: String,
     cycles: u64,
-    stats: retrace_timing::CoreStats,
-    icache: bool,
-    dcache: bool,
-    /// The reported functions, hottest first: name, entry, figures.
-    functions: Vec<(String, u64, FunctionCycles)>,
+    cpi: f64,
+    branches: u64,
+    mispredicts: u64,
+    return_mispredicts: u64,
+    icache_hits: Option<u64>,
+    icache_misses: Option<u64>,
+    dcache_hits: Option<u64>,
+    dcache_misses: Option<u64>,
+    /// The reported functions, hottest first.
+    functions: Vec<FunctionRow>,
     /// Functions that ran but are not in `functions`.
-    omitted: usize,
+    functions_omitted: usize,
+    #[serde(skip)]
+    instructions: u64,
 }
 
 impl TimedReport {
-    fn new(core: &CoreModel, funcs: &Functions, obs: &CycleObserver, top: usize) -> TimedReport {
+    fn new(
+        core: &CoreModel,
+        funcs: &FunctionRanges,
+        obs: &CycleObserver,
+        top: usize,
+    ) -> TimedReport {
         let mut ran: Vec<(String, u64, FunctionCycles)> = obs
             .per_function
             .iter()
@@ -371,24 +388,39 @@ impl TimedReport {
         };
         let omitted = ran.len() - keep;
         ran.truncate(keep);
+        let s = obs.core().stats();
+        let cycles = obs.core().cycles();
+        let ic = core.icache.is_some();
+        let dc = core.dcache.is_some();
         TimedReport {
             core: core.name.clone(),
-            cycles: obs.core().cycles(),
-            stats: obs.core().stats(),
-            icache: core.icache.is_some(),
-            dcache: core.dcache.is_some(),
-            functions: ran,
-            omitted,
+            cycles,
+            cpi: cycles as f64 / s.instructions.max(1) as f64,
+            branches: s.branches,
+            mispredicts: s.mispredicts,
+            return_mispredicts: s.return_mispredicts,
+            icache_hits: ic.then_some(s.icache_hits),
+            icache_misses: ic.then_some(s.icache_misses),
+            dcache_hits: dc.then_some(s.dcache_hits),
+            dcache_misses: dc.then_some(s.dcache_misses),
+            functions: ran
+                .into_iter()
+                .map(|(name, entry, f)| FunctionRow {
+                    name,
+                    entry,
+                    calls: f.calls,
+                    inclusive: f.inclusive,
+                    exclusive: f.exclusive,
+                    instructions: f.instructions,
+                })
+                .collect(),
+            functions_omitted: omitted,
+            instructions: s.instructions,
         }
-    }
-
-    fn cpi(&self) -> f64 {
-        self.cycles as f64 / self.stats.instructions.max(1) as f64
     }
 
     fn text(&self) -> String {
         use std::fmt::Write as _;
-        let s = &self.stats;
         let pct = |n: u64, of: u64| n as f64 * 100.0 / of.max(1) as f64;
         let mut out = String::new();
         let _ = writeln!(
@@ -396,31 +428,34 @@ impl TimedReport {
             "retrace: core {}: {} cycles, {} instructions, CPI {:.3}",
             self.core,
             thousands(self.cycles),
-            thousands(s.instructions),
-            self.cpi()
+            thousands(self.instructions),
+            self.cpi
         );
         let _ = writeln!(
             out,
             "  branches {}, mispredicted {} ({:.2}%); return mispredictions {}",
-            thousands(s.branches),
-            thousands(s.mispredicts),
-            pct(s.mispredicts, s.branches),
-            thousands(s.return_mispredicts)
+            thousands(self.branches),
+            thousands(self.mispredicts),
+            pct(self.mispredicts, self.branches),
+            thousands(self.return_mispredicts)
         );
-        for (name, on, hits, misses) in [
-            ("I-cache", self.icache, s.icache_hits, s.icache_misses),
-            ("D-cache", self.dcache, s.dcache_hits, s.dcache_misses),
+        for (name, hits, misses) in [
+            ("I-cache", self.icache_hits, self.icache_misses),
+            ("D-cache", self.dcache_hits, self.dcache_misses),
         ] {
-            if on {
-                let _ = writeln!(
-                    out,
-                    "  {name}: {} hits, {} misses ({:.3}% miss rate)",
-                    thousands(hits),
-                    thousands(misses),
-                    pct(misses, hits + misses)
-                );
-            } else {
-                let _ = writeln!(out, "  {name}: none in this core");
+            match (hits, misses) {
+                (Some(hits), Some(misses)) => {
+                    let _ = writeln!(
+                        out,
+                        "  {name}: {} hits, {} misses ({:.3}% miss rate)",
+                        thousands(hits),
+                        thousands(misses),
+                        pct(misses, hits + misses)
+                    );
+                }
+                _ => {
+                    let _ = writeln!(out, "  {name}: none in this core");
+                }
             }
         }
         if self.functions.is_empty() {
@@ -431,11 +466,11 @@ impl TimedReport {
             "  {:<28} {:>12} {:>16} {:>7} {:>16} {:>7}",
             "function", "calls", "inclusive", "%", "exclusive", "%"
         );
-        for (name, _, f) in &self.functions {
+        for f in &self.functions {
             let _ = writeln!(
                 out,
                 "  {:<28} {:>12} {:>16} {:>6.2}% {:>16} {:>6.2}%",
-                name,
+                f.name,
                 thousands(f.calls),
                 thousands(f.inclusive),
                 pct(f.inclusive, self.cycles),
@@ -443,55 +478,13 @@ impl TimedReport {
                 pct(f.exclusive, self.cycles)
             );
         }
-        if self.omitted > 0 {
+        if self.functions_omitted > 0 {
             let _ = writeln!(
                 out,
                 "  ({} more functions ran; --functions 0 shows all)",
-                self.omitted
+                self.functions_omitted
             );
         }
         out
-    }
-
-    fn add_json(&self, o: &mut serde_json::Map<String, serde_json::Value>) {
-        let s = &self.stats;
-        let put = |o: &mut serde_json::Map<_, _>, k: &str, v: serde_json::Value| {
-            o.insert(k.to_string(), v);
-        };
-        put(o, "core", self.core.clone().into());
-        put(o, "cycles", self.cycles.into());
-        put(o, "cpi", self.cpi().into());
-        put(o, "branches", s.branches.into());
-        put(o, "mispredicts", s.mispredicts.into());
-        put(o, "return_mispredicts", s.return_mispredicts.into());
-        // Caches the core does not have are null rather than 0 hits, so a
-        // reader cannot mistake "no cache" for "a cache that was never used".
-        let cache = |on: bool, n: u64| {
-            if on {
-                n.into()
-            } else {
-                serde_json::Value::Null
-            }
-        };
-        put(o, "icache_hits", cache(self.icache, s.icache_hits));
-        put(o, "icache_misses", cache(self.icache, s.icache_misses));
-        put(o, "dcache_hits", cache(self.dcache, s.dcache_hits));
-        put(o, "dcache_misses", cache(self.dcache, s.dcache_misses));
-        let funcs: Vec<serde_json::Value> = self
-            .functions
-            .iter()
-            .map(|(name, entry, f)| {
-                serde_json::json!({
-                    "name": name,
-                    "entry": format!("{entry:#x}"),
-                    "calls": f.calls,
-                    "inclusive": f.inclusive,
-                    "exclusive": f.exclusive,
-                    "instructions": f.instructions,
-                })
-            })
-            .collect();
-        put(o, "functions", funcs.into());
-        put(o, "functions_omitted", self.omitted.into());
     }
 }

@@ -9,19 +9,27 @@
 //!   tests), the history ([`TraceHistory`] over a `.rtrace` file) and what is
 //!   done with each executed partial program ([`Visit`]).
 //! - [`Estimator`] is the visitor that times them for one core at a
-//!   [`Fidelity`]; [`estimate_trace`] runs the whole thing for a trace file.
+//!   [`Fidelity`]; [`estimate_trace`] runs the whole thing for a trace, read
+//!   from a file or from memory ([`TraceSource`]).
+//! - [`compare`] is the pipeline that judges an estimate: the cycle-level
+//!   engine for reference, a recording in memory, the estimates from it.
 #![deny(missing_docs)]
 
+pub mod compare;
 mod estimator;
 mod machine;
 mod profile;
 mod run;
+mod source;
 mod span;
+mod static_pp;
 mod walk;
 
 pub use estimator::{Estimate, Estimator, Fidelity};
 pub use machine::{TraceHistory, INVALID};
 pub use profile::{BranchProfile, FunctionProfile, PpProfile, Profile, Profiler};
 pub use run::{estimate_trace, estimate_trace_stepwise, profile_trace, read_totals, replay_check};
+pub use source::{read_totals_from, TraceSource};
 pub use span::SpanStats;
+pub use static_pp::{PpCost, StaticCycles};
 pub use walk::{walk, Exit, Graph, History, Leave, ReplayError, Visit, WalkStats};

@@ -1,21 +1,21 @@
-//! Whole replays of a trace file: estimates for several cores at once, and
-//! the PC-sequence check.
+//! Whole replays of a trace, from a file or from memory ([`TraceSource`]):
+//! estimates for several cores at once, and the PC-sequence check.
 
 use crate::estimator::{Estimate, Estimator, Fidelity};
 use crate::machine::TraceHistory;
+use crate::source::{read_totals_from, TraceSource};
 use crate::span::{walk_spans, Spans};
 use crate::walk::{walk, Graph, Leave, ReplayError, Visit, WalkStats};
 use retrace_program::{Addr, PpId, PpTable};
 use retrace_timing::CoreModel;
 use retrace_trace::{DcacheMeasurement, PcSequence, Totals, TraceReader};
-use std::path::Path;
 
 /// Open `trace`, replay it over `table` from `entry` with `visit`, and check
 /// that the replay consumed exactly what was recorded.
-fn replay<V: Visit<PpTable>>(
+fn replay<V: Visit<PpTable>, S: TraceSource + ?Sized>(
     table: &mut PpTable,
     entry: Addr,
-    trace: &Path,
+    trace: &S,
     visit: &mut V,
 ) -> Result<(WalkStats, Totals, Vec<DcacheMeasurement>), ReplayError> {
     replay_with(table, entry, trace, |table, history, start, limit| {
@@ -24,25 +24,30 @@ fn replay<V: Visit<PpTable>>(
 }
 
 /// The open trace's history, as the walk reads it.
-type FileHistory = TraceHistory<std::io::BufReader<std::fs::File>>;
+type SourceHistory<'a, S> = TraceHistory<<S as TraceSource>::Reader<'a>>;
 
 /// [`replay`] with the walk given: `walk(table, history, start, limit)`.
-fn replay_with(
+fn replay_with<'s, S: TraceSource + ?Sized>(
     table: &mut PpTable,
     entry: Addr,
-    trace: &Path,
-    walk: impl FnOnce(&mut PpTable, &mut FileHistory, PpId, u64) -> Result<WalkStats, ReplayError>,
+    trace: &'s S,
+    walk: impl FnOnce(
+        &mut PpTable,
+        &mut SourceHistory<'s, S>,
+        PpId,
+        u64,
+    ) -> Result<WalkStats, ReplayError>,
 ) -> Result<(WalkStats, Totals, Vec<DcacheMeasurement>), ReplayError> {
-    let reader = TraceReader::open(trace)?;
+    let reader = TraceReader::new(trace.open()?)?;
     // The totals are in the trailer; the walk stops at the recorded
-    // instruction count, so read it first from a second handle (cheap: the
-    // trailer is the file's last bytes). When that fails, read the whole
-    // file to name the damaged segment.
-    let totals = match read_totals(trace) {
+    // instruction count, so read it first from a second reader (cheap: the
+    // trailer is the trace's last bytes). When that fails, read the whole
+    // trace to name the damaged segment.
+    let totals = match read_totals_from(trace.open()?) {
         Ok(t) => t,
         Err(e) => {
-            TraceReader::open(trace)?.validate()?;
-            return Err(e);
+            TraceReader::new(trace.open()?)?.validate()?;
+            return Err(e.into());
         }
     };
     let mut history = TraceHistory::new(reader, 0);
@@ -76,31 +81,9 @@ fn replay_with(
     Ok((stats, recorded, dcache))
 }
 
-/// The trailer's totals, read from the end of the file.
-pub fn read_totals(trace: &Path) -> Result<Totals, ReplayError> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(trace).map_err(retrace_trace::TraceError::Io)?;
-    let len = f.metadata().map_err(retrace_trace::TraceError::Io)?.len();
-    let trailer = retrace_trace::TRAILER_LEN as u64;
-    if len < trailer {
-        return Err(retrace_trace::TraceError::Truncated {
-            offset: len,
-            what: "no room for a trailer".into(),
-        }
-        .into());
-    }
-    f.seek(SeekFrom::Start(len - trailer))
-        .map_err(retrace_trace::TraceError::Io)?;
-    let mut t = [0u8; retrace_trace::TRAILER_LEN];
-    f.read_exact(&mut t)
-        .map_err(retrace_trace::TraceError::Io)?;
-    retrace_trace::decode_trailer(&t).ok_or_else(|| {
-        retrace_trace::TraceError::Truncated {
-            offset: len,
-            what: "no valid trailer at the end of the file".into(),
-        }
-        .into()
-    })
+/// The trailer's totals, read from the end of the trace.
+pub fn read_totals<S: TraceSource + ?Sized>(trace: &S) -> Result<Totals, ReplayError> {
+    Ok(read_totals_from(trace.open()?)?)
 }
 
 /// An estimate with the index of its core in the caller's list.
@@ -135,10 +118,10 @@ impl Visit<PpTable> for Fan {
 /// stretches (`crate::span`), which is many times faster on programs whose
 /// control flow repeats; [`estimate_trace_stepwise`] gives the same numbers
 /// step by step.
-pub fn estimate_trace(
+pub fn estimate_trace<S: TraceSource + ?Sized>(
     table: &PpTable,
     entry: Addr,
-    trace: &Path,
+    trace: &S,
     cores: &[CoreModel],
     fidelity: Fidelity,
     dcache_miss_rate: Option<f64>,
@@ -149,10 +132,10 @@ pub fn estimate_trace(
 /// [`estimate_trace`] one partial program at a time, all of a thread's
 /// cores fed by one walk: the reference the memoised replay is tested
 /// against.
-pub fn estimate_trace_stepwise(
+pub fn estimate_trace_stepwise<S: TraceSource + ?Sized>(
     table: &PpTable,
     entry: Addr,
-    trace: &Path,
+    trace: &S,
     cores: &[CoreModel],
     fidelity: Fidelity,
     dcache_miss_rate: Option<f64>,
@@ -168,10 +151,10 @@ pub fn estimate_trace_stepwise(
     )
 }
 
-fn estimate_cores(
+fn estimate_cores<S: TraceSource + ?Sized>(
     table: &PpTable,
     entry: Addr,
-    trace: &Path,
+    trace: &S,
     cores: &[CoreModel],
     fidelity: Fidelity,
     dcache_miss_rate: Option<f64>,
@@ -266,10 +249,10 @@ impl Visit<PpTable> for PcHasher {
 
 /// Replay `trace` and summarise the executed-PC sequence, to compare with
 /// the functional engine's (`retrace_sim::check`).
-pub fn replay_check(
+pub fn replay_check<S: TraceSource + ?Sized>(
     table: &mut PpTable,
     entry: Addr,
-    trace: &Path,
+    trace: &S,
 ) -> Result<PcSequence, ReplayError> {
     let mut h = PcHasher(PcSequence::new());
     replay(table, entry, trace, &mut h)?;
@@ -278,9 +261,9 @@ pub fn replay_check(
 
 /// Replay `trace` on one core and profile it (functions, branches, hottest
 /// partial programs).
-pub fn profile_trace(
+pub fn profile_trace<S: TraceSource + ?Sized>(
     program: &retrace_program::Program,
-    trace: &Path,
+    trace: &S,
     core: &CoreModel,
     fidelity: Fidelity,
 ) -> Result<(crate::profile::Profile, Estimate), ReplayError> {

@@ -32,6 +32,7 @@ mod disasm;
 mod encode;
 mod fnv;
 mod inst;
+pub mod objdump;
 
 pub use decode::{decode, inst_len, DecodeError};
 pub use disasm::{disasm, reg_name, Disasm};

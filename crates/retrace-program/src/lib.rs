@@ -16,7 +16,8 @@
 //! - [`loops`]: dominators, natural loops and the loop nest with the seed's
 //!   Z1/X1/X2 conditions and trip-count test; [`regions`]: if-else
 //!   regions; [`dot`]: Graphviz output; [`check`]: following the table
-//!   along an execution instruction by instruction.
+//!   along an execution instruction by instruction; [`Names`] and
+//!   [`FunctionRanges`]: addresses as `symbol+offset`, functions as ranges.
 //!
 //! Malformed code is never a panic: problems the analysis can work around
 //! are [`Warning`]s with addresses, the rest [`ProgramError`]s.
@@ -49,6 +50,7 @@ pub mod elf;
 pub mod error;
 pub mod jumptable;
 pub mod loops;
+pub mod names;
 pub mod pp;
 pub mod program;
 pub mod regions;
@@ -62,6 +64,7 @@ pub use elf::{CodeSection, Elf, ElfError, Segment, SegmentFlags, Symbol};
 pub use error::{ProgramError, Warning};
 pub use jumptable::JumpTable;
 pub use loops::{Loop, LoopId, LoopNest, TripCount};
+pub use names::{FunctionRanges, Names};
 pub use pp::{Cursor, End, EndKind, PartialProgram, PpId, PpTable, Run, StartKind, StartKinds};
 pub use program::{FuncId, Function, FunctionSource, Program};
 pub use regions::{Region, RegionKind};
