@@ -41,7 +41,7 @@ impl StaticCycles {
                 timer.time(SignatureId::IDLE, path).0
             };
             let branch = match (table.get(id).end, insts.last()) {
-                (End::Branch { .. }, Some(b)) => Some(b.imm < 0),
+                (End::Branch { .. }, Some(b)) => Some(b.is_backward_branch()),
                 _ => None,
             };
             let cost = match branch {
