@@ -134,8 +134,14 @@ fn inorder5_mul_div_and_control() {
         cycles(&m, &[branch(false, true)]),
     );
     // jal: 1 + 1 bubble; jalr (ret): 1 + 2.
-    let call = Step(i(Op::Jal, RA, 0, 0, 64), Resolved::fall_through(0x8000_0040));
-    let ret = Step(i(Op::Jalr, 0, RA, 0, 0), Resolved::fall_through(0x8000_0004));
+    let call = Step(
+        i(Op::Jal, RA, 0, 0, 64),
+        Resolved::fall_through(0x8000_0040),
+    );
+    let ret = Step(
+        i(Op::Jalr, 0, RA, 0, 0),
+        Resolved::fall_through(0x8000_0004),
+    );
     g.add("jal, ret", cycles(&m, &[call, ret]));
     g.assert();
 }
@@ -232,17 +238,29 @@ fn rocket_latencies_and_predictor() {
 fn rocket_return_address_stack() {
     let mut g = golden("rocket_return_address_stack");
     let m = no_caches("rocket");
-    let call = Step(i(Op::Jal, RA, 0, 0, 64), Resolved::fall_through(0x8000_0040));
+    let call = Step(
+        i(Op::Jal, RA, 0, 0, 64),
+        Resolved::fall_through(0x8000_0040),
+    );
     // The call at 0x8000_0000 pushes 0x8000_0004; the return goes there: the
     // RAS predicts it, no penalty: 2 cycles.
-    let good = Step(i(Op::Jalr, 0, RA, 0, 0), Resolved::fall_through(0x8000_0004));
+    let good = Step(
+        i(Op::Jalr, 0, RA, 0, 0),
+        Resolved::fall_through(0x8000_0004),
+    );
     g.add(
         "call, return to the pushed address",
         cycles(&m, &[call, good]),
     );
     // A return elsewhere (longjmp-like) costs the 3-cycle mispredict.
-    let call = Step(i(Op::Jal, RA, 0, 0, 64), Resolved::fall_through(0x8000_0040));
-    let bad = Step(i(Op::Jalr, 0, RA, 0, 0), Resolved::fall_through(0x8000_0100));
+    let call = Step(
+        i(Op::Jal, RA, 0, 0, 64),
+        Resolved::fall_through(0x8000_0040),
+    );
+    let bad = Step(
+        i(Op::Jalr, 0, RA, 0, 0),
+        Resolved::fall_through(0x8000_0100),
+    );
     g.add("call, return elsewhere", cycles(&m, &[call, bad]));
     g.assert();
 }
