@@ -13,8 +13,8 @@ use retrace_clock::formats::{
 };
 use retrace_clock::simulate::{self, Scenario};
 use retrace_clock::{
-    probe, workload, Corrector, CounterWidth, DriftModel, Estimator, OffsetTrack, ProcessorId,
-    ATTOS_PER_NANOSECOND,
+    probe, workload, Corrector, CounterWidth, DriftModel, OffsetEstimator, OffsetTrack,
+    ProcessorId, ATTOS_PER_NANOSECOND,
 };
 use serde::Serialize;
 use std::io::Write;
@@ -235,7 +235,8 @@ fn correct(args: CorrectArgs) -> anyhow::Result<ExitCode> {
         },
         width: args.counter_bits.map(CounterWidth::new).transpose()?,
     };
-    let estimator = Estimator::from_name(&name_of(args.estimator)).expect("clap checked the name");
+    let estimator =
+        OffsetEstimator::from_name(&name_of(args.estimator)).expect("clap checked the name");
     let drift = DriftModel::from_name(&name_of(args.drift)).expect("clap checked the name");
     let format = OutputFormat::from_name(&name_of(args.format)).expect("clap checked the name");
 
@@ -418,7 +419,7 @@ struct ResponderSummary {
 struct CorrectSummary<'a> {
     reference: ProcessorId,
     events_corrected: usize,
-    estimator: Estimator,
+    estimator: OffsetEstimator,
     drift: DriftModel,
     responders: Vec<ResponderSummary>,
     skipped: &'a Skipped,

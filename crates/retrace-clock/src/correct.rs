@@ -11,7 +11,7 @@
 
 use crate::error::{Error, Location, Result};
 use crate::history::{Cursor, Histories};
-use crate::sync::{estimate, DriftModel, Estimator, OffsetEstimate, OffsetTrack, SyncRound};
+use crate::sync::{estimate, DriftModel, OffsetEstimate, OffsetEstimator, OffsetTrack, SyncRound};
 use crate::time::{ProcessorId, VirtualTime};
 use std::collections::BTreeMap;
 
@@ -57,7 +57,7 @@ pub struct ResponderSync {
 pub fn synchronise(
     histories: &Histories,
     rows: &[SyncRow],
-    estimator: Estimator,
+    estimator: OffsetEstimator,
     drift: DriftModel,
 ) -> Result<Synchronisation> {
     let first = rows.first().ok_or(Error::NoRounds)?;
@@ -281,7 +281,13 @@ mod tests {
             counters: [75, 125, 225, 275, 425, 425],
             location: None,
         };
-        let sync = synchronise(&histories, &[row], Estimator::Mean, DriftModel::Piecewise).unwrap();
+        let sync = synchronise(
+            &histories,
+            &[row],
+            OffsetEstimator::Mean,
+            DriftModel::Piecewise,
+        )
+        .unwrap();
         let estimate = sync.responders[&ProcessorId(2)].estimates[0];
         assert_eq!(estimate.offset, VirtualTime::from_secs(50).attos());
         let corrector = Corrector::new(&histories, &sync);

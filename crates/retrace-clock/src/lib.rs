@@ -22,7 +22,7 @@
 //!
 //! ```
 //! use retrace_clock::{FrequencyHistory, Hz, ProcessorId, VirtualTime};
-//! use retrace_clock::sync::{estimate, Estimator, SyncRound};
+//! use retrace_clock::sync::{estimate, OffsetEstimator, SyncRound};
 //!
 //! let mhz = |m| Hz::from_mhz(m).unwrap();
 //! // Processor 1: 100 MHz, then 50 MHz from 100 M cycles, 150 MHz from 150 M.
@@ -40,7 +40,7 @@
 //!
 //! // One sync round A, B, C, a, b, c gives d = 50: the responder's 875 is 925.
 //! let round = SyncRound::from_letters([75, 125, 225, 275, 425, 425]);
-//! let d = estimate(&[round], Estimator::Mean)?;
+//! let d = estimate(&[round], OffsetEstimator::Mean)?;
 //! assert_eq!((d.offset, d.bound), (50, 75));
 //! assert_eq!(875 + d.offset, 925);
 //! # Ok::<(), retrace_clock::Error>(())
@@ -61,5 +61,5 @@ pub mod workload;
 pub use correct::{synchronise, Corrector, SyncRow, Synchronisation};
 pub use error::{Error, Location, Result};
 pub use history::{CounterWidth, FrequencyHistory, Histories};
-pub use sync::{DriftModel, Estimator, OffsetEstimate, OffsetTrack, SyncRound};
+pub use sync::{DriftModel, OffsetEstimate, OffsetEstimator, OffsetTrack, SyncRound};
 pub use time::{Hz, ProcessorId, TimeDelta, VirtualTime, ATTOS_PER_NANOSECOND, ATTOS_PER_SECOND};

@@ -10,7 +10,7 @@
 
 use crate::error::{Error, Result};
 use crate::simulate::percentile;
-use crate::sync::{estimate, Estimator, OffsetEstimate, SyncRound};
+use crate::sync::{estimate, OffsetEstimate, OffsetEstimator, SyncRound};
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -28,7 +28,7 @@ pub struct ProbeConfig {
 #[derive(Clone, Debug, Serialize)]
 pub struct ProbeEstimate {
     /// The estimator.
-    pub estimator: Estimator,
+    pub estimator: OffsetEstimator,
     /// The estimate in counter ticks.
     pub ticks: OffsetEstimate,
     /// Offset (ns).
@@ -172,7 +172,7 @@ pub fn run(config: ProbeConfig) -> Result<ProbeReport> {
             .count()
     };
     let backward_steps = (backward(&reference) + backward(&responder)) as u64;
-    let estimates = Estimator::ALL
+    let estimates = OffsetEstimator::ALL
         .iter()
         .map(|&estimator| {
             let ticks = estimate(&sync_rounds, estimator)?;

@@ -19,7 +19,7 @@
 use crate::correct::{synchronise, Corrector, SyncRow};
 use crate::history::{FrequencyHistory, Histories};
 use crate::rng::Rng;
-use crate::sync::{DriftModel, Estimator, OffsetTrack};
+use crate::sync::{DriftModel, OffsetEstimator, OffsetTrack};
 use crate::time::{Hz, ProcessorId, VirtualTime, ATTOS_PER_NANOSECOND, ATTOS_PER_SECOND};
 use crate::Result;
 use serde::Serialize;
@@ -270,7 +270,7 @@ pub struct EstimatorTrial {
 /// Outcome of one simulated trial.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Trial {
-    /// Per estimator (in [`Estimator::ALL`] order).
+    /// Per estimator (in [`OffsetEstimator::ALL`] order).
     pub estimators: Vec<EstimatorTrial>,
     /// Largest `|corrected − true|` over all events divided by the cycle
     /// length of the processor at that event: below 1 means within one tick.
@@ -337,7 +337,7 @@ pub fn run_trial(scenario: &Scenario, seed: u64, drift: DriftModel) -> Result<Tr
     let reference_origin = 0i128;
 
     let mut trial = Trial::default();
-    for estimator in Estimator::ALL {
+    for estimator in OffsetEstimator::ALL {
         let mut outcome = EstimatorTrial::default();
         let corrector_tracks: Vec<(ProcessorId, OffsetTrack)> = if rows.is_empty() {
             (1..scenario.processors)
@@ -409,7 +409,7 @@ fn exchange(
 #[derive(Clone, Debug, Serialize)]
 pub struct EstimatorSummary {
     /// The estimator.
-    pub estimator: Estimator,
+    pub estimator: OffsetEstimator,
     /// Fraction of offset estimates within their reported bound.
     pub within_bound: f64,
     /// Mean `|offset error|` (ns).
@@ -443,7 +443,7 @@ pub struct Summary {
 
 /// Run `trials` trials of `scenario` with seeds `seed`, `seed + 1`, ….
 pub fn run(scenario: &Scenario, seed: u64, trials: u64, drift: DriftModel) -> Result<Summary> {
-    let mut all: Vec<EstimatorTrial> = vec![EstimatorTrial::default(); Estimator::ALL.len()];
+    let mut all: Vec<EstimatorTrial> = vec![EstimatorTrial::default(); OffsetEstimator::ALL.len()];
     let mut max_error_ticks: f64 = 0.0;
     for i in 0..trials {
         let trial = run_trial(scenario, seed.wrapping_add(i), drift)?;
@@ -454,7 +454,7 @@ pub fn run(scenario: &Scenario, seed: u64, trials: u64, drift: DriftModel) -> Re
             sum.event_errors_ns.extend(one.event_errors_ns);
         }
     }
-    let estimators = Estimator::ALL
+    let estimators = OffsetEstimator::ALL
         .iter()
         .zip(&mut all)
         .map(|(&estimator, t)| {

@@ -108,7 +108,7 @@ impl SyncRound {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
-pub enum Estimator {
+pub enum OffsetEstimator {
     /// The seed's method: the average of `d` over all rounds.
     Mean,
     /// The average over the rounds with the smallest round trips (the
@@ -118,21 +118,21 @@ pub enum Estimator {
     MinRtt,
 }
 
-impl Estimator {
+impl OffsetEstimator {
     /// Every estimator, in the order reports list them.
-    pub const ALL: [Estimator; 2] = [Estimator::Mean, Estimator::MinRtt];
+    pub const ALL: [OffsetEstimator; 2] = [OffsetEstimator::Mean, OffsetEstimator::MinRtt];
 
     /// The name used on the command line and in reports.
     pub fn name(self) -> &'static str {
         match self {
-            Estimator::Mean => "mean",
-            Estimator::MinRtt => "min-rtt",
+            OffsetEstimator::Mean => "mean",
+            OffsetEstimator::MinRtt => "min-rtt",
         }
     }
 
     /// The estimator called `name`.
-    pub fn from_name(name: &str) -> Option<Estimator> {
-        Estimator::ALL.into_iter().find(|e| e.name() == name)
+    pub fn from_name(name: &str) -> Option<OffsetEstimator> {
+        OffsetEstimator::ALL.into_iter().find(|e| e.name() == name)
     }
 }
 
@@ -155,17 +155,17 @@ pub struct OffsetEstimate {
     pub at: i128,
 }
 
-/// Fraction of rounds kept by [`Estimator::MinRtt`]: one in `MIN_RTT_KEEP_ONE_IN`.
+/// Fraction of rounds kept by [`OffsetEstimator::MinRtt`]: one in `MIN_RTT_KEEP_ONE_IN`.
 const MIN_RTT_KEEP_ONE_IN: usize = 8;
 
 /// Estimate the offset from `rounds` with `estimator`.
-pub fn estimate(rounds: &[SyncRound], estimator: Estimator) -> Result<OffsetEstimate> {
+pub fn estimate(rounds: &[SyncRound], estimator: OffsetEstimator) -> Result<OffsetEstimate> {
     if rounds.is_empty() {
         return Err(Error::NoRounds);
     }
     let used: Vec<&SyncRound> = match estimator {
-        Estimator::Mean => rounds.iter().collect(),
-        Estimator::MinRtt => {
+        OffsetEstimator::Mean => rounds.iter().collect(),
+        OffsetEstimator::MinRtt => {
             let mut by_round_trip: Vec<&SyncRound> = rounds.iter().collect();
             by_round_trip.sort_by_key(|r| r.round_trips());
             let keep = rounds.len().div_ceil(MIN_RTT_KEEP_ONE_IN).max(1);
@@ -432,14 +432,14 @@ mod tests {
         let round = SyncRound::from_letters([75, 125, 225, 275, 425, 425]);
         assert_eq!(round.offset(), 50);
         assert_eq!(round.offset_times_four(), 200);
-        for estimator in Estimator::ALL {
+        for estimator in OffsetEstimator::ALL {
             let e = estimate(&[round], estimator).unwrap();
             assert_eq!(e.offset, 50);
             // Round trips 150 and 150: a bound of 75 ticks.
             assert_eq!(e.bound, 75);
         }
         assert_eq!(
-            875 + estimate(&[round], Estimator::Mean).unwrap().offset,
+            875 + estimate(&[round], OffsetEstimator::Mean).unwrap().offset,
             925
         );
     }
@@ -451,8 +451,8 @@ mod tests {
         rounds.push(SyncRound::from_letters([
             0, 10_100, 10_020, 1_000, 920, 1_020,
         ]));
-        let mean = estimate(&rounds, Estimator::Mean).unwrap();
-        let fast = estimate(&rounds, Estimator::MinRtt).unwrap();
+        let mean = estimate(&rounds, OffsetEstimator::Mean).unwrap();
+        let fast = estimate(&rounds, OffsetEstimator::MinRtt).unwrap();
         assert_eq!(fast.offset, -90);
         assert!(mean.offset < -300, "{mean:?}");
         assert!(fast.bound < mean.bound);

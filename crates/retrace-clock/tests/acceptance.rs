@@ -3,7 +3,7 @@
 
 use retrace_clock::formats::{parse_events, parse_history, parse_sync, BadRows, ReadOptions};
 use retrace_clock::simulate::{run, Scenario};
-use retrace_clock::sync::{estimate, Estimator, SyncRound};
+use retrace_clock::sync::{estimate, OffsetEstimator, SyncRound};
 use retrace_clock::{DriftModel, FrequencyHistory, Hz, ProcessorId, VirtualTime};
 use std::path::Path;
 
@@ -34,7 +34,7 @@ fn seed_vector_virtual_time() {
 #[test]
 fn seed_vector_offset() {
     let round = SyncRound::from_letters([75, 125, 225, 275, 425, 425]);
-    for estimator in Estimator::ALL {
+    for estimator in OffsetEstimator::ALL {
         let d = estimate(&[round], estimator).unwrap();
         assert_eq!(d.offset, 50, "{estimator:?}");
         assert_eq!(875 + d.offset, 925);
@@ -244,7 +244,7 @@ mod garbage {
             let histories = parse_history(&h, Path::new("h"), skip).unwrap().histories;
             let rows = parse_sync(&s, Path::new("s"), skip).unwrap().rows;
             let drift = [DriftModel::Constant, DriftModel::Piecewise, DriftModel::Fit][model];
-            for estimator in Estimator::ALL {
+            for estimator in OffsetEstimator::ALL {
                 if let Ok(sync) = retrace_clock::synchronise(&histories, &rows, estimator, drift) {
                     let corrector = retrace_clock::Corrector::new(&histories, &sync);
                     let mut pass = corrector.pass();
