@@ -675,7 +675,9 @@ impl Report for CheckReport {
             self.coverage_percent,
             self.mismatches,
             self.executed_partial_programs,
-            self.partial_programs,
+            // Executed ones include those found at run time (trap
+            // handlers, indirect targets), so count them in the whole.
+            self.partial_programs as u64 + self.added_partial_programs,
             self.pp_executions,
             self.added_partial_programs,
             self.return_escapes,

@@ -120,3 +120,35 @@ fn ecall_into_a_handler_replays_exactly() {
     }
     let _ = std::fs::remove_file(&trace);
 }
+
+/// Regression: `retrace pp --check` reported a mismatch at the `ecall` that
+/// enters the handler, and its summary counted more partial programs
+/// executed than the table has.
+#[test]
+fn table_check_follows_an_ecall_into_a_handler() {
+    let elf = Elf::parse(&ElfImage::riscv64().build(&asm::bytes(&program()))).unwrap();
+    let mut table = Program::analyse(&elf).unwrap().table;
+    let host = HostConfig {
+        cmdline: "traps".into(),
+        ..HostConfig::default()
+    };
+    let (run, report) =
+        retrace_sim::check::check_table(&elf, &mut table, host, Some(10_000)).unwrap();
+    assert!(
+        matches!(run.stop, StopReason::Exit { code: 7 }),
+        "{:?}",
+        run.stop
+    );
+    assert_eq!(report.traps, 3, "{report:?}");
+    assert_eq!(report.mismatches, 0, "{:?}", report.first_mismatches);
+    assert!(
+        report.executed_partial_programs <= table.len() as u64,
+        "{} of {} partial programs executed",
+        report.executed_partial_programs,
+        table.len()
+    );
+    assert_eq!(
+        report.covered_instructions, report.executed_instructions,
+        "{report:?}"
+    );
+}

@@ -305,6 +305,15 @@ impl<'t> Checker<'t> {
         self.cur = self.enter_at(Addr(handler));
     }
 
+    /// A trap entered by an `ecall` or `ebreak`: that instruction ends its
+    /// partial program and is still reported as executed, going to the
+    /// handler ([`Checker::retire`] follows it there), so only the count
+    /// changes here. Repositioning at the handler now, as [`Checker::trap`]
+    /// does, would put the checker ahead of the instruction still to come.
+    pub fn call_trap(&mut self) {
+        self.report.traps += 1;
+    }
+
     /// Finishes the check.
     pub fn finish(mut self) -> CheckReport {
         self.report.added_partial_programs = (self.table.len() - self.static_len) as u64;

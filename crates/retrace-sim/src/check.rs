@@ -46,8 +46,10 @@ impl Observer for CheckObserver<'_, '_> {
     }
     fn trap(&mut self, ev: &TrapEvent) {
         if ev.hart == 0 {
-            if let Some(h) = ev.handler {
-                self.checker.trap(h);
+            match ev.handler {
+                Some(_) if ev.cause.is_call() => self.checker.call_trap(),
+                Some(h) => self.checker.trap(h),
+                None => {}
             }
         }
     }

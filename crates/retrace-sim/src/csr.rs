@@ -38,6 +38,18 @@ causes! {
     ECALL_M = 11, "environment call from M-mode";
 }
 
+impl Cause {
+    /// An `ecall` or `ebreak`: the trapping instruction ends a partial
+    /// program and counts as executed, going to the handler (observers see
+    /// it retire there), unlike a fault, which abandons its instruction.
+    pub fn is_call(self) -> bool {
+        matches!(
+            self,
+            Cause::ECALL_M | Cause::ECALL_S | Cause::ECALL_U | Cause::BREAKPOINT
+        )
+    }
+}
+
 impl fmt::Display for Cause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.describe() {

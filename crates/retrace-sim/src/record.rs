@@ -10,7 +10,6 @@
 //! event happened on which hart. `docs/FORMATS.md` states the rules.
 
 use crate::observer::{HartId, Observer, TrapEvent};
-use crate::Cause;
 use retrace_isa::{Flow, Inst};
 use retrace_trace::protocol::Encoder;
 use retrace_trace::{Totals, TraceError, TraceWriter, WriteSummary};
@@ -187,23 +186,18 @@ impl<W: Write> Observer for Recorder<W> {
 
     fn trap(&mut self, ev: &TrapEvent) {
         let Some(handler) = ev.handler else { return };
-        match ev.cause {
-            // These end a partial program: the replay reads the handler
-            // address from the indirect stream, site = the trapping pc.
-            Cause::ECALL_M | Cause::ECALL_S | Cause::ECALL_U | Cause::BREAKPOINT => {
-                // Executed as far as the replay is concerned, though not
-                // retired (see `Machine::last_pc`).
-                self.trapped_calls += 1;
-                self.encoder.trap_entry(ev.hart as u16, ev.pc, handler)
-            }
-            _ => {
-                if self.unsupported.is_none() {
-                    self.unsupported = Some(format!(
-                        "the program took a trap ({}) at pc {:#x} inside a partial program, which recording does not support yet",
-                        ev.cause, ev.pc
-                    ));
-                }
-            }
+        if ev.cause.is_call() {
+            // An ecall/ebreak ends a partial program: the replay reads the
+            // handler address from the indirect stream, site = the trapping
+            // pc. Executed as far as the replay is concerned, though not
+            // retired (see `Machine::last_pc`).
+            self.trapped_calls += 1;
+            self.encoder.trap_entry(ev.hart as u16, ev.pc, handler)
+        } else if self.unsupported.is_none() {
+            self.unsupported = Some(format!(
+                "the program took a trap ({}) at pc {:#x} inside a partial program, which recording does not support yet",
+                ev.cause, ev.pc
+            ));
         }
     }
 
