@@ -611,3 +611,57 @@ fn format_json_csv_and_the_json_alias_agree() {
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(csv_rows, j.as_array().unwrap().len());
 }
+
+/// A failed recording leaves the previous trace at the output path as it
+/// was, and no temporary file beside it: the trace is written to a
+/// temporary file and renamed into place only when whole.
+#[test]
+fn failed_record_keeps_the_previous_trace() {
+    use retrace_isa::{csr, Op, Xlen};
+    use retrace_testkit::asm::{bytes, word, T0};
+    use retrace_testkit::elf::ElfImage;
+    // Install a trap handler, then execute an illegal instruction (all
+    // zeros): a trap that recording does not support yet.
+    let i = |op, rd, rs1, rs2, imm| word(Xlen::Rv64, op, rd, rs1, rs2, imm);
+    let code = [
+        i(Op::Auipc, T0, 0, 0, 0),
+        i(Op::Csrrw, 0, T0, 0, i32::from(csr::MTVEC)),
+        0,
+    ];
+    let dir = Temp::new("failed-record-dir");
+    std::fs::create_dir(&dir.0).unwrap();
+    let elf = dir.0.join("trap.elf");
+    std::fs::write(&elf, ElfImage::riscv64().build(&bytes(&code))).unwrap();
+    let trace = dir.0.join("kept.rtrace");
+    let ok = retrace(&[
+        "record",
+        &program("crc32-rv32-O2.elf"),
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let before = std::fs::read(&trace).unwrap();
+
+    // The handler is the program's start: it traps forever, hence the bound.
+    let out = retrace(&[
+        "record",
+        elf.to_str().unwrap(),
+        "-o",
+        trace.to_str().unwrap(),
+        "--max-insns",
+        "10000",
+    ]);
+    assert_eq!(out.status.code(), Some(126), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read(&trace).unwrap(),
+        before,
+        "the previous trace changed"
+    );
+    let mut left: Vec<_> = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["kept.rtrace", "trap.elf"]);
+    std::fs::remove_dir_all(&dir.0).unwrap();
+}

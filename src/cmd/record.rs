@@ -113,12 +113,28 @@ fn parse_geometry(text: &str) -> Result<retrace_timing::CacheModel, String> {
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let elf = load_elf(&args.program)?;
     let shown = args.program.display().to_string();
-    let file = std::fs::File::create(&args.output).map_err(|e| {
+    // The trace is written to a temporary file beside the target and
+    // renamed over it only once it is whole: a failed or interrupted
+    // recording leaves the previous trace as it was, and two recordings to
+    // one path cannot interleave (the last to finish wins).
+    let cannot_create = |e: std::io::Error| {
         tag(
             anyhow!("cannot create trace {}: {e}", args.output.display()),
             Status::BadInput,
         )
-    })?;
+    };
+    let dir = match args.output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".retrace-record-").suffix(".rtrace.partial");
+    // As a file created in place would be (0666 less the umask), not the
+    // private 0600 of a temporary file.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let partial = builder.tempfile_in(dir).map_err(cannot_create)?;
+    let file = partial.as_file().try_clone().map_err(cannot_create)?;
     let mut header = retrace_trace::Header::new(0, 32, 1);
     header.program = args
         .program
@@ -154,7 +170,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let rec = match rec {
         Ok(r) => r,
         Err(e) => {
-            let _ = std::fs::remove_file(&args.output);
+            // `partial` is removed when dropped; the target is untouched.
             let status = match e {
                 RecordError::Unsupported(_) => Status::Fault,
                 _ => Status::BadInput,
@@ -162,6 +178,14 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             return Err(tag(anyhow!("cannot record {shown}: {e}"), status));
         }
     };
+    // The trace is whole (a run that faulted or ran away is recorded up to
+    // where it stopped, and says so below): put it in place.
+    partial.persist(&args.output).map_err(|e| {
+        tag(
+            anyhow!("cannot write trace {}: {}", args.output.display(), e.error),
+            Status::BadInput,
+        )
+    })?;
     let exit = match &rec.run.stop {
         StopReason::Exit { code } => *code as u8,
         StopReason::Runaway { limit } => {
