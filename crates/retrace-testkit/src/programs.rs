@@ -47,9 +47,18 @@ impl ExampleProgram {
     }
 }
 
-/// Every program in `programs/bin/`, sorted by name.
+/// Every program in `programs/bin/`, sorted by name. Panics when there are
+/// fewer than ten: a partial checkout would make the sweeps pass on a
+/// fraction of what they promise.
 pub fn example_programs() -> Vec<ExampleProgram> {
-    programs_in(&program_dir())
+    let progs = programs_in(&program_dir());
+    assert!(
+        progs.len() >= 10,
+        "only {} programs in {}",
+        progs.len(),
+        program_dir().display()
+    );
+    progs
 }
 
 /// The example program called `name` (with or without `.elf`).

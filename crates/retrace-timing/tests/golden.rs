@@ -29,6 +29,14 @@ fn load(op: Op, rd: u8, addr: u64) -> Step {
         },
     )
 }
+/// `jal ra, 64`, going to `next`.
+fn jal(next: u64) -> Step {
+    Step(i(Op::Jal, RA, 0, 0, 64), Resolved::fall_through(next))
+}
+/// `ret` (`jalr x0, 0(ra)`), going to `next`.
+fn ret(next: u64) -> Step {
+    Step(i(Op::Jalr, 0, RA, 0, 0), Resolved::fall_through(next))
+}
 fn branch(taken: bool, backward: bool) -> Step {
     let imm = if backward { -8 } else { 8 };
     Step(
@@ -134,15 +142,10 @@ fn inorder5_mul_div_and_control() {
         cycles(&m, &[branch(false, true)]),
     );
     // jal: 1 + 1 bubble; jalr (ret): 1 + 2.
-    let call = Step(
-        i(Op::Jal, RA, 0, 0, 64),
-        Resolved::fall_through(0x8000_0040),
+    g.add(
+        "jal, ret",
+        cycles(&m, &[jal(0x8000_0040), ret(0x8000_0004)]),
     );
-    let ret = Step(
-        i(Op::Jalr, 0, RA, 0, 0),
-        Resolved::fall_through(0x8000_0004),
-    );
-    g.add("jal, ret", cycles(&m, &[call, ret]));
     g.assert();
 }
 
@@ -159,8 +162,8 @@ fn picorv32_follows_the_cpi_table() {
         branch(true, false),
         branch(false, false),
         Step(i(Op::Sw, 0, SP, A0, 0), Resolved::fall_through(0)),
-        Step(i(Op::Jal, RA, 0, 0, 64), Resolved::fall_through(0)),
-        Step(i(Op::Jalr, 0, RA, 0, 0), Resolved::fall_through(0)),
+        jal(0),
+        ret(0),
     ];
     g.add(
         "add lw add, taken and not-taken branch, sw jal jalr",
@@ -238,29 +241,17 @@ fn rocket_latencies_and_predictor() {
 fn rocket_return_address_stack() {
     let mut g = golden("rocket_return_address_stack");
     let m = no_caches("rocket");
-    let call = Step(
-        i(Op::Jal, RA, 0, 0, 64),
-        Resolved::fall_through(0x8000_0040),
-    );
+    let call = jal(0x8000_0040);
     // The call at 0x8000_0000 pushes 0x8000_0004; the return goes there: the
     // RAS predicts it, no penalty: 2 cycles.
-    let good = Step(
-        i(Op::Jalr, 0, RA, 0, 0),
-        Resolved::fall_through(0x8000_0004),
-    );
+    let good = ret(0x8000_0004);
     g.add(
         "call, return to the pushed address",
         cycles(&m, &[call, good]),
     );
     // A return elsewhere (longjmp-like) costs the 3-cycle mispredict.
-    let call = Step(
-        i(Op::Jal, RA, 0, 0, 64),
-        Resolved::fall_through(0x8000_0040),
-    );
-    let bad = Step(
-        i(Op::Jalr, 0, RA, 0, 0),
-        Resolved::fall_through(0x8000_0100),
-    );
+    let call = jal(0x8000_0040);
+    let bad = ret(0x8000_0100);
     g.add("call, return elsewhere", cycles(&m, &[call, bad]));
     g.assert();
 }
