@@ -248,15 +248,7 @@ mod tests {
             for &op in Op::ALL {
                 for (rd, rs1, rs2, imm) in [(0, 0, 0, 0), (1, 5, 0, 0), (0, 1, 7, 0), (5, 1, 2, 8)]
                 {
-                    let inst = Inst {
-                        op,
-                        rd,
-                        rs1,
-                        rs2,
-                        len: 4,
-                        imm,
-                        raw: 0,
-                    };
+                    let inst = retrace_testkit::asm::inst(op, rd, rs1, rs2, imm);
                     let f = table.get(op);
                     let class = inst.class();
                     assert_eq!(f.latency, model.latency.get(class), "{op:?}");
