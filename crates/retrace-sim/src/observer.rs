@@ -159,3 +159,147 @@ impl<O: Observer> Observer for &mut O {
         (**self).keep_going()
     }
 }
+
+/// Two observers watching one run: every hook goes to both, the first one
+/// first. One functional pass can so feed a recorder and cycle-level
+/// cores together, where separate runs would execute the program again
+/// for each.
+///
+/// When either part takes data addresses in bulk, so does the pair; a part
+/// that takes them one at a time then gets its [`Observer::memory`] calls
+/// late, in a batch before the bulk part's, instead of ahead of each
+/// instruction's [`Observer::retire`]. The pair stops the run as soon as
+/// either part's [`Observer::keep_going`] says so.
+impl<A: Observer, B: Observer> Observer for (A, B) {
+    const ENABLED: bool = A::ENABLED || B::ENABLED;
+    const RETIRE: bool = (A::ENABLED && A::RETIRE) || (B::ENABLED && B::RETIRE);
+    const BULK_ADDRESSES: bool =
+        (A::ENABLED && A::BULK_ADDRESSES) || (B::ENABLED && B::BULK_ADDRESSES);
+    #[inline(always)]
+    fn memory(&mut self, hart: HartId, addr: u64) {
+        self.0.memory(hart, addr);
+        self.1.memory(hart, addr);
+    }
+    #[inline(always)]
+    fn addresses(&mut self, hart: HartId, log: &mut Vec<u64>) {
+        // One at a time to the parts that want that, then the log to the
+        // bulk parts (which may take its buffer: the first gets a copy).
+        if A::ENABLED && !A::BULK_ADDRESSES {
+            log.iter().for_each(|&a| self.0.memory(hart, a));
+        }
+        if B::ENABLED && !B::BULK_ADDRESSES {
+            log.iter().for_each(|&a| self.1.memory(hart, a));
+        }
+        match (A::BULK_ADDRESSES, B::BULK_ADDRESSES) {
+            (true, true) => {
+                self.0.addresses(hart, &mut log.clone());
+                self.1.addresses(hart, log);
+            }
+            (true, false) => self.0.addresses(hart, log),
+            (false, true) => self.1.addresses(hart, log),
+            (false, false) => {}
+        }
+    }
+    #[inline(always)]
+    fn retire(&mut self, ev: &Retired<'_>) {
+        if A::ENABLED && A::RETIRE {
+            self.0.retire(ev);
+        }
+        if B::ENABLED && B::RETIRE {
+            self.1.retire(ev);
+        }
+    }
+    #[inline(always)]
+    fn branch(&mut self, hart: HartId, pc: u64, inst: &Inst, taken: bool, target: u64) {
+        self.0.branch(hart, pc, inst, taken, target);
+        self.1.branch(hart, pc, inst, taken, target);
+    }
+    #[inline(always)]
+    fn jump(&mut self, hart: HartId, pc: u64, inst: &Inst, flow: Flow, target: u64) {
+        self.0.jump(hart, pc, inst, flow, target);
+        self.1.jump(hart, pc, inst, flow, target);
+    }
+    #[inline(always)]
+    fn trap(&mut self, ev: &TrapEvent) {
+        self.0.trap(ev);
+        self.1.trap(ev);
+    }
+    #[inline(always)]
+    fn trap_return(&mut self, hart: HartId, pc: u64, target: u64) {
+        self.0.trap_return(hart, pc, target);
+        self.1.trap_return(hart, pc, target);
+    }
+    #[inline(always)]
+    fn semihost(&mut self, hart: HartId, pc: u64, op: u64, result: u64) {
+        self.0.semihost(hart, pc, op, result);
+        self.1.semihost(hart, pc, op, result);
+    }
+    #[inline(always)]
+    fn keep_going(&mut self) -> bool {
+        // Both are polled: a part may count its polls.
+        let a = self.0.keep_going();
+        let b = self.1.keep_going();
+        a && b
+    }
+}
+
+/// Any number of observers of one kind watching one run (several
+/// cycle-level cores, say), each hook going to each in order; as for a
+/// pair, one functional pass instead of one per observer.
+impl<O: Observer> Observer for Vec<O> {
+    const ENABLED: bool = O::ENABLED;
+    const RETIRE: bool = O::RETIRE;
+    const BULK_ADDRESSES: bool = O::BULK_ADDRESSES;
+    #[inline(always)]
+    fn memory(&mut self, hart: HartId, addr: u64) {
+        self.iter_mut().for_each(|o| o.memory(hart, addr));
+    }
+    #[inline(always)]
+    fn addresses(&mut self, hart: HartId, log: &mut Vec<u64>) {
+        // Each may take the buffer: all but the last get a copy.
+        if let Some((last, rest)) = self.split_last_mut() {
+            for o in rest {
+                o.addresses(hart, &mut log.clone());
+            }
+            last.addresses(hart, log);
+        }
+    }
+    #[inline(always)]
+    fn retire(&mut self, ev: &Retired<'_>) {
+        self.iter_mut().for_each(|o| o.retire(ev));
+    }
+    #[inline(always)]
+    fn branch(&mut self, hart: HartId, pc: u64, inst: &Inst, taken: bool, target: u64) {
+        self.iter_mut()
+            .for_each(|o| o.branch(hart, pc, inst, taken, target));
+    }
+    #[inline(always)]
+    fn jump(&mut self, hart: HartId, pc: u64, inst: &Inst, flow: Flow, target: u64) {
+        self.iter_mut()
+            .for_each(|o| o.jump(hart, pc, inst, flow, target));
+    }
+    #[inline(always)]
+    fn trap(&mut self, ev: &TrapEvent) {
+        self.iter_mut().for_each(|o| o.trap(ev));
+    }
+    #[inline(always)]
+    fn trap_return(&mut self, hart: HartId, pc: u64, target: u64) {
+        self.iter_mut()
+            .for_each(|o| o.trap_return(hart, pc, target));
+    }
+    #[inline(always)]
+    fn semihost(&mut self, hart: HartId, pc: u64, op: u64, result: u64) {
+        self.iter_mut()
+            .for_each(|o| o.semihost(hart, pc, op, result));
+    }
+    #[inline(always)]
+    fn keep_going(&mut self) -> bool {
+        // Every one polled (not `all`, which stops at the first `false`):
+        // a part may count its polls.
+        let mut go = true;
+        for o in self.iter_mut() {
+            go &= o.keep_going();
+        }
+        go
+    }
+}

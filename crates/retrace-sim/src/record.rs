@@ -240,8 +240,25 @@ pub fn record_run<W: Write>(
     console: crate::Console,
     max_insns: Option<u64>,
     out: W,
+    header: retrace_trace::Header,
+    dcaches: &[retrace_timing::CacheModel],
+) -> Result<Recording, RecordError> {
+    record_run_watched(elf, host, console, max_insns, out, header, dcaches, &mut ())
+}
+
+/// [`record_run`] while `watcher` observes the same run (cycle-level
+/// cores, a pc summary): one execution of the program instead of one per
+/// observer. The watcher sees the run the recording describes.
+#[allow(clippy::too_many_arguments)]
+pub fn record_run_watched<W: Write, O: Observer>(
+    elf: &retrace_program::Elf,
+    host: crate::HostConfig,
+    console: crate::Console,
+    max_insns: Option<u64>,
+    out: W,
     mut header: retrace_trace::Header,
     dcaches: &[retrace_timing::CacheModel],
+    watcher: &mut O,
 ) -> Result<Recording, RecordError> {
     let mut machine = crate::Machine::new(elf, &crate::MachineConfig::default(), host, console)?;
     header.identity = elf.identity();
@@ -250,7 +267,7 @@ pub fn record_run<W: Write>(
     let writer = TraceWriter::new(out, &header)?;
     let mut rec = Recorder::new(writer, 1);
     rec.measure_dcaches(dcaches);
-    let run = machine.run(max_insns, &mut rec);
+    let run = machine.run(max_insns, &mut (&mut rec, watcher));
     if let Some(why) = rec.unsupported() {
         return Err(RecordError::Unsupported(why.to_string()));
     }

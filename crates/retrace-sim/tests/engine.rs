@@ -7,6 +7,7 @@ use retrace_sim::{
     Cause, Console, HostConfig, Machine, MachineConfig, Observer, Retired, StopReason,
 };
 
+use retrace_sim::cycle::CycleObserver;
 use retrace_testkit::asm::bytes;
 use retrace_testkit::elf::{ElfImage, BASE};
 use retrace_testkit::programs::example_program;
@@ -179,7 +180,7 @@ impl Observer for EachAddress {
 
 /// Data addresses in bulk ([`Observer::BULK_ADDRESSES`]); `calls` counts
 /// the hand-overs.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct BulkAddresses {
     seen: Vec<u64>,
     calls: usize,
@@ -243,6 +244,49 @@ fn bulk_addresses_match_one_at_a_time() {
     }
 }
 
+/// One run watched by a pair and by a list of observers gives each part
+/// what it gets watching a run alone: the per-address part its addresses
+/// (in a batch, when the other part takes them in bulk), the bulk parts
+/// theirs (each, though a part may take the buffer), the cycle-level cores
+/// their cycles.
+#[test]
+fn observers_watching_one_run_see_what_they_see_alone() {
+    let elf = Elf::parse(&example_program("crc32-rv32-O2.elf").bytes()).unwrap();
+    let (each_alone, bulk_alone) = addresses_both_ways(&elf, u64::MAX);
+
+    let mut pair = (EachAddress::default(), BulkAddresses::default());
+    let mut pair_of_bulk = (BulkAddresses::default(), vec![BulkAddresses::default(); 2]);
+    machine_for(&elf).run(None, &mut pair);
+    machine_for(&elf).run(None, &mut pair_of_bulk);
+    assert!(pair.0 .0 == each_alone, "per-address part of a bulk pair");
+    assert!(pair.1.seen == bulk_alone.seen, "bulk part of a pair");
+    assert!(pair_of_bulk.0.seen == bulk_alone.seen, "first bulk part");
+    for b in &pair_of_bulk.1 {
+        assert!(b.seen == bulk_alone.seen, "bulk part of a list");
+    }
+
+    let names = ["ideal", "inorder5", "rocket"];
+    let alone: Vec<u64> = names
+        .iter()
+        .map(|n| {
+            let mut obs = CycleObserver::new(&retrace_timing::preset(n).unwrap(), &[]);
+            machine_for(&elf).run(None, &mut obs);
+            obs.core().cycles()
+        })
+        .collect();
+    let mut together = (
+        EachAddress::default(),
+        names
+            .iter()
+            .map(|n| CycleObserver::new(&retrace_timing::preset(n).unwrap(), &[]))
+            .collect::<Vec<_>>(),
+    );
+    machine_for(&elf).run(None, &mut together);
+    let cycles: Vec<u64> = together.1.iter().map(|o| o.core().cycles()).collect();
+    assert_eq!(cycles, alone);
+    assert!(together.0 .0 == each_alone);
+}
+
 /// `beq x0, x0, .+4` is taken (its condition holds) though it lands on its
 /// own fall-through. The cycle-level engine once inferred "taken" from
 /// leaving the fall-through path and so counted it not taken, unlike the
@@ -257,7 +301,7 @@ fn cycle_level_engine_counts_a_branch_to_its_fallthrough_as_taken() {
         model.branch.predictor,
         retrace_timing::PredictorKind::NotTaken
     );
-    let mut obs = retrace_sim::cycle::CycleObserver::new(&model, &[]);
+    let mut obs = CycleObserver::new(&model, &[]);
     m.run(Some(2), &mut obs);
     assert_eq!(m.harts[0].stats.taken, 2);
     let stats = obs.core().stats();
