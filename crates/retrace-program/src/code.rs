@@ -165,6 +165,38 @@ impl Code {
         }
     }
 
+    /// The decoded instructions of straight-line code: `count` of them from
+    /// `start`, each at the previous one's fall-through, ending early at
+    /// the first address with none. What [`Code::get`] would give one by
+    /// one, with the region looked up once instead of per instruction —
+    /// the walk `--check` makes over every executed instruction.
+    pub fn straight_line(
+        &self,
+        start: Addr,
+        count: u32,
+    ) -> impl Iterator<Item = (Addr, Inst)> + '_ {
+        let mask = self.xlen.mask();
+        let mut pc = start;
+        let mut region = self.region(start);
+        (0..count).map_while(move |_| {
+            let mut r = &self.regions[region?];
+            if pc.0.wrapping_sub(r.base) >= r.bytes.len() as u64 {
+                region = self.region(pc);
+                r = &self.regions[region?];
+            }
+            let off = pc.0 - r.base;
+            if off & 1 != 0 {
+                return None;
+            }
+            let Slot::Ok(inst) = r.slots[(off / 2) as usize] else {
+                return None;
+            };
+            let here = pc;
+            pc = Addr(inst.fallthrough(pc.0) & mask);
+            Some((here, inst))
+        })
+    }
+
     /// Decodes the instruction at `addr` (once; later calls hit the cache).
     pub fn decode_at(&mut self, addr: Addr) -> Result<Inst, ProgramError> {
         if addr.0 & 1 != 0 {

@@ -42,7 +42,6 @@
 pub mod addr;
 pub mod callgraph;
 pub mod cfg;
-pub mod check;
 pub mod code;
 pub mod dom;
 pub mod dot;
@@ -54,11 +53,11 @@ pub mod names;
 pub mod pp;
 pub mod program;
 pub mod regions;
+pub mod table_check;
 
 pub use addr::Addr;
 pub use callgraph::CallGraph;
 pub use cfg::{Block, BlockId, Cfg, EdgeKind, Terminator};
-pub use check::{CheckReport, Checker, Mismatch};
 pub use code::Code;
 pub use elf::{CodeSection, Elf, ElfError, Segment, SegmentFlags, Symbol};
 pub use error::{ProgramError, Warning};
@@ -68,3 +67,4 @@ pub use names::{FunctionRanges, Names};
 pub use pp::{Cursor, End, EndKind, PartialProgram, PpId, PpTable, Run, StartKind, StartKinds};
 pub use program::{FuncId, Function, FunctionSource, Program};
 pub use regions::{Region, RegionKind};
+pub use table_check::{CheckReport, Checker, Mismatch};

@@ -428,15 +428,9 @@ impl PpTable {
     /// The `(pc, instruction)` pairs of a PP's path, in execution order.
     pub fn insts(&self, id: PpId) -> impl Iterator<Item = (Addr, Inst)> + '_ {
         let code = &self.code;
-        self.runs(id).iter().flat_map(move |r| {
-            let mut pc = r.start;
-            (0..r.count).map_while(move |_| {
-                let inst = code.get(pc)?;
-                let here = pc;
-                pc = Addr(inst.fallthrough(pc.0) & code.xlen().mask());
-                Some((here, inst))
-            })
-        })
+        self.runs(id)
+            .iter()
+            .flat_map(move |r| code.straight_line(r.start, r.count))
     }
 
     /// The instruction that ends a PP.

@@ -34,16 +34,16 @@
 //! ```
 #![deny(missing_docs)]
 
-mod check;
 mod format;
+mod pc_sequence;
 pub mod protocol;
 mod reader;
 mod writer;
 
-pub use check::PcSequence;
 pub use format::{
     decode_trailer, decode_varint, DcacheMeasurement, Header, StreamKind, Totals, TraceError,
     FORMAT_VERSION, MAGIC, MAX_VARINT_LEN, TRAILER_LEN,
 };
+pub use pc_sequence::PcSequence;
 pub use reader::TraceReader;
 pub use writer::{TraceWriter, WriteSummary};
