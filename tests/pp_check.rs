@@ -6,30 +6,15 @@
 //! and every PP must end in one of its successors. One trial per program
 //! (`pp_check::sort-rv32-O2`), run in parallel by libtest's pool.
 
-use retrace_program::{Checker, Elf, Program};
-use retrace_sim::{
-    Console, HostConfig, Machine, MachineConfig, Observer, Retired, StopReason, TrapEvent,
-};
+use retrace_program::{Elf, Program};
+use retrace_sim::check::check_table;
+use retrace_sim::{HostConfig, StopReason};
 use retrace_testkit::programs::{example_programs, root};
 use retrace_testkit::trials::{self, Failed, Trial};
 use std::path::Path;
 
-struct Follow<'a, 't>(&'a mut Checker<'t>);
-
-impl Observer for Follow<'_, '_> {
-    fn retire(&mut self, ev: &Retired<'_>) {
-        if ev.hart == 0 {
-            self.0.retire(ev.pc, ev.next_pc);
-        }
-    }
-    fn trap(&mut self, ev: &TrapEvent) {
-        if let (0, Some(h)) = (ev.hart, ev.handler) {
-            self.0.trap(h);
-        }
-    }
-}
-
-/// Checks one program; `Err` describes what went wrong.
+/// Checks one program (as `retrace pp --check` does); `Err` describes what
+/// went wrong.
 fn check(path: &Path) -> Result<String, String> {
     let name = path.file_name().unwrap().to_string_lossy().to_string();
     let elf =
@@ -42,11 +27,8 @@ fn check(path: &Path) -> Result<String, String> {
         cmdline: HostConfig::qemu_cmdline(&name, &[]),
         ..HostConfig::default()
     };
-    let mut m = Machine::new(&elf, &MachineConfig::default(), host, Console::null())
+    let (result, r) = check_table(&elf, &mut program.table, host, Some(2_000_000_000))
         .map_err(|e| e.to_string())?;
-    let mut checker = Checker::new(&mut program.table);
-    let result = m.run(Some(2_000_000_000), &mut Follow(&mut checker));
-    let r = checker.finish();
     if !matches!(result.stop, StopReason::Exit { .. }) {
         return Err(format!("{name}: did not exit: {}", result.stop));
     }

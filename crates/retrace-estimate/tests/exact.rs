@@ -10,42 +10,67 @@
 //! - `exact::PROG::replay-check`: the replay reproduces the functional
 //!   engine's pc sequence;
 //! - `exact::PROG::CORE` (`ideal`, `picorv32`, `inorder5`, `rocket`,
-//!   `rocket-dcache`): estimate against the cycle-level engine;
-//! - `exact::PROG::memo-CORE`: the memoised `fast` replay against the
-//!   step-by-step one.
+//!   `rocket-dcache`): estimate against the cycle-level engine; on
+//!   `picorv32` and `inorder5` also the memoised `fast` replay against the
+//!   step-by-step one;
+//! - `exact::PROG::memo-rocket`: the same on rocket, whose `fast` estimate
+//!   is not its cycle-level one (static prediction instead of its
+//!   predictor).
 //!
-//! A program is recorded once, by whichever of its trials runs first; the
-//! others of the same program wait for that recording.
+//! A program runs once, by whichever of its trials comes first, with the
+//! recorder, the pc summary and every core's cycle-level model watching
+//! that one run; the others of the same program wait for it. The trace
+//! stays in memory.
 //! `cargo test --test exact -- sort-rv32` runs one program's rows.
 
 use retrace_estimate::{estimate_trace, estimate_trace_stepwise, replay_check, Fidelity};
 use retrace_isa::Xlen;
 use retrace_program::{Addr, Elf, Program};
-use retrace_sim::cycle::run_cycle_level;
-use retrace_sim::record::record_run;
+use retrace_sim::check::PcSequenceObserver;
+use retrace_sim::cycle::CycleObserver;
+use retrace_sim::record::record_run_watched;
 use retrace_sim::{Console, HostConfig};
-use retrace_testkit::programs::{example_programs, scratch_dir, ExampleProgram};
+use retrace_testkit::programs::{example_programs, ExampleProgram};
 use retrace_testkit::trials::{self, all_ok, Failed, Trial};
 use retrace_timing::{preset, CoreModel};
-use std::path::{Path, PathBuf};
+use retrace_trace::PcSequence;
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 /// The instruction budget of every run: far above any example's length.
 const BUDGET: Option<u64> = Some(2_000_000_000);
 
-/// One example program and, once a trial has made it, its recording.
-struct Case {
-    prog: ExampleProgram,
-    trace: PathBuf,
-    recorded: OnceLock<Recorded>,
+/// A core of the sweep: its row name, model, fidelity, and whether the
+/// estimate must equal the cycle-level engine (else within 2%).
+struct Row {
+    name: &'static str,
+    core: CoreModel,
+    fidelity: Fidelity,
+    exact: bool,
+    /// Also compare the memoised `fast` replay with the step-by-step one.
+    memo: bool,
 }
 
-/// What every trial of a program shares.
-struct Recorded {
+/// One example program and, once a trial has made it, its run.
+struct Case {
+    prog: ExampleProgram,
+    rows: Arc<Vec<Row>>,
+    run: OnceLock<Pass>,
+}
+
+/// The one run of a program every trial of it shares.
+struct Pass {
     elf: Elf,
     program: Program,
-    /// Instructions the recording run executed.
+    /// The recording, in memory.
+    trace: Vec<u8>,
+    /// Instructions the run executed.
     instructions: u64,
+    /// Its executed pc sequence.
+    pcs: PcSequence,
+    /// The cycle-level engine's cycles for each row's core (`None` when
+    /// the core does not run the program's XLEN).
+    cycles: Vec<Option<u64>>,
 }
 
 fn host(path: &Path) -> HostConfig {
@@ -56,33 +81,57 @@ fn host(path: &Path) -> HostConfig {
 }
 
 impl Case {
-    /// The program recorded to `self.trace` (measuring the data-cache
-    /// geometries of the presets that have one), made on first use.
-    fn recorded(&self) -> &Recorded {
-        self.recorded.get_or_init(|| {
+    /// The program run once, recorded (measuring the data-cache
+    /// geometries of the presets that have one) while every row's core
+    /// follows it cycle by cycle; made on first use.
+    fn pass(&self) -> &Pass {
+        self.run.get_or_init(|| {
             let path = &self.prog.path;
             let elf = Elf::parse(&self.prog.bytes()).unwrap();
             let program = Program::analyse(&elf).unwrap();
-            let file = std::io::BufWriter::new(std::fs::File::create(&self.trace).unwrap());
-            let header = retrace_trace::Header::new(0, 32, 1);
             let geometries: Vec<_> = retrace_timing::PRESETS
                 .iter()
                 .filter_map(|(n, _)| preset(n).unwrap().dcache)
                 .collect();
-            let rec = record_run(
+            let runs: Vec<bool> = self
+                .rows
+                .iter()
+                .map(|r| r.core.supports(self.xlen()))
+                .collect();
+            let mut watchers = (
+                PcSequenceObserver::default(),
+                self.rows
+                    .iter()
+                    .zip(&runs)
+                    .filter(|(_, &runs)| runs)
+                    .map(|(r, _)| CycleObserver::new(&r.core, &[]))
+                    .collect::<Vec<_>>(),
+            );
+            let mut trace = Vec::new();
+            let rec = record_run_watched(
                 &elf,
                 host(path),
                 Console::null(),
                 BUDGET,
-                file,
-                header,
+                &mut trace,
+                retrace_trace::Header::new(0, 32, 1),
                 &geometries,
+                &mut watchers,
             )
             .unwrap();
-            Recorded {
+            let (pcs, cores) = watchers;
+            let mut cores = cores.iter();
+            let cycles = runs
+                .iter()
+                .map(|&runs| runs.then(|| cores.next().unwrap().core().cycles()))
+                .collect();
+            Pass {
                 elf,
                 program,
+                trace,
                 instructions: rec.run.instructions,
+                pcs: pcs.0,
+                cycles,
             }
         })
     }
@@ -90,63 +139,62 @@ impl Case {
     fn name(&self) -> &str {
         &self.prog.name
     }
+
+    fn xlen(&self) -> Xlen {
+        if self.prog.xlen == 32 {
+            Xlen::Rv32
+        } else {
+            Xlen::Rv64
+        }
+    }
 }
 
 /// The replay reproduces the executed pc sequence.
 fn replay_check_row(case: &Case) -> Result<(), Failed> {
-    let r = case.recorded();
+    let r = case.pass();
     let mut table = r.program.table.clone();
-    let chk = replay_check(&mut table, Addr(r.elf.entry), &case.trace).unwrap();
-    let (_, functional) =
-        retrace_sim::check::functional_pc_sequence(&r.elf, host(&case.prog.path), BUDGET).unwrap();
+    let chk = replay_check(&mut table, Addr(r.elf.entry), &r.trace[..]).unwrap();
     let mut bad = Vec::new();
-    if chk != functional {
+    if chk != r.pcs {
         bad.push(format!(
             "{}: replay pc sequence {} insns hash {:016x}, functional {} insns hash {:016x}",
             case.name(),
             chk.instructions,
             chk.hash,
-            functional.instructions,
-            functional.hash
+            r.pcs.instructions,
+            r.pcs.hash
         ));
     }
-    if r.instructions != functional.instructions {
+    if r.instructions != r.pcs.instructions {
         bad.push(format!(
-            "{}: recorded {} instructions, functional run {}",
+            "{}: recorded {} instructions, the pc summary saw {}",
             case.name(),
             r.instructions,
-            functional.instructions
+            r.pcs.instructions
         ));
     }
     all_ok(bad)
 }
 
 /// Estimate against the cycle-level engine: equal when `exact`, else
-/// within 2% (the data cache, estimated from a measured miss rate).
-fn core_row(case: &Case, core: &CoreModel, fidelity: Fidelity, exact: bool) -> Result<(), Failed> {
-    let r = case.recorded();
-    let name = case.prog.file_name();
-    let (run, obs) = run_cycle_level(
-        &r.elf,
-        host(&case.prog.path),
-        Console::null(),
-        BUDGET,
+/// within 2% (the data cache, estimated from a measured miss rate); with
+/// `memo`, the memoised replay against the step-by-step one too.
+fn core_row(case: &Case, row: usize) -> Result<(), Failed> {
+    let r = case.pass();
+    let Row {
         core,
-        &[],
-    )
-    .unwrap();
-    if run.instructions != r.instructions {
-        return Err(format!(
-            "{name} on {}: cycle-level engine ran {} instructions, the recording {}",
-            core.name, run.instructions, r.instructions
-        )
-        .into());
-    }
-    let reference = obs.core().cycles();
+        fidelity,
+        exact,
+        memo,
+        ..
+    } = &case.rows[row];
+    let (fidelity, exact) = (*fidelity, *exact);
+    let name = case.prog.file_name();
+    let reference = r.cycles[row].expect("a row runs only on cores that support its program");
     let est = estimate_trace(
         &r.program.table,
         Addr(r.elf.entry),
-        &case.trace,
+        &r.trace[..],
         std::slice::from_ref(core),
         fidelity,
         None,
@@ -174,21 +222,32 @@ fn core_row(case: &Case, core: &CoreModel, fidelity: Fidelity, exact: bool) -> R
             .into());
         }
     }
+    if *memo {
+        let memoised = (fidelity == Fidelity::Fast).then_some(est[0].0);
+        memo_matches_stepwise(case, core, memoised)?;
+    }
     Ok(())
 }
 
 /// The memoised replay (`fast`) gives the step-by-step replay's numbers
-/// exactly, also on the core whose fast estimate is not the cycle-level
-/// one (rocket: static prediction instead of its predictor).
-fn memo_row(case: &Case, core: &CoreModel) -> Result<(), Failed> {
-    let r = case.recorded();
+/// exactly; `memoised` is its estimate when the caller has it already.
+fn memo_matches_stepwise(
+    case: &Case,
+    core: &CoreModel,
+    memoised: Option<retrace_estimate::Estimate>,
+) -> Result<(), Failed> {
+    let r = case.pass();
     let name = case.prog.file_name();
     let cores = std::slice::from_ref(core);
     let entry = Addr(r.elf.entry);
     let table = &r.program.table;
-    let memo = estimate_trace(table, entry, &case.trace, cores, Fidelity::Fast, None);
-    let step = estimate_trace_stepwise(table, entry, &case.trace, cores, Fidelity::Fast, None);
-    let (mut memo, step) = (memo.unwrap()[0].0, step.unwrap()[0].0);
+    let trace = &r.trace[..];
+    let mut memo = match memoised {
+        Some(e) => e,
+        None => estimate_trace(table, entry, trace, cores, Fidelity::Fast, None).unwrap()[0].0,
+    };
+    let step =
+        estimate_trace_stepwise(table, entry, trace, cores, Fidelity::Fast, None).unwrap()[0].0;
     let used = memo.memoised;
     memo.memoised = step.memoised;
     let mut bad = Vec::new();
@@ -205,57 +264,63 @@ fn memo_row(case: &Case, core: &CoreModel) -> Result<(), Failed> {
 }
 
 fn main() {
-    let scratch = scratch_dir("exact");
+    let rocket = preset("rocket").unwrap();
+    let fast = |name: &'static str, memo: bool| Row {
+        name,
+        core: preset(name).unwrap(),
+        fidelity: Fidelity::Fast,
+        exact: true,
+        memo,
+    };
+    let rows = Arc::new(vec![
+        fast("ideal", false),
+        fast("picorv32", true),
+        fast("inorder5", true),
+        Row {
+            name: "rocket",
+            core: rocket.without_dcache(),
+            fidelity: Fidelity::Control,
+            exact: true,
+            memo: false,
+        },
+        Row {
+            name: "rocket-dcache",
+            core: rocket,
+            fidelity: Fidelity::Control,
+            exact: false,
+            memo: false,
+        },
+    ]);
     let cases: Vec<Arc<Case>> = example_programs()
         .into_iter()
         .map(|prog| {
-            let trace = scratch.join(format!("{}.rtrace", prog.name));
             Arc::new(Case {
                 prog,
-                trace,
-                recorded: OnceLock::new(),
+                rows: rows.clone(),
+                run: OnceLock::new(),
             })
         })
         .collect();
-    let xlen = |c: &Case| {
-        if c.prog.xlen == 32 {
-            Xlen::Rv32
-        } else {
-            Xlen::Rv64
-        }
-    };
-
-    // (row name, core, fidelity, exact)
-    let rocket = preset("rocket").unwrap();
-    let mut rows: Vec<(&str, CoreModel, Fidelity, bool)> = Vec::new();
-    for name in ["ideal", "picorv32", "inorder5"] {
-        rows.push((name, preset(name).unwrap(), Fidelity::Fast, true));
-    }
-    rows.push(("rocket", rocket.without_dcache(), Fidelity::Control, true));
-    rows.push(("rocket-dcache", rocket, Fidelity::Control, false));
 
     // Row kinds outside, programs inside: the two workers start on
-    // different programs instead of one waiting for the other's recording,
-    // and the long cycle-level rows start first.
+    // different programs instead of one waiting for the other's run.
     let mut trials = Vec::new();
-    for (row, core, fidelity, exact) in &rows {
-        for case in cases.iter().filter(|c| core.supports(xlen(c))) {
-            let (case, core, fidelity, exact) = (case.clone(), core.clone(), *fidelity, *exact);
+    for (i, row) in rows.iter().enumerate() {
+        for case in cases.iter().filter(|c| row.core.supports(c.xlen())) {
+            let case = case.clone();
             trials.push(Trial::test(
-                format!("exact::{}::{row}", case.name()),
-                move || core_row(&case, &core, fidelity, exact),
+                format!("exact::{}::{}", case.name(), row.name),
+                move || core_row(&case, i),
             ));
         }
     }
-    for name in ["rocket", "inorder5", "picorv32"] {
-        let core = preset(name).unwrap();
-        for case in cases.iter().filter(|c| core.supports(xlen(c))) {
-            let (case, core) = (case.clone(), core.clone());
-            trials.push(Trial::test(
-                format!("exact::{}::memo-{name}", case.name()),
-                move || memo_row(&case, &core),
-            ));
-        }
+    let rocket = preset("rocket").unwrap();
+    for case in cases.iter().filter(|c| rocket.supports(c.xlen())) {
+        let (case, core) = (case.clone(), rocket.clone());
+        trials.push(Trial::test(
+            format!("exact::{}::memo-rocket", case.name()),
+            move || memo_matches_stepwise(&case, &core, None),
+        ));
     }
     for case in &cases {
         let case = case.clone();
@@ -264,7 +329,5 @@ fn main() {
             move || replay_check_row(&case),
         ));
     }
-    trials::run(trials, move || {
-        let _ = std::fs::remove_dir_all(&scratch);
-    })
+    trials::run(trials, || {})
 }
