@@ -163,11 +163,23 @@ impl CoreModel {
     pub fn from_toml(text: &str, origin: &str) -> Result<CoreModel, ModelError> {
         let raw: RawModel = toml::from_str(text).map_err(|e| {
             let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((0, 0));
+            let mut message = e.message().to_string();
+            // A number too large for its field: the reader names the type,
+            // not the field; quote the line so the field is in the message.
+            if message.contains("expected u32") {
+                if let Some(src) = text.lines().nth(line.saturating_sub(1)) {
+                    message = format!(
+                        "{} (in `{}`; cycle counts go up to {MAX_CYCLES}, sizes up to 1048576)",
+                        message.replace("expected u32", "expected a whole number"),
+                        src.trim()
+                    );
+                }
+            }
             ModelError::Syntax {
                 origin: origin.to_string(),
                 line,
                 column,
-                message: e.message().to_string(),
+                message,
             }
         })?;
         raw.validate(origin)
@@ -227,6 +239,11 @@ pub enum ModelError {
         allowed: String,
     },
 }
+
+/// The largest cycle count a core description may give (a latency, an
+/// occupancy, a penalty): a million cycles, far beyond any real core, and
+/// small enough that the timing rule's sums of them cannot overflow.
+pub const MAX_CYCLES: u32 = 1_000_000;
 
 // ----- the TOML schema -------------------------------------------------------
 
@@ -330,23 +347,33 @@ impl RawModel {
         // that blocks for N cycles delivers its result after N cycles.
         let occupancy = self.occupancy.table(|_| 1);
         let latency = self.latency.table(|c| occupancy.get(c));
+        // Every cycle count is bounded, so no sum the timing rule forms can
+        // wrap: a value beyond the bound is a typo, not a core.
+        let cycles = |field: &str, v: u32, min: u32| {
+            if (min..=MAX_CYCLES).contains(&v) {
+                Ok(v)
+            } else {
+                Err(invalid(
+                    field,
+                    v.to_string(),
+                    &format!("{min} to {MAX_CYCLES} cycles"),
+                ))
+            }
+        };
         for class in TimingClass::ALL {
-            if occupancy.get(class) == 0 {
-                return Err(invalid(
-                    &format!("occupancy.{class}"),
-                    "0".into(),
-                    "at least 1 cycle",
-                ));
-            }
-            if latency.get(class) == 0 {
-                return Err(invalid(
-                    &format!("latency.{class}"),
-                    "0".into(),
-                    "at least 1 cycle",
-                ));
-            }
+            cycles(&format!("occupancy.{class}"), occupancy.get(class), 1)?;
+            cycles(&format!("latency.{class}"), latency.get(class), 1)?;
         }
         let b = &self.branch;
+        for (field, v) in [
+            ("branch.mispredict_penalty", b.mispredict_penalty),
+            ("branch.taken_penalty", b.taken_penalty),
+            ("branch.jal_penalty", b.jal_penalty),
+            ("branch.jalr_penalty", b.jalr_penalty),
+            ("branch.return_penalty", b.return_penalty),
+        ] {
+            cycles(field, v, 0)?;
+        }
         let power_of_two = |field: &str, v: u32| {
             if v.is_power_of_two() && v <= 1 << 20 {
                 Ok(v)
@@ -397,11 +424,22 @@ impl RawModel {
             power_of_two(&format!("{name}.line"), c.line)?;
             power_of_two(&format!("{name}.ways"), c.ways)?;
             power_of_two(&format!("{name}.size"), c.size)?;
-            if c.line < 4 || c.size < c.line * c.ways {
+            cycles(&format!("{name}.miss_penalty"), c.miss_penalty, 0)?;
+            if c.line < 4 {
+                return Err(invalid(
+                    &format!("{name}.line"),
+                    c.line.to_string(),
+                    "a power of two from 4 to 1048576 bytes",
+                ));
+            }
+            if u64::from(c.size) < u64::from(c.line) * u64::from(c.ways) {
                 return Err(invalid(
                     &format!("{name}.size"),
                     c.size.to_string(),
-                    "at least ways × line bytes, with lines of at least 4 bytes",
+                    &format!(
+                        "at least ways × line = {} bytes",
+                        u64::from(c.line) * u64::from(c.ways)
+                    ),
                 ));
             }
             Ok(Some(CacheModel {
@@ -473,6 +511,69 @@ mod tests {
         let m = CoreModel::from_toml(text, "c.toml").unwrap();
         assert_eq!(m.latency.get(TimingClass::LoadWord), 5);
         assert_eq!(m.latency.get(TimingClass::Alu), 1);
+    }
+
+    /// Each out-of-range number is reported against its own field, with
+    /// the range allowed.
+    #[test]
+    fn numbers_out_of_range_name_their_field() {
+        let base = "name = \"x\"\nxlen = [32]\n";
+        let cache = "size = 1024\nways = 2\nline = 32\nmiss_penalty = 5\n";
+        for (body, field) in [
+            (
+                "[branch]\ntaken_penalty = 4294967295\nmispredict_penalty = 1\n".to_string(),
+                "branch.taken_penalty",
+            ),
+            ("[latency]\ndiv = 1000001\n".into(), "latency.div"),
+            ("[occupancy]\nmul = 2000000\n".into(), "occupancy.mul"),
+            (
+                "[branch]\njalr_penalty = 1000001\n".into(),
+                "branch.jalr_penalty",
+            ),
+            (
+                format!("[icache]\n{}", cache.replace("line = 32", "line = 2")),
+                "icache.line",
+            ),
+            (
+                format!(
+                    "[dcache]\n{}",
+                    cache.replace("miss_penalty = 5", "miss_penalty = 3000000")
+                ),
+                "dcache.miss_penalty",
+            ),
+            (
+                format!("[dcache]\n{}", cache.replace("size = 1024", "size = 16")),
+                "dcache.size",
+            ),
+            (
+                "[icache]\nsize = 1048576\nways = 1048576\nline = 1048576\nmiss_penalty = 1\n"
+                    .into(),
+                "icache.size",
+            ),
+        ] {
+            let msg = CoreModel::from_toml(&format!("{base}{body}"), "c.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(msg.contains(&format!("`{field}`")), "{field}: {msg}");
+        }
+        // Beyond u32 the TOML reader refuses it; the line names the field.
+        let msg = CoreModel::from_toml(
+            &format!("{base}[branch]\ntaken_penalty = 4294967296\n"),
+            "c.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            msg.starts_with("c.toml:4:") && msg.contains("`taken_penalty = 4294967296`"),
+            "{msg}"
+        );
+        // The largest allowed values load, and the timing rule's sums of
+        // them stay far from wrapping.
+        let big = format!(
+            "{base}[branch]\ntaken_penalty = {MAX_CYCLES}\nmispredict_penalty = {MAX_CYCLES}\n"
+        );
+        let m = CoreModel::from_toml(&big, "c.toml").unwrap();
+        assert_eq!(m.branch.taken_penalty, MAX_CYCLES);
     }
 
     #[test]

@@ -79,7 +79,7 @@ impl Pipeline {
         self.cycle = start
             + u64::from(facts.occupancy)
             + mem_stall
-            + u64::from(control_penalty(&costs.branch, flow, ev));
+            + control_penalty(&costs.branch, flow, ev);
     }
 
     /// The state that matters for the future, relative to the current cycle:
@@ -210,11 +210,12 @@ impl OpTable {
 
 /// Extra cycles that control flow costs after an instruction issues.
 #[inline]
-fn control_penalty(b: &BranchModel, flow: Flow, ev: Events) -> u32 {
-    match flow {
+fn control_penalty(b: &BranchModel, flow: Flow, ev: Events) -> u64 {
+    // In u64: a sum of two u32 penalties cannot wrap there.
+    let penalty = match flow {
         Flow::CondBranch => {
-            (if ev.taken { b.taken_penalty } else { 0 })
-                + (if ev.mispredict {
+            return u64::from(if ev.taken { b.taken_penalty } else { 0 })
+                + u64::from(if ev.mispredict {
                     b.mispredict_penalty
                 } else {
                     0
@@ -230,7 +231,8 @@ fn control_penalty(b: &BranchModel, flow: Flow, ev: Events) -> u32 {
         }
         Flow::Return | Flow::IndirectJump | Flow::IndirectCall => b.jalr_penalty,
         _ => 0,
-    }
+    };
+    u64::from(penalty)
 }
 
 #[cfg(test)]
