@@ -424,6 +424,28 @@ pub struct DcacheMeasurement {
 }
 
 impl DcacheMeasurement {
+    /// Why this measurement cannot be a real one, if it cannot: a
+    /// geometry no cache has (sizes powers of two, lines of at least 4
+    /// bytes, at least `ways × line` bytes) or more misses than accesses.
+    pub fn implausible(&self) -> Option<String> {
+        let (size, ways, line) = (self.size, self.ways, self.line);
+        if !(size.is_power_of_two() && ways.is_power_of_two() && line.is_power_of_two())
+            || line < 4
+            || u64::from(size) < u64::from(ways) * u64::from(line)
+        {
+            return Some(format!(
+                "cache geometry size {size}, ways {ways}, line {line} is not one a cache can have"
+            ));
+        }
+        if self.misses > self.accesses {
+            return Some(format!(
+                "{} misses out of {} accesses",
+                self.misses, self.accesses
+            ));
+        }
+        None
+    }
+
     /// Misses per access (0 when there were no accesses).
     pub fn miss_rate(&self) -> f64 {
         if self.accesses == 0 {

@@ -377,6 +377,19 @@ impl<R: Read> TraceReader<R> {
                         format!("trailer counts {segments} segments, the file has {seen}"),
                     ));
                 }
+                if let Some(m) = self
+                    .dcache
+                    .iter()
+                    .find(|m| m.accesses > totals.instructions)
+                {
+                    return Err(corrupt(
+                        at,
+                        format!(
+                            "the measurements block counts {} data accesses for a {}×{} B cache in a run of {} instructions (at most one each)",
+                            m.accesses, m.ways, m.line, totals.instructions
+                        ),
+                    ));
+                }
                 self.totals = Some((totals, segments));
                 Ok(())
             }
@@ -408,16 +421,25 @@ impl<R: Read> TraceReader<R> {
             return Err(corrupt(at, "measurements block checksum mismatch".into()));
         }
         let mut c = Cursor { buf: &body, pos: 0 };
-        for _ in 0..n {
+        for i in 0..n {
             let (size, ways, line) = (c.u32(), c.u32(), c.u32());
             let (accesses, misses) = (c.u64(), c.u64());
-            self.dcache.push(DcacheMeasurement {
+            let m = DcacheMeasurement {
                 size: size.unwrap_or(0),
                 ways: ways.unwrap_or(0),
                 line: line.unwrap_or(0),
                 accesses: accesses.unwrap_or(0),
                 misses: misses.unwrap_or(0),
-            });
+            };
+            // A checksum proves the bytes are the writer's, not that the
+            // writer was sane: every field an estimate uses is checked.
+            if let Some(why) = m.implausible() {
+                return Err(corrupt(
+                    at,
+                    format!("measurement {i} of the measurements block: {why}"),
+                ));
+            }
+            self.dcache.push(m);
         }
         self.offset += whole.len() as u64 + 4;
         Ok(())

@@ -120,12 +120,72 @@ fn dcache_measurements_roundtrip() {
         accesses: 1000,
         misses: 37,
     };
-    w.finish_with(&Totals::default(), &[m]).unwrap();
+    let totals = Totals {
+        instructions: 5000,
+        ..Totals::default()
+    };
+    w.finish_with(&totals, &[m]).unwrap();
     let mut r = TraceReader::new(&buf[..]).unwrap();
     assert_eq!(r.next_bit(0).unwrap(), Some(true));
     let (_, d) = r.finish_all().unwrap();
     assert_eq!(d, vec![m]);
     assert!((d[0].miss_rate() - 0.037).abs() < 1e-12);
+}
+
+/// A measurements block with a valid checksum but figures no run can have
+/// (more misses than accesses once printed 1.86e15 cycles) is refused,
+/// naming what is wrong.
+#[test]
+fn implausible_measurements_are_refused() {
+    let good = retrace_trace::DcacheMeasurement {
+        size: 16384,
+        ways: 4,
+        line: 64,
+        accesses: 1000,
+        misses: 37,
+    };
+    let cases = [
+        (
+            retrace_trace::DcacheMeasurement {
+                misses: 1001,
+                ..good
+            },
+            "1001 misses out of 1000 accesses",
+        ),
+        (
+            retrace_trace::DcacheMeasurement { line: 2, ..good },
+            "cache geometry",
+        ),
+        (
+            retrace_trace::DcacheMeasurement { size: 3000, ..good },
+            "cache geometry",
+        ),
+        (
+            retrace_trace::DcacheMeasurement { size: 64, ..good },
+            "cache geometry",
+        ),
+        (
+            retrace_trace::DcacheMeasurement {
+                accesses: 1 << 40,
+                ..good
+            },
+            "data accesses",
+        ),
+    ];
+    for (m, why) in cases {
+        let mut buf = Vec::new();
+        let mut w = TraceWriter::new(&mut buf, &Header::new(1, 32, 1)).unwrap();
+        w.branch(0, true);
+        let totals = Totals {
+            instructions: 5000,
+            ..Totals::default()
+        };
+        w.finish_with(&totals, &[m]).unwrap();
+        let mut r = TraceReader::new(&buf[..]).unwrap();
+        assert_eq!(r.next_bit(0).unwrap(), Some(true));
+        let err = r.finish_all().unwrap_err().to_string();
+        assert!(err.contains(why), "{m:?}: {err}");
+    }
 }
 
 #[test]
