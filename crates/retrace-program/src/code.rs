@@ -51,22 +51,24 @@ pub struct Code {
 }
 
 impl Code {
-    /// The code of an ELF file: its executable sections, or its executable
-    /// segments when it has no section headers.
+    /// The code of an ELF file: what its executable `PT_LOAD` segments put
+    /// in memory — the bytes the machine runs, as QEMU loads them — not
+    /// what the section headers say (which a stripped or edited file may
+    /// contradict; the disassembler still follows sections, as objdump
+    /// does). A segment is decoded at its load address (`p_paddr`, where
+    /// the machine places it) and, when it is linked to run elsewhere
+    /// (`p_vaddr`, code the start-up copies into RAM), there too.
     pub fn from_elf(elf: &Elf) -> Result<Code, ProgramError> {
-        let mut regions: Vec<(Addr, Vec<u8>)> = elf
-            .code_sections
+        let mut regions: Vec<(Addr, Vec<u8>)> = Vec::new();
+        for s in elf
+            .segments
             .iter()
-            .filter(|s| !s.data.is_empty())
-            .map(|s| (Addr(s.addr), s.data.clone()))
-            .collect();
-        if regions.is_empty() {
-            regions = elf
-                .segments
-                .iter()
-                .filter(|s| s.flags.x() && !s.data.is_empty())
-                .map(|s| (Addr(s.vaddr), s.data.clone()))
-                .collect();
+            .filter(|s| s.flags.x() && !s.data.is_empty())
+        {
+            regions.push((Addr(s.paddr), s.data.clone()));
+            if s.vaddr != s.paddr {
+                regions.push((Addr(s.vaddr), s.data.clone()));
+            }
         }
         let mut code = Code::from_regions(elf.xlen, regions)?;
         code.data = elf

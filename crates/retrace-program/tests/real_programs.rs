@@ -96,3 +96,43 @@ proptest! {
         }
     }
 }
+
+/// The table is made from what the segments load, not from the section
+/// headers: a file whose executable sections claim other addresses (an
+/// edited or damaged section table; the loaded bytes are unchanged) gets
+/// the same table. It used to be built from the sections, so such a file
+/// recorded fine and then failed to estimate for a wrong reason.
+#[test]
+fn code_comes_from_the_loaded_segments_not_the_section_headers() {
+    let name = "crc32-rv32-O2.elf";
+    let mut bytes = example_program(name).bytes();
+    let original = Program::analyse(&Elf::parse(&bytes).unwrap()).unwrap();
+    // ELF32: e_shoff at 0x20, e_shentsize at 0x2e, e_shnum at 0x30; a
+    // section header's sh_flags at +8 and sh_addr at +12.
+    let le32 = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let le16 = |b: &[u8], at: usize| u16::from_le_bytes(b[at..at + 2].try_into().unwrap());
+    let (shoff, shentsize, shnum) = (
+        le32(&bytes, 0x20) as usize,
+        le16(&bytes, 0x2e) as usize,
+        le16(&bytes, 0x30) as usize,
+    );
+    let mut moved = 0;
+    for i in 0..shnum {
+        let sh = shoff + i * shentsize;
+        const SHF_EXECINSTR: u32 = 4;
+        if le32(&bytes, sh + 8) & SHF_EXECINSTR != 0 {
+            let addr = le32(&bytes, sh + 12) + 0x10_0000;
+            bytes[sh + 12..sh + 16].copy_from_slice(&addr.to_le_bytes());
+            moved += 1;
+        }
+    }
+    assert!(moved > 0);
+    let elf = Elf::parse(&bytes).unwrap();
+    assert_ne!(elf.code_sections[0].addr, bin(name).code_sections[0].addr);
+    let edited = Program::analyse(&elf).unwrap();
+    assert_eq!(edited.table.len(), original.table.len());
+    assert!(edited.table.lookup(Addr(elf.entry)).is_some());
+    for (_, p) in original.table.iter() {
+        assert!(edited.table.lookup(p.start).is_some(), "{} lost", p.start);
+    }
+}
