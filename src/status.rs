@@ -13,6 +13,7 @@
 //! | 124 | the program ran past `--max-insns` |
 //! | 125 | retrace could not do the job: a missing, malformed or foreign input file (ELF, trace, TOML, CSV) |
 //! | 126 | the simulated program faulted: illegal instruction, access outside memory, unhandled trap |
+//! | 130, 143 | `record` stopped by SIGINT (Ctrl-C) or SIGTERM: no trace written, the old one kept |
 
 use std::fmt;
 
@@ -27,6 +28,9 @@ pub enum Status {
     BadInput,
     /// 126: the simulated program faulted.
     Fault,
+    /// 128 + the signal's number: stopped by a signal (the shell's
+    /// convention: 130 for SIGINT, 143 for SIGTERM).
+    Interrupted(u8),
 }
 
 impl Status {
@@ -37,6 +41,7 @@ impl Status {
             Status::Runaway => 124,
             Status::BadInput => 125,
             Status::Fault => 126,
+            Status::Interrupted(signal) => 128u8.saturating_add(signal),
         }
     }
 }

@@ -8,11 +8,13 @@ use crate::report::{csv_of, print, Format, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
 use retrace_estimate::compare::add_geometry;
-use retrace_sim::record::{record_run, RecordError};
-use retrace_sim::{Console, StopReason};
+use retrace_sim::record::{record_run_watched, RecordError};
+use retrace_sim::{Console, Observer, StopReason};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Arguments of `retrace record`.
@@ -109,8 +111,40 @@ fn parse_geometry(text: &str) -> Result<retrace_timing::CacheModel, String> {
         .ok_or_else(|| format!("`{text}`: not a cache geometry"))
 }
 
+/// Stops the run once a signal has asked for it: polled by the engine
+/// between blocks, so the recording ends within microseconds of Ctrl-C.
+struct StopOnSignal<'a>(&'a AtomicUsize);
+
+impl Observer for StopOnSignal<'_> {
+    // Only `keep_going`: no hook on any instruction.
+    const RETIRE: bool = false;
+    fn keep_going(&mut self) -> bool {
+        self.0.load(Ordering::Relaxed) == 0
+    }
+}
+
+/// SIGINT and SIGTERM stop the recording instead of the process: the first
+/// sets the returned number to the signal's; a second ends the process at
+/// once, with the shell's status for it.
+fn stop_on_signals() -> std::io::Result<Arc<AtomicUsize>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let signal = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(AtomicBool::new(false));
+    for sig in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, Arc::clone(&seen))?;
+        signal_hook::flag::register(sig, Arc::clone(&seen))?;
+        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
+    }
+    Ok(signal)
+}
+
 /// Entry point of `retrace record`.
+///
+/// Interrupted (SIGINT, SIGTERM), it stops the run, writes nothing and
+/// leaves a trace already at the output path as it was: a trace of part of
+/// a run is never left where a whole one is expected.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    let signal = stop_on_signals().map_err(|e| anyhow!("cannot handle signals: {e}"))?;
     let elf = load_elf(&args.program)?;
     let shown = args.program.display().to_string();
     // The trace is written to a temporary file beside the target and
@@ -157,7 +191,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         is_tty: [false; 3],
     };
     let start = Instant::now();
-    let rec = record_run(
+    let rec = record_run_watched(
         &elf,
         host(&shown, &args.program_args.args),
         console,
@@ -165,8 +199,25 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         std::io::BufWriter::with_capacity(1 << 20, file),
         header,
         &dcaches,
+        &mut StopOnSignal(&signal),
     );
     let wall = start.elapsed().as_secs_f64();
+    let signal = signal.load(Ordering::Relaxed);
+    if signal != 0 {
+        // `partial` is removed when dropped; the target is untouched.
+        let name = if signal == signal_hook::consts::SIGINT as usize {
+            "SIGINT"
+        } else {
+            "SIGTERM"
+        };
+        return Err(tag(
+            anyhow!(
+                "recording of {shown} interrupted by {name}: no trace written ({} is as it was); run it again to the end, or bound it with --max-insns",
+                args.output.display()
+            ),
+            Status::Interrupted(signal as u8),
+        ));
+    }
     let rec = match rec {
         Ok(r) => r,
         Err(e) => {
