@@ -665,8 +665,10 @@ enum Slow {
 }
 
 impl Machine {
-    /// Run hart `h` for at most `budget` instructions. Returns the stop
-    /// reason, or `None` when the budget ran out first.
+    /// Run hart `h` for at most `budget` instructions and trap entries
+    /// together (a handler that traps itself retires nothing, and must not
+    /// run forever). Returns the stop reason, or `None` when the budget ran
+    /// out first.
     pub(crate) fn run_hart<const RV64: bool, O: Observer>(
         &mut self,
         h: usize,
@@ -694,6 +696,7 @@ impl Machine {
                         if let Some(stop) = self.trap(h, cause, tval, obs) {
                             return Some(stop);
                         }
+                        budget = budget.saturating_sub(1);
                         continue;
                     }
                 },
@@ -742,6 +745,7 @@ impl Machine {
                     if let Some(stop) = self.trap(h, cause, tval, obs) {
                         return Some(stop);
                     }
+                    budget = budget.saturating_sub(1);
                 }
                 BlockExit::Store => {
                     if let Some(code) = self.htif.exit.take() {
@@ -757,8 +761,10 @@ impl Machine {
                         Slow::Continue { retired } => {
                             if retired {
                                 self.harts[h].stats.instructions += 1;
-                                budget -= 1;
                             }
+                            // Not retired: it trapped into a handler,
+                            // which counts against the budget as well.
+                            budget = budget.saturating_sub(1);
                         }
                         Slow::Stop { reason, retired } => {
                             if retired {

@@ -342,7 +342,10 @@ impl Machine {
     }
 
     /// Run until the program stops or `max_insns` instructions (over all
-    /// harts) have retired. Harts take turns of 10 000 instructions.
+    /// harts) have retired — each trap taken into a handler counting as
+    /// one more, so that a handler which traps itself (and so never
+    /// retires anything) still ends as a runaway. Harts take turns of
+    /// 10 000 instructions.
     pub fn run<O: Observer>(&mut self, max_insns: Option<u64>, obs: &mut O) -> RunResult {
         let limit = max_insns.unwrap_or(u64::MAX);
         let mut left = limit;
@@ -356,9 +359,10 @@ impl Machine {
                 } else {
                     left.min(QUANTUM)
                 };
-                let before = self.harts[h].stats.instructions;
+                let work = |m: &Machine| m.harts[h].stats.instructions + m.harts[h].stats.traps;
+                let before = work(self);
                 let stop = self.run_hart_for(h, turn, obs);
-                left -= self.harts[h].stats.instructions - before;
+                left = left.saturating_sub(work(self) - before);
                 if let Some(stop) = stop {
                     break 'run stop;
                 }
@@ -373,8 +377,9 @@ impl Machine {
         }
     }
 
-    /// Run hart `h` alone for at most `budget` instructions: `None` if the
-    /// budget ran out, else why it stopped. This is the building block for
+    /// Run hart `h` alone for at most `budget` instructions and trap
+    /// entries together: `None` if the budget ran out, else why it
+    /// stopped. This is the building block for
     /// engines that schedule harts themselves.
     pub fn run_hart_for<O: Observer>(
         &mut self,

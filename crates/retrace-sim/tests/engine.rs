@@ -168,6 +168,27 @@ fn traps_go_to_the_handler_or_stop_the_run() {
     }
 }
 
+/// A handler that traps itself retires nothing, ever: each trap counts
+/// against the instruction budget, so the run still ends as a runaway
+/// instead of spinning forever (it once did, whatever `--max-insns` said).
+#[test]
+fn a_handler_that_traps_itself_ends_as_a_runaway() {
+    // 0: auipc t0, 0; 4: addi t0, t0, 12; 8: csrw mtvec, t0;
+    // c: the handler — an illegal instruction, or an ecall
+    for handler in [0xffff_ffff, 0x0000_0073] {
+        let code = [0x0000_0297, 0x00c2_8293, 0x3052_9073, handler];
+        let mut m = machine(&code);
+        let r = m.run(Some(1000), &mut ());
+        assert!(
+            matches!(r.stop, StopReason::Runaway { limit: 1000 }),
+            "{handler:#x}: {:?}",
+            r.stop
+        );
+        assert_eq!(r.instructions, 3, "{handler:#x}");
+        assert_eq!(m.harts[0].stats.traps, 997, "{handler:#x}");
+    }
+}
+
 /// Data addresses one [`Observer::memory`] call at a time.
 #[derive(Default)]
 struct EachAddress(Vec<u64>);
