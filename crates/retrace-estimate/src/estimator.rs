@@ -223,6 +223,11 @@ pub struct Estimator {
     frontend: Frontend,
     facts: Vec<PpFacts>,
     scratch: Vec<(Inst, Events)>,
+    /// The fetch misses of the partial program being timed when its path
+    /// touches more than 64 I-cache lines (bit `k % 64` of word `k / 64`:
+    /// the `k`-th line fetch missed): [`Estimator::fetch`]'s mask has one
+    /// bit per line only up to 64, and then just says whether any missed.
+    long_misses: Vec<u64>,
     /// Executions and cycles of partial programs outside the node graph
     /// (slow steps), indexed by [`PpId`].
     extra: Vec<(u64, u64)>,
@@ -254,6 +259,7 @@ impl Estimator {
             },
             facts: Vec::new(),
             scratch: Vec::new(),
+            long_misses: Vec::new(),
             extra: Vec::new(),
             result: Estimate::default(),
             span_stats: Default::default(),
@@ -408,24 +414,49 @@ impl Estimator {
     }
 
     /// Fetch the first `n` instructions' lines through the I-cache; returns
-    /// the miss mask (bit k: the k-th line fetch missed).
+    /// the miss mask (bit k: the k-th line fetch missed). A path of more
+    /// than 64 lines keeps its misses in `long_misses` instead, and the
+    /// mask is then 1 when any missed: folding lines past the 64th into one
+    /// bit once charged a miss to every late line when one of them missed
+    /// (tens of cycles on AES's unrolled rounds).
     #[inline]
     fn fetch(&mut self, pp: PpId, n: u32) -> u64 {
         if self.frontend.icache().is_none() {
             return 0;
         }
+        let lines = &self.facts[pp.index()].line_starts;
+        let long = lines.len() > 64;
+        if long {
+            self.long_misses.clear();
+            self.long_misses.resize(lines.len().div_ceil(64), 0);
+        }
         let mut mask = 0u64;
-        for (k, &(idx, pc)) in self.facts[pp.index()].line_starts.iter().enumerate() {
+        for (k, &(idx, pc)) in lines.iter().enumerate() {
             if idx >= n {
                 break;
             }
             if self.frontend.fetch_misses(pc) {
-                // Paths that touch more than 64 lines fold into the top bit;
-                // the memo is then bypassed for them (see `time_path`).
-                mask |= 1 << k.min(63);
+                if long {
+                    self.long_misses[k / 64] |= 1 << (k % 64);
+                    mask = 1;
+                } else {
+                    mask |= 1 << k;
+                }
             }
         }
         mask
+    }
+
+    /// How many line fetches missed, from [`Estimator::fetch`]'s mask.
+    fn miss_count(&self, pp: PpId, mask: u64) -> u64 {
+        if self.facts[pp.index()].line_starts.len() > 64 {
+            self.long_misses
+                .iter()
+                .map(|w| u64::from(w.count_ones()))
+                .sum()
+        } else {
+            u64::from(mask.count_ones())
+        }
     }
 
     /// Time `n` instructions of `pp` from the current signature with the
@@ -438,8 +469,13 @@ impl Estimator {
         end: EndOutcome,
         fetch_misses: u64,
     ) -> u64 {
-        let full =
-            n == self.facts[pp.index()].len && self.facts[pp.index()].line_starts.len() <= 64;
+        let long = self.facts[pp.index()].line_starts.len() > 64;
+        // The end instruction's outcome applies when the whole path ran;
+        // the result is memoised only then, and only when the misses fit
+        // the key's mask. (The two were one flag once, and a path of more
+        // than 64 lines lost its branch's taken and mispredict cycles.)
+        let whole = n == self.facts[pp.index()].len;
+        let full = whole && !long;
         let key = Key {
             entry: self.sig,
             pp,
@@ -459,11 +495,15 @@ impl Estimator {
             let mut ev = Events::default();
             while line_k < lines.len() && lines[line_k].0 as usize <= k {
                 if lines[line_k].0 as usize == k {
-                    ev.fetch_miss = fetch_misses & (1 << line_k.min(63)) != 0;
+                    ev.fetch_miss = if long {
+                        self.long_misses[line_k / 64] >> (line_k % 64) & 1 != 0
+                    } else {
+                        fetch_misses >> line_k & 1 != 0
+                    };
                 }
                 line_k += 1;
             }
-            if k + 1 == n as usize && full {
+            if k + 1 == n as usize && whole {
                 ev.taken = end.taken;
                 ev.mispredict = end.mispredicted;
             }
@@ -559,7 +599,12 @@ impl Visit<PpTable> for Estimator {
             Leave::Indirect | Leave::Continue => {}
         }
         if misses != 0 {
-            self.result.icache_misses += u64::from(misses.count_ones());
+            self.result.icache_misses += self.miss_count(pp, misses);
+            // A cached edge moves to its next node without setting `sig`:
+            // the pipeline state this step starts from is the node's.
+            if self.node != NO_NODE {
+                self.sig = self.nodes[self.node as usize].sig;
+            }
             return self.slow_step(table, pp, len, end, misses);
         }
         self.result.mem_ops += u64::from(mem_ops);
@@ -611,7 +656,7 @@ impl Visit<PpTable> for Estimator {
             self.sig = self.nodes[self.node as usize].sig;
         }
         let misses = self.fetch(pp, executed);
-        self.result.icache_misses += u64::from(misses.count_ones());
+        self.result.icache_misses += self.miss_count(pp, misses);
         self.result.instructions += u64::from(executed);
         // The run ended inside or at the end of this partial program: its end
         // instruction's control outcome is unknown and did not happen.
