@@ -145,3 +145,28 @@ pub fn check_trace(trace: &Path, elf: &Elf, shown: &str) -> anyhow::Result<retra
     }
     Ok(h)
 }
+
+/// Create (or truncate) the output file `path` for writing, as POSIX
+/// `open(2)` would: a path that ends in `/` names a directory, so it is
+/// refused on every platform, and the failure is one line saying what to
+/// do.
+pub fn create_output(path: &Path, what: &str) -> anyhow::Result<std::fs::File> {
+    let shown = path.display();
+    let ends_in_separator = path
+        .as_os_str()
+        .as_encoded_bytes()
+        .last()
+        .is_some_and(|&b| std::path::is_separator(b as char));
+    if ends_in_separator {
+        return Err(tag(
+            anyhow!("cannot create {what} {shown}: a path ending in a slash names a directory; give a file name"),
+            Status::BadInput,
+        ));
+    }
+    std::fs::File::create(path).map_err(|e| {
+        tag(
+            anyhow!("cannot create {what} {shown}: {e}; check that the directory exists and is writable"),
+            Status::BadInput,
+        )
+    })
+}
