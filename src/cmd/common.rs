@@ -170,3 +170,34 @@ pub fn create_output(path: &Path, what: &str) -> anyhow::Result<std::fs::File> {
         )
     })
 }
+
+/// The name a unit enum variant serialises as (`kebab-case` names in
+/// reports), for a flat CSV cell.
+pub fn name_of_serialized<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// Quote `word` for a POSIX shell when it needs it, so that a command
+/// shown to be copied runs as shown.
+pub fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// Whether `core` predicts branches in a way a misprediction can cost:
+/// without that (`ideal`, `picorv32`: a taken branch simply costs more), a
+/// misprediction count means nothing and reports show none.
+pub fn predicts(core: &CoreModel) -> bool {
+    core.branch.mispredict_penalty > 0
+}
