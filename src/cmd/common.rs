@@ -201,3 +201,15 @@ pub fn shell_word(word: &str) -> String {
 pub fn predicts(core: &CoreModel) -> bool {
     core.branch.mispredict_penalty > 0
 }
+
+/// The exit status of a run that stopped for `stop` before its end
+/// (`src/status.rs`): a denied request 123, a runaway 124, anything else
+/// (a fault, an unsupported request) 126.
+pub fn stop_status(stop: &retrace_sim::StopReason) -> Status {
+    use retrace_sim::StopReason;
+    match stop {
+        StopReason::Denied { .. } => Status::Denied,
+        StopReason::Runaway { .. } => Status::Runaway,
+        _ => Status::Fault,
+    }
+}
