@@ -319,9 +319,15 @@ fn outcome(prog: &str, r: &RunResult) -> anyhow::Result<ExitCode> {
             Status::Runaway,
             format!("program {prog} still running after {limit} instructions (--max-insns); raise the limit or look for an endless loop"),
         ),
-        StopReason::Denied { .. } => err(
+        // Only a host file can be allowed (`--allow-dir`); a host command
+        // (SYS_SYSTEM) never is, and its message says so.
+        StopReason::Denied { message, .. } if message.contains("host file") => err(
             Status::Denied,
             format!("program {prog} was stopped: {}; allow a directory with --allow-dir DIR", r.stop),
+        ),
+        StopReason::Denied { .. } => err(
+            Status::Denied,
+            format!("program {prog} was stopped: {}", r.stop),
         ),
         other => err(Status::Fault, format!("program {prog} stopped: {other}")),
     }
