@@ -105,3 +105,43 @@ fn pp_sections_of_a_function_without_loops_say_none() {
     let j: serde_json::Value = serde_json::from_str(&stdout(&retrace(&json_args))).unwrap();
     assert_eq!(j["loops"].as_array().unwrap().len(), 0);
 }
+
+/// `retrace cfg` names terminators and prints addresses in hex, never in
+/// Rust's debug formatting; recognised jump tables say so.
+#[test]
+fn cfg_listing_and_dot_print_terminators_with_hex_addresses() {
+    let text = stdout(&retrace(&["cfg", NQUEENS, "--function", "main"]));
+    assert!(!text.contains("Addr("), "{text}");
+    assert!(!text.contains('{'), "{text}");
+    let call = text
+        .lines()
+        .find(|l| l.contains(" call "))
+        .unwrap_or_else(|| panic!("no call in {text}"));
+    // `call NAME (0x…)`
+    let (_, after) = call.split_once(" call ").unwrap();
+    let paren = after.split_whitespace().nth(1).unwrap();
+    assert!(paren.starts_with("(0x") && paren.ends_with(')'), "{call}");
+
+    // __d_vfprintf's dispatch on the conversion character is a jump table
+    // (its address hoisted out of the format loop, as GCC does at -O2).
+    let text = stdout(&retrace(&[
+        "cfg",
+        "programs/bin/crc32-rv32-O2.elf",
+        "--function",
+        "__d_vfprintf",
+    ]));
+    assert!(text.contains("indirect-jump (jump table)"), "{text}");
+    assert!(
+        !text.contains("indirect-jump exits"),
+        "every jump resolved: {text}"
+    );
+    let dot = stdout(&retrace(&[
+        "cfg",
+        "programs/bin/crc32-rv32-O2.elf",
+        "--function",
+        "__d_vfprintf",
+        "--dot",
+    ]));
+    assert!(dot.contains("indirect-jump (jump table)"), "{dot}");
+    assert!(!dot.contains("table: true"), "{dot}");
+}
