@@ -5,7 +5,7 @@
 
 use retrace_testkit::asm::{bytes, semihost};
 use retrace_testkit::elf::ElfImage;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn write_elf(name: &str, words: &[u32]) -> PathBuf {
@@ -16,7 +16,7 @@ fn write_elf(name: &str, words: &[u32]) -> PathBuf {
     path
 }
 
-fn compare(elf: &PathBuf, more: &[&str]) -> Output {
+fn compare(elf: &Path, more: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_retrace"))
         .args(["compare", elf.to_str().unwrap(), "--core", "rocket"])
         .args(more)

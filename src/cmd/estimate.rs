@@ -361,7 +361,7 @@ impl<'a> From<&'a EstimateRow> for EstimateCsvRow<'a> {
         let names: Vec<String> = r
             .not_modelled
             .iter()
-            .map(|n| super::common::name_of_serialized(n))
+            .map(super::common::name_of_serialized)
             .collect();
         EstimateCsvRow {
             core: &r.core,
