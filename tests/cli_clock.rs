@@ -336,3 +336,247 @@ fn simulate_and_probe_report_json() {
     assert_eq!(report["backward_steps"], 0);
     assert_eq!(report["estimates"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn simulate_probe_and_bench_print_text_json_or_csv_like_every_command() {
+    let simulate = [
+        "clock",
+        "simulate",
+        "--trials",
+        "2",
+        "--processors",
+        "3",
+        "--scenario",
+        "symmetric",
+    ];
+    let probe = ["clock", "probe", "--cpus", "0,0", "--rounds", "100"];
+    let bench = [
+        "clock",
+        "bench",
+        "--events",
+        "2000",
+        "--changes",
+        "10",
+        "--repeat",
+        "1",
+    ];
+    let with = |base: &[&str], more: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend_from_slice(more);
+        let out = retrace(&args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // JSON through --format json, the same value as the hidden --json.
+    let runs: serde_json::Value =
+        serde_json::from_str(&with(&simulate, &["--format", "json"])).unwrap();
+    assert_eq!(runs[0]["scenario"]["name"], "symmetric");
+    assert_eq!(runs[0]["estimators"][1]["estimator"], "min-rtt");
+    let probe_json: serde_json::Value =
+        serde_json::from_str(&with(&probe, &["--format", "json"])).unwrap();
+    // `pinned` is true, or says why not: never serde's {"Ok": null}.
+    let pinned = &probe_json["pinned"];
+    assert!(
+        *pinned == serde_json::Value::Bool(true) || pinned["not_pinned"].is_string(),
+        "{pinned}"
+    );
+    let bench_json: serde_json::Value =
+        serde_json::from_str(&with(&bench, &["--format", "json"])).unwrap();
+    assert_eq!(bench_json["events"], 2000);
+    assert_eq!(bench_json["runs"], 1);
+    assert!(bench_json["checksum"].is_string());
+
+    // CSV: a header and one row per estimator (simulate, probe) or one row.
+    let csv = with(&simulate, &["--format", "csv"]);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(
+        lines[0].starts_with("scenario,drift,processors,trials,seed,estimator,within_bound"),
+        "{csv}"
+    );
+    assert_eq!(lines.len(), 3, "{csv}");
+    assert!(
+        lines[2].starts_with("symmetric,constant,3,2,1,min-rtt,"),
+        "{csv}"
+    );
+    let csv = with(&probe, &["--format", "csv"]);
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    assert!(csv.starts_with("reference_cpu,responder_cpu,"), "{csv}");
+    let csv = with(&bench, &["--format", "csv"]);
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    assert!(
+        csv.starts_with("events,processors,changes_per_processor,runs,"),
+        "{csv}"
+    );
+
+    // Text stays the default.
+    assert!(with(&simulate, &[]).contains("within bound"));
+    assert!(with(&probe, &[]).contains("round trip ns"));
+    assert!(with(&bench, &[]).contains("M events/s (best of 1)"));
+}
+
+#[test]
+fn correct_summary_is_chosen_with_summary_and_documented_in_help() {
+    let dir = scratch("summary");
+    let history = write(&dir, "h.csv", "processor,counter,hz\n1,0,10\n");
+    let events = write(&dir, "e.csv", "processor,counter\n1,5\n");
+    let out_path = dir.join("out.csv");
+    let base = [
+        "clock",
+        "correct",
+        "--history",
+        &history,
+        "--zero-offsets",
+        &events,
+        "-o",
+        out_path.to_str().unwrap(),
+    ];
+    for spelling in [&["--summary", "json"][..], &["--json"][..]] {
+        let mut args = base.to_vec();
+        args.extend_from_slice(spelling);
+        let out = retrace(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(summary["events_corrected"], 1, "{spelling:?}");
+        assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    }
+    // Text: on stderr, so the events can take stdout.
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--summary", "text"]);
+    let out = retrace(&args);
+    assert!(out.stdout.is_empty());
+    assert!(stderr(&out).starts_with("corrected 1 events onto processor 1's clock"));
+    // JSON on stdout cannot share it with the events.
+    let out = retrace(&[
+        "clock",
+        "correct",
+        "--history",
+        &history,
+        "--zero-offsets",
+        &events,
+        "-o",
+        "-",
+        "--summary",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(stderr(&out).contains("write the events to a file with -o"));
+
+    let help = retrace(&["clock", "correct", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--summary <FORMAT>"), "{help}");
+    assert!(
+        help.contains("--format is the format of the corrected events"),
+        "{help}"
+    );
+    assert!(!help.contains("--json"), "--json stays hidden: {help}");
+}
+
+#[test]
+fn a_missing_input_names_its_cause_once_and_what_to_do() {
+    let dir = scratch("missing");
+    let history = write(&dir, "h.csv", "processor,counter,hz\n1,0,10\n");
+    let events = write(&dir, "e.csv", "processor,counter\n1,5\n");
+    let missing = dir.join("nope.csv");
+    let missing = missing.to_str().unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["--history", missing, "--zero-offsets", &events],
+            "cannot read frequency history",
+        ),
+        (
+            &["--history", &history, "--zero-offsets", missing],
+            "cannot read events",
+        ),
+        (
+            &["--history", &history, "--sync", missing, &events],
+            "cannot read synchronisation rounds",
+        ),
+    ];
+    for (args, what) in cases {
+        let mut all = vec!["clock", "correct"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["-o", "-"]);
+        let out = retrace(&all);
+        assert_eq!(out.status.code(), Some(125));
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("retrace: error: "), "{err}");
+        assert!(err.contains(what), "{err}");
+        assert!(err.contains("nope.csv"), "{err}");
+        assert!(err.contains("check the path"), "{err}");
+        assert_eq!(
+            err.matches("No such file or directory").count(),
+            1,
+            "the cause once: {err}"
+        );
+    }
+}
+
+#[test]
+fn an_output_path_ending_in_a_slash_is_refused() {
+    let dir = scratch("slash");
+    let history = write(&dir, "h.csv", "processor,counter,hz\n1,0,10\n");
+    let events = write(&dir, "e.csv", "processor,counter\n1,5\n");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    for output in ["sub/file.txt/", "file.txt/"] {
+        let target = format!("{}/{output}", dir.display());
+        let out = retrace(&[
+            "clock",
+            "correct",
+            "--history",
+            &history,
+            "--zero-offsets",
+            &events,
+            "-o",
+            &target,
+        ]);
+        assert_eq!(out.status.code(), Some(125), "{output}");
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("a path ending in a slash names a directory"),
+            "{err}"
+        );
+        let file = target.trim_end_matches('/');
+        assert!(!Path::new(file).exists(), "{file} was created");
+    }
+}
+
+#[test]
+fn ftrace_decimal_seconds_are_refused_with_advice() {
+    let dir = scratch("seconds");
+    // ftrace's default clock (local): seconds with microseconds.
+    let history = write(
+        &dir,
+        "trace.txt",
+        "# tracer: nop\n\
+         <idle>-0 [000] d..2.  1234.567890: cpu_frequency: state=1000000 cpu_id=0\n\
+         <idle>-0 [000] d..2.  1235.000001: cpu_frequency: state=2000000 cpu_id=0\n",
+    );
+    let events = write(&dir, "e.csv", "processor,counter\n0,1234567891\n");
+    for skip in [false, true] {
+        let mut args = vec![
+            "clock",
+            "correct",
+            "--history",
+            &history,
+            "--zero-offsets",
+            &events,
+            "-o",
+            "-",
+        ];
+        if skip {
+            args.push("--skip-bad");
+        }
+        let out = retrace(&args);
+        assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("trace.txt:2: timestamp 1234.567890 is in seconds"),
+            "{err}"
+        );
+        assert!(err.contains("trace_clock"), "{err}");
+        assert!(out.stdout.is_empty());
+    }
+}

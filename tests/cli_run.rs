@@ -176,6 +176,20 @@ fn semihosting_outside_allow_dir_is_denied() {
 }
 
 #[test]
+fn a_host_command_is_refused_without_suggesting_allow_dir() {
+    // a1 = a zeroed argument block; SYS_SYSTEM (0x12).
+    let mut ws = vec![0x0000_1597u32]; // auipc a1, 0x1
+    ws.extend(semihost(0x12));
+    let elf = elf64(EM_RISCV, BASE, &words(&ws));
+    for extra in [&[][..], &["--allow-dir", "."][..]] {
+        let (code, _, err) = run("system.elf", Some(&elf), extra);
+        assert_eq!(code, 123, "{err}");
+        assert_one_line(&err, &["SYS_SYSTEM", "never allows"]);
+        assert!(!err.contains("--allow-dir"), "{err}");
+    }
+}
+
+#[test]
 fn exit_code_passes_through() {
     // li a1, 0x20026 (ADP_Stopped_ApplicationExit) is too wide for addi:
     // lui a1, 0x20; addi a1, a1, 0x26; then RV64 SYS_EXIT wants a block, so

@@ -5,6 +5,7 @@ use crate::cmd::common::load_elf;
 use crate::report::emit;
 use crate::status::{tag, Status};
 use anyhow::anyhow;
+use retrace_program::cfg::Terminator;
 use retrace_program::{dot, Program};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -71,13 +72,26 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             .lookup(b.start)
             .map(|id| format!(" PP {id}"))
             .unwrap_or_default();
+        // Calls name their callee: `call f (0x80000496)`.
+        let term = match b.term {
+            Terminator::Call { target } | Terminator::TailCall { target } => {
+                match program.function_at(target) {
+                    Some(callee) => format!(
+                        "{} {} ({target})",
+                        b.term.name(),
+                        program.function(callee).name
+                    ),
+                    None => b.term.to_string(),
+                }
+            }
+            t => t.to_string(),
+        };
         let _ = writeln!(
             out,
-            "  b{i} {}..{} {} insts {:?}{}{} -> {}",
+            "  b{i} {}..{} {} insts {term}{}{} -> {}",
             b.start,
             b.last,
             b.len,
-            b.term,
             if b.exits_function { " exits" } else { "" },
             pp,
             if succs.is_empty() {

@@ -1,16 +1,24 @@
 //! `retrace clock …`: seed 002's clock correction — many processors' cycle
 //! counters on one clock. The work is in `retrace-clock`; this module reads
-//! arguments and files, and prints tables or JSON.
+//! arguments and files, and renders typed reports (`crate::report`).
 //!
-//! The clock commands keep `--json` for their summaries: `clock correct`'s
-//! `--format` names the format of the corrected events it writes, which is
-//! a different thing from the summary's.
+//! `simulate`, `probe` and `bench` print their results like every other
+//! command: `--format text|json|csv` (`--json` is the hidden spelling of
+//! `--format json`). `clock correct` is the exception, because its output
+//! is the corrected events: its `--format csv|json|chrome` is the format
+//! of the events file written to `-o`. Its summary is chosen with
+//! `--summary text|json` instead: text goes to standard error (so `-o -`
+//! can put the events on standard output), JSON to standard output (then
+//! the events must go to a file). `--json` is kept there as the hidden
+//! spelling of `--summary json`.
 
+use crate::report::{csv_of, emit, FormatArgs, Report};
 use crate::status::{Status, WithStatus};
-use anyhow::{bail, Context};
+use anyhow::{anyhow, bail, Context};
 use retrace_clock::formats::{
     self, BadRows, Corrected, FrequencyPoint, OutputFormat, ReadOptions, Skipped,
 };
+use retrace_clock::probe::Pinning;
 use retrace_clock::simulate::{self, Scenario};
 use retrace_clock::{
     probe, workload, Corrector, CounterWidth, DriftModel, OffsetEstimator, OffsetTrack,
@@ -18,7 +26,7 @@ use retrace_clock::{
 };
 use serde::Serialize;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// `clock correct --format`: how the corrected events are written.
@@ -30,6 +38,15 @@ pub enum EventsFormat {
     Json,
     /// Chrome Trace Event JSON (Perfetto opens it).
     Chrome,
+}
+
+/// `clock correct --summary`: how the summary is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SummaryFormat {
+    /// Sentences on standard error.
+    Text,
+    /// One JSON value on standard output (the events must go to a file).
+    Json,
 }
 
 /// `--estimator`: how the rounds of one synchronisation combine.
@@ -82,29 +99,29 @@ pub enum Command {
     #[command(after_help = "Examples:
   retrace clock correct --history freq.csv --sync sync.csv events.csv -o out.csv
   retrace clock correct --history trace.txt --sync sync.csv events.csv -o out.json --format chrome
+  retrace clock correct --history freq.csv --zero-offsets events.csv -o out.csv --summary json
+
+--format is the format of the corrected events (the command's output, written
+to -o); --summary is how the summary of the correction is printed: text on
+standard error, or JSON on standard output.
 
 File formats: docs/FORMATS.md (\"Clock files\").")]
     Correct(CorrectArgs),
     /// Measure each estimator's error on simulated processors with known truth.
     #[command(after_help = "Example:
-  retrace clock simulate --processors 4 --seed 1 --trials 1000")]
+  retrace clock simulate --processors 4 --seed 1 --trials 1000
+  retrace clock simulate --scenario asymmetric --format csv")]
     Simulate(SimulateArgs),
     /// Run the synchronisation exchange between two CPUs of this machine.
     #[command(after_help = "Example:
-  retrace clock probe --cpus 0,1 --rounds 100000")]
+  retrace clock probe --cpus 0,1 --rounds 100000
+  retrace clock probe --format json")]
     Probe(ProbeArgs),
     /// Measure correction speed on a synthetic workload.
     #[command(after_help = "Example:
-  retrace clock bench --events 10000000 --changes 10000")]
+  retrace clock bench --events 10000000 --changes 10000
+  retrace clock bench --events 1000000 --format json")]
     Bench(BenchArgs),
-}
-
-/// Options shared by commands that print results.
-#[derive(clap::Args, Debug)]
-pub struct Output {
-    /// Print JSON for machines instead of a table.
-    #[arg(long)]
-    json: bool,
 }
 
 /// Arguments of `retrace clock correct`.
@@ -128,7 +145,8 @@ pub struct CorrectArgs {
     /// Where to write the corrected events; `-` for standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: PathBuf,
-    /// Output format.
+    /// Format of the corrected events written to -o (not of the summary:
+    /// see --summary).
     #[arg(long, value_enum, default_value_t = EventsFormat::Csv)]
     format: EventsFormat,
     /// How to combine the rounds of one synchronisation.
@@ -146,8 +164,24 @@ pub struct CorrectArgs {
     /// Write events in order of corrected time instead of input order.
     #[arg(long)]
     sort: bool,
-    #[command(flatten)]
-    out: Output,
+    /// The summary: text on standard error, or json on standard output
+    /// (then the events must go to a file with -o).
+    #[arg(long, value_enum, default_value_t = SummaryFormat::Text, value_name = "FORMAT")]
+    summary: SummaryFormat,
+    /// The same as --summary json (kept for existing scripts).
+    #[arg(long, hide = true)]
+    json: bool,
+}
+
+impl CorrectArgs {
+    /// The summary format asked for.
+    fn summary(&self) -> SummaryFormat {
+        if self.json {
+            SummaryFormat::Json
+        } else {
+            self.summary
+        }
+    }
 }
 
 /// Arguments of `retrace clock simulate`.
@@ -166,7 +200,7 @@ pub struct SimulateArgs {
     #[arg(long, value_enum, default_value_t = ScenarioArg::All)]
     scenario: ScenarioArg,
     #[command(flatten)]
-    out: Output,
+    out: FormatArgs,
 }
 
 /// Arguments of `retrace clock probe`.
@@ -179,7 +213,7 @@ pub struct ProbeArgs {
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     rounds: u64,
     #[command(flatten)]
-    out: Output,
+    out: FormatArgs,
 }
 
 /// Arguments of `retrace clock bench`.
@@ -198,7 +232,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
     #[command(flatten)]
-    out: Output,
+    out: FormatArgs,
 }
 
 fn parse_cpu_pair(text: &str) -> Result<(usize, usize), String> {
@@ -224,8 +258,9 @@ pub fn main(cmd: Command) -> anyhow::Result<ExitCode> {
 }
 
 fn correct(args: CorrectArgs) -> anyhow::Result<ExitCode> {
-    if args.out.json && args.output == std::path::Path::new("-") {
-        bail!("--json prints a summary on standard output; write the events to a file with -o");
+    let summary_format = args.summary();
+    if summary_format == SummaryFormat::Json && args.output == Path::new("-") {
+        bail!("--summary json prints the summary on standard output; write the events to a file with -o");
     }
     let options = ReadOptions {
         bad_rows: if args.skip_bad {
@@ -240,12 +275,12 @@ fn correct(args: CorrectArgs) -> anyhow::Result<ExitCode> {
     let drift = DriftModel::from_name(&name_of(args.drift)).expect("clap checked the name");
     let format = OutputFormat::from_name(&name_of(args.format)).expect("clap checked the name");
 
-    let history_text = formats::read_text(&args.history).status(Status::BadInput)?;
+    let history_text = read_input(&args.history, "frequency history")?;
     let history =
         formats::parse_history(&history_text, &args.history, options).status(Status::BadInput)?;
     drop(history_text);
     if history.histories.is_empty() {
-        return Err(anyhow::anyhow!(
+        return Err(anyhow!(
             "{}: no frequency history rows",
             args.history.display()
         ))
@@ -256,7 +291,7 @@ fn correct(args: CorrectArgs) -> anyhow::Result<ExitCode> {
 
     let (sync, corrector) = match &args.sync {
         Some(path) => {
-            let text = formats::read_text(path).status(Status::BadInput)?;
+            let text = read_input(path, "synchronisation rounds")?;
             let file = formats::parse_sync(&text, path, options).status(Status::BadInput)?;
             skipped.merge(&file.skipped);
             let sync = retrace_clock::synchronise(&history.histories, &file.rows, estimator, drift)
@@ -282,7 +317,7 @@ fn correct(args: CorrectArgs) -> anyhow::Result<ExitCode> {
         }
     };
 
-    let events_text = formats::read_text(&args.events).status(Status::BadInput)?;
+    let events_text = read_input(&args.events, "events")?;
     let events =
         formats::parse_events(&events_text, &args.events, options).status(Status::BadInput)?;
     drop(events_text);
@@ -320,24 +355,67 @@ fn correct(args: CorrectArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    if args.output == std::path::Path::new("-") {
+    if args.output == Path::new("-") {
         let stdout = std::io::stdout();
         let mut lock = std::io::BufWriter::new(stdout.lock());
-        write(&mut lock)
-            .and_then(|()| lock.flush())
-            .context("writing standard output")?;
+        match write(&mut lock).and_then(|()| lock.flush()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                return Err(e).context("writing standard output")
+            }
+            _ => {}
+        }
     } else {
-        let file = std::fs::File::create(&args.output)
-            .with_context(|| format!("{}", args.output.display()))
-            .status(Status::BadInput)?;
+        let file = super::common::create_output(&args.output, "events file")?;
         let mut buffered = std::io::BufWriter::new(file);
         write(&mut buffered)
             .and_then(|()| buffered.flush())
-            .with_context(|| format!("{}", args.output.display()))?;
+            .with_context(|| format!("writing {}", args.output.display()))?;
     }
 
-    let responders: Vec<ResponderSummary> = sync
-        .iter()
+    let summary = CorrectSummary {
+        reference: corrector.reference(),
+        events_corrected: corrected.len(),
+        estimator,
+        drift,
+        responders: responder_summaries(sync.as_ref()),
+        skipped,
+        history_other_lines: history.other_lines,
+        output: args.output.clone(),
+    };
+    match summary_format {
+        SummaryFormat::Json => summary
+            .render(crate::report::Format::Json)
+            .and_then(|s| emit(&s))?,
+        SummaryFormat::Text => eprint!("{}", summary.text()),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Read an input file (`-`: standard input): on failure, one line that
+/// names the file, gives the system's reason once, and says what to do.
+fn read_input(path: &Path, what: &str) -> anyhow::Result<String> {
+    formats::read_text(path)
+        .map_err(|e| {
+            let why = match &e {
+                retrace_clock::Error::Io { error, .. } => error.to_string(),
+                other => other.to_string(),
+            };
+            if path == Path::new("-") {
+                anyhow!("cannot read {what} from standard input: {why}")
+            } else {
+                anyhow!(
+                    "cannot read {what} {}: {why}; check the path",
+                    path.display()
+                )
+            }
+        })
+        .status(Status::BadInput)
+}
+
+/// The offset estimates of each responder, one per session.
+fn responder_summaries(sync: Option<&retrace_clock::Synchronisation>) -> Vec<ResponderSummary> {
+    let ns = |attos: f64| attos / ATTOS_PER_NANOSECOND as f64;
+    sync.iter()
         .flat_map(|s| &s.responders)
         .map(|(processor, r)| ResponderSummary {
             processor: *processor,
@@ -345,56 +423,15 @@ fn correct(args: CorrectArgs) -> anyhow::Result<ExitCode> {
                 .estimates
                 .iter()
                 .map(|e| SessionSummary {
-                    offset_ns: e.offset as f64 / ATTOS_PER_NANOSECOND as f64,
-                    bound_ns: e.bound as f64 / ATTOS_PER_NANOSECOND as f64,
-                    spread_ns: e.spread / ATTOS_PER_NANOSECOND as f64,
+                    offset_ns: ns(e.offset as f64),
+                    bound_ns: ns(e.bound as f64),
+                    spread_ns: ns(e.spread),
                     rounds_used: e.rounds_used,
                     rounds_total: e.rounds_total,
                 })
                 .collect(),
         })
-        .collect();
-    if args.out.json {
-        let summary = CorrectSummary {
-            reference: corrector.reference(),
-            events_corrected: corrected.len(),
-            estimator,
-            drift,
-            responders,
-            skipped: &skipped,
-            history_other_lines: history.other_lines,
-            output: &args.output,
-        };
-        println!("{}", serde_json::to_string_pretty(&summary)?);
-    } else {
-        eprintln!(
-            "corrected {} events onto processor {}'s clock ({} estimator, {} drift)",
-            corrected.len(),
-            corrector.reference(),
-            estimator.name(),
-            drift.name()
-        );
-        for (processor, r) in sync.iter().flat_map(|s| &s.responders) {
-            for e in &r.estimates {
-                eprintln!(
-                    "  processor {processor}: offset {:.3} ns ± {:.3} ns (spread {:.3} ns, {} of {} rounds)",
-                    e.offset as f64 / 1e9,
-                    e.bound as f64 / 1e9,
-                    e.spread / 1e9,
-                    e.rounds_used,
-                    e.rounds_total
-                );
-            }
-        }
-        if history.other_lines > 0 {
-            eprintln!(
-                "  {} lines of the history file are other trace events",
-                history.other_lines
-            );
-        }
-        report_skipped(&skipped);
-    }
-    Ok(ExitCode::SUCCESS)
+        .collect()
 }
 
 /// One synchronisation session's offset estimate.
@@ -414,31 +451,59 @@ struct ResponderSummary {
     sessions: Vec<SessionSummary>,
 }
 
-/// What `clock correct --json` prints.
+/// What `clock correct` says about the correction (`--summary`).
 #[derive(Serialize)]
-struct CorrectSummary<'a> {
+struct CorrectSummary {
     reference: ProcessorId,
     events_corrected: usize,
     estimator: OffsetEstimator,
     drift: DriftModel,
     responders: Vec<ResponderSummary>,
-    skipped: &'a Skipped,
+    skipped: Skipped,
     history_other_lines: u64,
-    output: &'a std::path::Path,
+    output: PathBuf,
 }
 
-fn report_skipped(skipped: &Skipped) {
-    if skipped.total == 0 {
-        return;
+impl Report for CorrectSummary {
+    fn text(&self) -> String {
+        let mut out = format!(
+            "corrected {} events onto processor {}'s clock ({} estimator, {} drift)\n",
+            self.events_corrected,
+            self.reference,
+            self.estimator.name(),
+            self.drift.name()
+        );
+        for r in &self.responders {
+            for e in &r.sessions {
+                out += &format!(
+                    "  processor {}: offset {:.3} ns ± {:.3} ns (spread {:.3} ns, {} of {} rounds)\n",
+                    r.processor, e.offset_ns, e.bound_ns, e.spread_ns, e.rounds_used, e.rounds_total
+                );
+            }
+        }
+        if self.history_other_lines > 0 {
+            out += &format!(
+                "  {} lines of the history file are other trace events\n",
+                self.history_other_lines
+            );
+        }
+        let skipped = &self.skipped;
+        if skipped.total > 0 {
+            let kinds: Vec<String> = skipped
+                .by_kind
+                .iter()
+                .map(|(k, n)| format!("{n} {k}"))
+                .collect();
+            out += &format!("skipped {} bad rows: {}\n", skipped.total, kinds.join(", "));
+            for example in &skipped.examples {
+                out += &format!("  {example}\n");
+            }
+        }
+        out
     }
-    let kinds: Vec<String> = skipped
-        .by_kind
-        .iter()
-        .map(|(k, n)| format!("{n} {k}"))
-        .collect();
-    eprintln!("skipped {} bad rows: {}", skipped.total, kinds.join(", "));
-    for example in &skipped.examples {
-        eprintln!("  {example}");
+
+    fn csv(&self) -> anyhow::Result<String> {
+        bail!("the summary of clock correct is text or json (--summary)")
     }
 }
 
@@ -465,6 +530,122 @@ fn frequency_points(
     points
 }
 
+/// What `clock simulate` reports: one summary per scenario and drift
+/// model run (in JSON, the array of them).
+#[derive(Serialize)]
+#[serde(transparent)]
+struct SimulateReport {
+    runs: Vec<simulate::Summary>,
+}
+
+/// One estimator of one scenario run, as a CSV record.
+#[derive(Serialize)]
+struct SimulateCsvRow {
+    scenario: &'static str,
+    drift: DriftModel,
+    processors: u32,
+    trials: u64,
+    seed: u64,
+    estimator: OffsetEstimator,
+    within_bound: f64,
+    mean_offset_error_ns: f64,
+    p99_offset_error_ns: f64,
+    mean_bound_ns: f64,
+    p99_event_error_ns: f64,
+    max_event_error_ns: f64,
+    max_error_ticks: f64,
+}
+
+impl Report for SimulateReport {
+    fn text(&self) -> String {
+        let mut out = String::new();
+        if let Some(first) = self.runs.first() {
+            out += &format!(
+                "{} trials per scenario, seeds {}..={}, {} processors (processor 0 is the reference)\n",
+                first.trials,
+                first.seed,
+                first.seed.wrapping_add(first.trials.saturating_sub(1)),
+                first.scenario.processors
+            );
+        }
+        for s in &self.runs {
+            let sc = &s.scenario;
+            out.push('\n');
+            if sc.rounds == 0 {
+                out += &format!(
+                    "{}: {} frequency changes per processor, no offsets; largest event error {:.6} ticks ({:.3} ns)\n",
+                    sc.name,
+                    sc.changes,
+                    s.max_error_ticks,
+                    s.estimators.first().map_or(0.0, |e| e.max_event_error_ns)
+                );
+                continue;
+            }
+            out += &format!(
+                "{} (drift model {}): {} rounds x {} sync(s), delays {:.0}/{:.0} ns + jitter {:.0} ns, {:.0}% outliers up to {:.0} ns, drift up to {} ppb\n",
+                sc.name,
+                s.drift.name(),
+                sc.rounds,
+                sc.sessions,
+                sc.delays.forward_ns,
+                sc.delays.backward_ns,
+                sc.delays.jitter_ns,
+                sc.delays.outlier_probability * 100.0,
+                sc.delays.outlier_ns,
+                sc.max_drift_ppb
+            );
+            out += &format!(
+                "  {:<9} {:>12} {:>14} {:>14} {:>14} {:>15} {:>15}\n",
+                "estimator",
+                "within bound",
+                "mean |err| ns",
+                "p99 |err| ns",
+                "mean bound ns",
+                "event p99 ns",
+                "event max ns"
+            );
+            for e in &s.estimators {
+                out += &format!(
+                    "  {:<9} {:>11.2}% {:>14.2} {:>14.2} {:>14.2} {:>15.2} {:>15.2}\n",
+                    e.estimator.name(),
+                    e.within_bound * 100.0,
+                    e.mean_offset_error_ns,
+                    e.p99_offset_error_ns,
+                    e.mean_bound_ns,
+                    e.p99_event_error_ns,
+                    e.max_event_error_ns
+                );
+            }
+        }
+        out
+    }
+
+    fn csv(&self) -> anyhow::Result<String> {
+        let rows: Vec<SimulateCsvRow> = self
+            .runs
+            .iter()
+            .flat_map(|s| {
+                s.estimators.iter().map(move |e| SimulateCsvRow {
+                    scenario: s.scenario.name,
+                    drift: s.drift,
+                    processors: s.scenario.processors,
+                    trials: s.trials,
+                    seed: s.seed,
+                    estimator: e.estimator,
+                    within_bound: e.within_bound,
+                    mean_offset_error_ns: e.mean_offset_error_ns,
+                    p99_offset_error_ns: e.p99_offset_error_ns,
+                    mean_bound_ns: e.mean_bound_ns,
+                    p99_event_error_ns: e.p99_event_error_ns,
+                    max_event_error_ns: e.max_event_error_ns,
+                    max_error_ticks: s.max_error_ticks,
+                })
+            })
+            .collect();
+        csv_of(&rows)
+    }
+}
+
 fn simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     let n = args.processors;
     let mut runs = Vec::new();
@@ -487,64 +668,94 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     for (scenario, drift) in runs {
         summaries.push(simulate::run(&scenario, args.seed, args.trials, drift)?);
     }
-    if args.out.json {
-        println!("{}", serde_json::to_string_pretty(&summaries)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    println!(
-        "{} trials per scenario, seeds {}..={}, {} processors (processor 0 is the reference)",
-        args.trials,
-        args.seed,
-        args.seed.wrapping_add(args.trials - 1),
-        n
-    );
-    for s in &summaries {
-        let sc = &s.scenario;
-        println!();
-        if sc.rounds == 0 {
-            println!(
-                "{}: {} frequency changes per processor, no offsets; largest event error {:.6} ticks ({:.3} ns)",
-                sc.name, sc.changes, s.max_error_ticks, s.estimators[0].max_event_error_ns
-            );
-            continue;
-        }
-        println!(
-            "{} (drift model {}): {} rounds x {} sync(s), delays {:.0}/{:.0} ns + jitter {:.0} ns, {:.0}% outliers up to {:.0} ns, drift up to {} ppb",
-            sc.name,
-            s.drift.name(),
-            sc.rounds,
-            sc.sessions,
-            sc.delays.forward_ns,
-            sc.delays.backward_ns,
-            sc.delays.jitter_ns,
-            sc.delays.outlier_probability * 100.0,
-            sc.delays.outlier_ns,
-            sc.max_drift_ppb
-        );
-        println!(
-            "  {:<9} {:>12} {:>14} {:>14} {:>14} {:>15} {:>15}",
-            "estimator",
-            "within bound",
-            "mean |err| ns",
-            "p99 |err| ns",
-            "mean bound ns",
-            "event p99 ns",
-            "event max ns"
-        );
-        for e in &s.estimators {
-            println!(
-                "  {:<9} {:>11.2}% {:>14.2} {:>14.2} {:>14.2} {:>15.2} {:>15.2}",
-                e.estimator.name(),
-                e.within_bound * 100.0,
-                e.mean_offset_error_ns,
-                e.p99_offset_error_ns,
-                e.mean_bound_ns,
-                e.p99_event_error_ns,
-                e.max_event_error_ns
-            );
-        }
-    }
+    crate::report::print(&SimulateReport { runs: summaries }, args.out.get())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `clock probe` reports: the library's report as it is.
+#[derive(Serialize)]
+#[serde(transparent)]
+struct ProbeOutput(probe::ProbeReport);
+
+/// One estimator of the probe, as a CSV record.
+#[derive(Serialize)]
+struct ProbeCsvRow {
+    reference_cpu: usize,
+    responder_cpu: usize,
+    counter: &'static str,
+    pinned: bool,
+    estimator: OffsetEstimator,
+    offset_ns: f64,
+    bound_ns: f64,
+    spread_ns: f64,
+    rounds_used: usize,
+    rounds_total: usize,
+}
+
+impl Report for ProbeOutput {
+    fn text(&self) -> String {
+        let report = &self.0;
+        let mut out = format!(
+            "probe: {} rounds between CPU {} (reference) and CPU {} (responder), counter {} at {:.6} GHz\n",
+            report.rounds,
+            report.cpus.0,
+            report.cpus.1,
+            report.counter,
+            report.ticks_per_second / 1e9
+        );
+        match &report.pinned {
+            Pinning::Pinned => out += "  threads pinned\n",
+            Pinning::NotPinned(why) => out += &format!("  threads NOT pinned: {why}\n"),
+        }
+        if !report.tsc_flags.is_empty() {
+            out += &format!("  cpu flags: {}\n", report.tsc_flags.join(" "));
+        }
+        out += &format!(
+            "  {:<9} {:>12} {:>12} {:>12} {:>8}\n",
+            "estimator", "offset ns", "bound ns", "spread ns", "rounds"
+        );
+        for e in &report.estimates {
+            out += &format!(
+                "  {:<9} {:>12.2} {:>12.2} {:>12.2} {:>8}\n",
+                e.estimator.name(),
+                e.offset_ns,
+                e.bound_ns,
+                e.spread_ns,
+                e.ticks.rounds_used
+            );
+        }
+        let rt = &report.round_trip;
+        out += &format!(
+            "  round trip ns: min {:.1}, median {:.1}, p99 {:.1}, max {:.1}\n",
+            rt.min_ns, rt.median_ns, rt.p99_ns, rt.max_ns
+        );
+        out += &format!(
+            "  monotonicity: {} backward steps on a thread, {} rounds with a cross-CPU read outside its interval\n",
+            report.backward_steps, report.causality_violations
+        );
+        out
+    }
+
+    fn csv(&self) -> anyhow::Result<String> {
+        let report = &self.0;
+        let rows: Vec<ProbeCsvRow> = report
+            .estimates
+            .iter()
+            .map(|e| ProbeCsvRow {
+                reference_cpu: report.cpus.0,
+                responder_cpu: report.cpus.1,
+                counter: report.counter,
+                pinned: report.pinned == Pinning::Pinned,
+                estimator: e.estimator,
+                offset_ns: e.offset_ns,
+                bound_ns: e.bound_ns,
+                spread_ns: e.spread_ns,
+                rounds_used: e.ticks.rounds_used,
+                rounds_total: e.ticks.rounds_total,
+            })
+            .collect();
+        csv_of(&rows)
+    }
 }
 
 fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
@@ -552,79 +763,49 @@ fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         cpus: args.cpus,
         rounds: args.rounds as usize,
     })?;
-    if args.out.json {
-        let mut value = serde_json::to_value(&report)?;
-        // `Result` serialises as {"Ok": null}; say it plainly instead.
-        value["pinned"] = serde_json::to_value(match &report.pinned {
-            Ok(()) => Pinned::Yes(true),
-            Err(why) => Pinned::No {
-                not_pinned: why.clone(),
-            },
-        })?;
-        println!("{}", serde_json::to_string_pretty(&value)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    println!(
-        "probe: {} rounds between CPU {} (reference) and CPU {} (responder), counter {} at {:.6} GHz",
-        report.rounds,
-        report.cpus.0,
-        report.cpus.1,
-        report.counter,
-        report.ticks_per_second / 1e9
-    );
-    match &report.pinned {
-        Ok(()) => println!("  threads pinned"),
-        Err(why) => println!("  threads NOT pinned: {why}"),
-    }
-    if !report.tsc_flags.is_empty() {
-        println!("  cpu flags: {}", report.tsc_flags.join(" "));
-    }
-    println!(
-        "  {:<9} {:>12} {:>12} {:>12} {:>8}",
-        "estimator", "offset ns", "bound ns", "spread ns", "rounds"
-    );
-    for e in &report.estimates {
-        println!(
-            "  {:<9} {:>12.2} {:>12.2} {:>12.2} {:>8}",
-            e.estimator.name(),
-            e.offset_ns,
-            e.bound_ns,
-            e.spread_ns,
-            e.ticks.rounds_used
-        );
-    }
-    let rt = &report.round_trip;
-    println!(
-        "  round trip ns: min {:.1}, median {:.1}, p99 {:.1}, max {:.1}",
-        rt.min_ns, rt.median_ns, rt.p99_ns, rt.max_ns
-    );
-    println!(
-        "  monotonicity: {} backward steps on a thread, {} rounds with a cross-CPU read outside its interval",
-        report.backward_steps, report.causality_violations
-    );
+    crate::report::print(&ProbeOutput(report), args.out.get())?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// `clock probe --json`'s `pinned`: `true`, or why not.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Pinned {
-    Yes(bool),
-    No { not_pinned: String },
-}
-
-/// What `clock bench --json` prints.
+/// What `clock bench` reports.
 #[derive(Serialize)]
 struct ClockBenchReport {
     events: usize,
     processors: u32,
     changes_per_processor: usize,
+    /// Runs made; the figures are the fastest's.
+    runs: u32,
     seconds: f64,
     events_per_second: f64,
     cpu_seconds: Option<f64>,
     events_per_cpu_second: Option<f64>,
     /// A decimal string: the sum is an i128, beyond what JSON readers keep.
     checksum: String,
+}
+
+impl Report for ClockBenchReport {
+    fn text(&self) -> String {
+        let mut out = format!(
+            "corrected {} events ({} processors, {} frequency changes each, piecewise drift) in {:.3} s: {:.1} M events/s (best of {})\n",
+            self.events,
+            self.processors,
+            self.changes_per_processor,
+            self.seconds,
+            self.events_per_second / 1e6,
+            self.runs
+        );
+        if let (Some(cpu), Some(rate)) = (self.cpu_seconds, self.events_per_cpu_second) {
+            out += &format!(
+                "  CPU time of the correcting thread: {cpu:.3} s, {:.1} M events per CPU second\n",
+                rate / 1e6
+            );
+        }
+        out
+    }
+
+    fn csv(&self) -> anyhow::Result<String> {
+        csv_of(&[self])
+    }
 }
 
 fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
@@ -637,34 +818,17 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let best = best.expect("at least one run");
-    if args.out.json {
-        let value = ClockBenchReport {
-            events: best.events,
-            processors: args.processors,
-            changes_per_processor: args.changes,
-            seconds: best.seconds,
-            events_per_second: best.events_per_second,
-            cpu_seconds: best.cpu_seconds,
-            events_per_cpu_second: best.events_per_cpu_second,
-            checksum: best.checksum.to_string(),
-        };
-        println!("{}", serde_json::to_string_pretty(&value)?);
-    } else {
-        println!(
-            "corrected {} events ({} processors, {} frequency changes each, piecewise drift) in {:.3} s: {:.1} M events/s (best of {})",
-            best.events,
-            args.processors,
-            args.changes,
-            best.seconds,
-            best.events_per_second / 1e6,
-            args.repeat
-        );
-        if let (Some(cpu), Some(rate)) = (best.cpu_seconds, best.events_per_cpu_second) {
-            println!(
-                "  CPU time of the correcting thread: {cpu:.3} s, {:.1} M events per CPU second",
-                rate / 1e6
-            );
-        }
-    }
+    let report = ClockBenchReport {
+        events: best.events,
+        processors: args.processors,
+        changes_per_processor: args.changes,
+        runs: args.repeat,
+        seconds: best.seconds,
+        events_per_second: best.events_per_second,
+        cpu_seconds: best.cpu_seconds,
+        events_per_cpu_second: best.events_per_cpu_second,
+        checksum: best.checksum.to_string(),
+    };
+    crate::report::print(&report, args.out.get())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -145,3 +145,71 @@ pub fn check_trace(trace: &Path, elf: &Elf, shown: &str) -> anyhow::Result<retra
     }
     Ok(h)
 }
+
+/// Create (or truncate) the output file `path` for writing, as POSIX
+/// `open(2)` would: a path that ends in `/` names a directory, so it is
+/// refused on every platform, and the failure is one line saying what to
+/// do.
+pub fn create_output(path: &Path, what: &str) -> anyhow::Result<std::fs::File> {
+    let shown = path.display();
+    let ends_in_separator = path
+        .as_os_str()
+        .as_encoded_bytes()
+        .last()
+        .is_some_and(|&b| std::path::is_separator(b as char));
+    if ends_in_separator {
+        return Err(tag(
+            anyhow!("cannot create {what} {shown}: a path ending in a slash names a directory; give a file name"),
+            Status::BadInput,
+        ));
+    }
+    std::fs::File::create(path).map_err(|e| {
+        tag(
+            anyhow!("cannot create {what} {shown}: {e}; check that the directory exists and is writable"),
+            Status::BadInput,
+        )
+    })
+}
+
+/// The name a unit enum variant serialises as (`kebab-case` names in
+/// reports), for a flat CSV cell.
+pub fn name_of_serialized<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// Quote `word` for a POSIX shell when it needs it, so that a command
+/// shown to be copied runs as shown.
+pub fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// Whether `core` predicts branches in a way a misprediction can cost:
+/// without that (`ideal`, `picorv32`: a taken branch simply costs more), a
+/// misprediction count means nothing and reports show none.
+pub fn predicts(core: &CoreModel) -> bool {
+    core.branch.mispredict_penalty > 0
+}
+
+/// The exit status of a run that stopped for `stop` before its end
+/// (`src/status.rs`): a denied request 123, a runaway 124, anything else
+/// (a fault, an unsupported request) 126.
+pub fn stop_status(stop: &retrace_sim::StopReason) -> Status {
+    use retrace_sim::StopReason;
+    match stop {
+        StopReason::Denied { .. } => Status::Denied,
+        StopReason::Runaway { .. } => Status::Runaway,
+        _ => Status::Fault,
+    }
+}

@@ -1,16 +1,27 @@
 //! `retrace compare`: the cycle-level engine against record + estimate, on
 //! one core: both cycle counts, the error, the wall time of each step and the
-//! speedup of the estimate over the reference. The pipeline itself is
-//! [`retrace_estimate::compare`].
+//! speedup of the estimate over the reference. The pipeline's steps are
+//! [`retrace_estimate::compare`]'s.
+//!
+//! Only a run that reaches its end is compared: a program that faults,
+//! is denied a request or runs past `--max-insns` has no time to estimate,
+//! so `compare` says how it stopped in one line and exits with that stop's
+//! status (`src/status.rs`) instead of printing an agreement of two
+//! truncated runs. The report says how the run ended (`stop`, `exit_code`).
 
 use super::common::{
-    analyse, check_xlen, display, host, load_core, load_elf, thousands, FidelityArg, ProgramArgs,
+    analyse, check_xlen, display, host, load_core, load_elf, stop_status, thousands, FidelityArg,
+    ProgramArgs,
 };
 use crate::report::{csv_of, print, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
-use retrace_estimate::compare::{compare, CompareError};
+use retrace_estimate::compare::{
+    estimate_recorded, measured_dcaches, record_in_memory, reference_run, CompareError, Comparison,
+};
 use retrace_estimate::Fidelity;
+use retrace_program::Addr;
+use retrace_sim::{Console, StopReason};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -50,6 +61,11 @@ pub struct CompareReport {
     pub fidelity: Fidelity,
     /// Instructions of the run.
     pub instructions: u64,
+    /// How the run ended: always `exit` (a run that stops otherwise is an
+    /// error, not a comparison).
+    pub stop: &'static str,
+    /// The program's exit code.
+    pub exit_code: u32,
     /// Cycle-level engine's cycles.
     pub reference_cycles: u64,
     /// Estimated cycles.
@@ -75,7 +91,7 @@ impl Report for CompareReport {
 
     fn text(&self) -> String {
         format!(
-            "{} on {} ({} fidelity), {} instructions\n\
+            "{} on {} ({} fidelity), {} instructions, exited with code {}\n\
              \x20 cycle-level engine  {:>16} cycles  {:>8.3} s\n\
              \x20 record              {:>16}         {:>8.3} s\n\
              \x20 estimate            {:>16} cycles  {:>8.3} s\n\
@@ -84,6 +100,7 @@ impl Report for CompareReport {
             self.core,
             self.fidelity,
             thousands(self.instructions),
+            self.exit_code,
             thousands(self.reference_cycles),
             self.reference_seconds,
             "",
@@ -123,20 +140,59 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let program = analyse(&elf, &shown)?;
     let fidelity = Fidelity::from(args.fidelity);
     let prog_args = &args.program_args.args;
-    let c = compare(
+    let fail = |e| pipeline_error(&shown, e);
+
+    // The pipeline of `retrace_estimate::compare::compare`, step by step,
+    // so that a run which does not reach its end stops here, named.
+    let reference =
+        reference_run(&elf, host(&shown, prog_args), args.max_insns, &core).map_err(fail)?;
+    let exit_code = match &reference.run.stop {
+        StopReason::Exit { code } => *code,
+        StopReason::Runaway { limit } => {
+            return Err(fail(CompareError::Runaway { limit: *limit }));
+        }
+        other => {
+            return Err(tag(
+                anyhow!(
+                    "{shown} did not run to its end on {}: {other}, after {} instructions; there is no run to compare",
+                    core.name,
+                    thousands(reference.run.instructions)
+                ),
+                stop_status(other),
+            ));
+        }
+    };
+    let recorded = record_in_memory(
         &elf,
-        &program.table,
-        || host(&shown, prog_args),
-        &core,
-        fidelity,
+        host(&shown, prog_args),
+        Console::null(),
         args.max_insns,
+        &measured_dcaches(&core),
     )
-    .map_err(|e| pipeline_error(&shown, e))?;
+    .map_err(fail)?;
+    let (estimates, estimate_seconds) = estimate_recorded(
+        &program.table,
+        Addr(elf.entry),
+        &recorded,
+        std::slice::from_ref(&core),
+        fidelity,
+    )
+    .map_err(fail)?;
+    let c = Comparison {
+        reference_cycles: reference.cycles,
+        estimated_cycles: estimates[0].cycles,
+        instructions: recorded.recording.run.instructions,
+        reference_seconds: reference.seconds,
+        record_seconds: recorded.seconds,
+        estimate_seconds,
+    };
     let report = CompareReport {
         program: shown,
         core: core.name.clone(),
         fidelity,
         instructions: c.instructions,
+        stop: "exit",
+        exit_code,
         reference_cycles: c.reference_cycles,
         estimated_cycles: c.estimated_cycles,
         error_cycles: c.error_cycles(),

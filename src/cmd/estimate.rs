@@ -2,14 +2,15 @@
 //! the trace alone.
 
 use super::common::{
-    analyse, check_trace, check_xlen, display, load_core, load_elf, replay_error, thousands,
-    FidelityArg,
+    analyse, check_trace, check_xlen, display, load_core, load_elf, replay_error, shell_word,
+    thousands, FidelityArg,
 };
 use crate::report::{csv_of, print, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
 use retrace_estimate::{estimate_trace, replay_check, Estimate, Fidelity};
 use retrace_program::Addr;
+use retrace_sim::HostConfig;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,9 +36,9 @@ pub struct Args {
     /// prediction; control: also the predictor, return stack and I-cache.
     #[arg(long, value_enum, default_value_t = FidelityArg::Control)]
     pub fidelity: FidelityArg,
-    /// Data-cache miss rate for the data-cache term (default: the rate the
-    /// recorder measured for the core's geometry).
-    #[arg(long, value_name = "RATE")]
+    /// Data-cache miss rate for the data-cache term, from 0 to 1 (default:
+    /// the rate the recorder measured for the core's geometry).
+    #[arg(long, value_name = "RATE", value_parser = parse_rate, allow_negative_numbers = true)]
     pub dcache_miss_rate: Option<f64>,
     /// Also replay against the functional engine and verify the executed
     /// instruction sequence (count and hash of the pcs).
@@ -48,7 +49,77 @@ pub struct Args {
     pub output: FormatArgs,
 }
 
-/// One core's estimate.
+/// Parse `--dcache-miss-rate`: a finite number from 0 to 1.
+fn parse_rate(text: &str) -> Result<f64, String> {
+    let r: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number; give a rate from 0 to 1, e.g. 0.05"))?;
+    if !(0.0..=1.0).contains(&r) {
+        // NaN is not in the range either.
+        return Err(format!(
+            "`{text}` is not a rate from 0 to 1 (a miss rate of 5% is 0.05)"
+        ));
+    }
+    Ok(r)
+}
+
+/// Where a core's data-cache term comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DcacheTerm {
+    /// The core has no data cache.
+    None,
+    /// The miss rate the recorder measured for the core's geometry.
+    Measured,
+    /// The miss rate of `--dcache-miss-rate`.
+    Given,
+    /// The trace has no miss rate for the core's geometry: the total
+    /// leaves the data cache out.
+    Unmeasured,
+}
+
+/// A part of the core that the fidelity does not model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NotModelled {
+    /// A dynamic branch predictor (replaced by static prediction).
+    BranchPredictor,
+    /// The return-address stack (returns counted as predicted).
+    ReturnStack,
+    /// The instruction cache (every fetch hits).
+    Icache,
+}
+
+impl NotModelled {
+    fn text(self) -> &'static str {
+        match self {
+            NotModelled::BranchPredictor => "branch predictor",
+            NotModelled::ReturnStack => "return-address stack",
+            NotModelled::Icache => "I-cache",
+        }
+    }
+}
+
+/// What `fidelity` leaves out of `core`.
+pub fn not_modelled(core: &retrace_timing::CoreModel, fidelity: Fidelity) -> Vec<NotModelled> {
+    let mut out = Vec::new();
+    if fidelity == Fidelity::Fast {
+        if core.branch.predictor.is_dynamic() {
+            out.push(NotModelled::BranchPredictor);
+        }
+        if core.branch.ras_depth > 0 {
+            out.push(NotModelled::ReturnStack);
+        }
+        if core.icache.is_some() {
+            out.push(NotModelled::Icache);
+        }
+    }
+    out
+}
+
+/// One core's estimate. A figure that does not apply to the core (or is
+/// not modelled at this fidelity) is `null`, shown `-` in the text.
 #[derive(Serialize)]
 pub struct EstimateRow {
     /// The core's name.
@@ -56,20 +127,31 @@ pub struct EstimateRow {
     /// The fidelity of the replay.
     #[serde(serialize_with = "display")]
     pub fidelity: Fidelity,
-    /// Estimated cycles.
+    /// Estimated cycles (without the data-cache term when `dcache` is
+    /// `unmeasured`).
     pub cycles: u64,
     /// Instructions replayed.
     pub instructions: u64,
     /// Cycles per instruction.
     pub cpi: f64,
-    /// Mispredicted branches.
-    pub mispredicts: u64,
-    /// Instruction-cache misses.
-    pub icache_misses: u64,
-    /// Cycles of the data-cache term.
-    pub dcache_cycles: u64,
+    /// Mispredicted branches and returns; null on a core where a
+    /// misprediction costs nothing (no prediction to miss).
+    pub mispredicts: Option<u64>,
+    /// Instruction-cache misses; null without an I-cache, or at a fidelity
+    /// that does not model it.
+    pub icache_misses: Option<u64>,
+    /// Cycles of the data-cache term; null without a data cache or a
+    /// miss rate.
+    pub dcache_cycles: Option<u64>,
     /// Whether the data-cache miss rate was measured (or given).
     pub dcache_measured: bool,
+    /// Where the data-cache term comes from.
+    pub dcache: DcacheTerm,
+    /// True when the core has a data cache that the total leaves out (no
+    /// measured miss rate in the trace): `cycles` is then a lower bound.
+    pub cycles_exclude_dcache: bool,
+    /// Parts of the core the fidelity does not model (empty at `control`).
+    pub not_modelled: Vec<NotModelled>,
     /// Loads and stores.
     pub memory_accesses: u64,
     /// Partial programs replayed.
@@ -82,44 +164,62 @@ pub struct EstimateRow {
     pub stretches_recorded: u64,
     /// Wall seconds of the whole estimate (every core).
     pub seconds: f64,
-    /// Whether the core has a data cache (the text shows `-` if not).
-    #[serde(skip)]
-    pub has_dcache: bool,
 }
 
 impl EstimateRow {
-    /// The row of estimate `e` of `core`.
+    /// The row of estimate `e` of `core`; `rate_given`: whether
+    /// `--dcache-miss-rate` was.
     pub fn new(
         core: &retrace_timing::CoreModel,
         fidelity: Fidelity,
         e: &Estimate,
         seconds: f64,
+        rate_given: bool,
     ) -> EstimateRow {
+        let dcache = match (core.dcache.is_some(), e.dcache_measured, rate_given) {
+            (false, _, _) => DcacheTerm::None,
+            (true, false, _) => DcacheTerm::Unmeasured,
+            (true, true, true) => DcacheTerm::Given,
+            (true, true, false) => DcacheTerm::Measured,
+        };
+        let not_modelled = not_modelled(core, fidelity);
+        let predicts = super::common::predicts(core);
+        let icache = core.icache.is_some() && !not_modelled.contains(&NotModelled::Icache);
         EstimateRow {
             core: core.name.clone(),
             fidelity,
             cycles: e.cycles,
             instructions: e.instructions,
             cpi: e.cycles as f64 / e.instructions.max(1) as f64,
-            mispredicts: e.mispredicts,
-            icache_misses: e.icache_misses,
-            dcache_cycles: e.dcache_cycles,
+            mispredicts: predicts.then_some(e.mispredicts),
+            icache_misses: icache.then_some(e.icache_misses),
+            dcache_cycles: matches!(dcache, DcacheTerm::Measured | DcacheTerm::Given)
+                .then_some(e.dcache_cycles),
             dcache_measured: e.dcache_measured,
+            dcache,
+            cycles_exclude_dcache: dcache == DcacheTerm::Unmeasured,
+            not_modelled,
             memory_accesses: e.mem_ops,
             partial_programs: e.memoised.pps,
             memoised_partial_programs: e.memoised.pps_memoised,
             memoised_stretches: e.memoised.hits,
             stretches_recorded: e.memoised.recorded,
             seconds,
-            has_dcache: core.dcache.is_some(),
         }
     }
+}
+
+/// A count for a table cell: `-` when it does not apply.
+fn cell(n: Option<u64>) -> String {
+    n.map_or_else(|| "-".to_string(), thousands)
 }
 
 /// The `--check` result: the replay's instruction sequence matched the
 /// functional engine's.
 #[derive(Serialize)]
 pub struct CheckSummary {
+    /// The command line the functional run gave the program.
+    pub cmdline: String,
     /// Instructions compared.
     pub instructions: u64,
     /// Hash of the pc sequence, 16 hex digits.
@@ -177,33 +277,121 @@ impl EstimateReport {
 impl Report for EstimateReport {
     fn text(&self) -> String {
         let mut out = format!(
-            "{:<12} {:>8} {:>16} {:>7} {:>12} {:>12} {:>14}\n",
+            "{:<12} {:>8} {:>17} {:>7} {:>12} {:>12} {:>14}\n",
             "core", "fidelity", "cycles", "CPI", "mispredicts", "I$ misses", "D$ cycles"
         );
         for r in &self.estimates {
-            let dc = if !r.has_dcache {
-                "-".to_string()
-            } else if r.dcache_measured {
-                thousands(r.dcache_cycles)
+            let dc = match r.dcache {
+                DcacheTerm::Unmeasured => "unmeasured".to_string(),
+                _ => cell(r.dcache_cycles),
+            };
+            // A total that leaves the data cache out is marked, with the
+            // reason below the table.
+            let cycles = if r.cycles_exclude_dcache {
+                format!("{}*", thousands(r.cycles))
             } else {
-                "unmeasured".to_string()
+                format!("{} ", thousands(r.cycles))
             };
             out += &format!(
-                "{:<12} {:>8} {:>16} {:>7.3} {:>12} {:>12} {:>14}\n",
+                "{:<12} {:>8} {:>17} {:>7.3} {:>12} {:>12} {:>14}\n",
                 r.core,
                 r.fidelity.to_string(),
-                thousands(r.cycles),
+                cycles,
                 r.cpi,
-                thousands(r.mispredicts),
-                thousands(r.icache_misses),
+                cell(r.mispredicts),
+                cell(r.icache_misses),
                 dc
+            );
+        }
+        if self.estimates.iter().any(|r| r.cycles_exclude_dcache) {
+            out += "* without the data cache: the trace has no miss rate for this core's D-cache geometry (see the warning)\n";
+        }
+        let ignored: Vec<String> = self
+            .estimates
+            .iter()
+            .filter(|r| !r.not_modelled.is_empty())
+            .map(|r| {
+                let parts: Vec<&str> = r.not_modelled.iter().map(|n| n.text()).collect();
+                format!("{}'s {}", r.core, and_list(&parts))
+            })
+            .collect();
+        if !ignored.is_empty() {
+            out += &format!(
+                "fidelity fast does not model {} (static prediction, returns predicted, fetches hit); --fidelity control does\n",
+                ignored.join("; ")
             );
         }
         out
     }
 
     fn csv(&self) -> anyhow::Result<String> {
-        csv_of(&self.estimates)
+        let rows: Vec<EstimateCsvRow<'_>> =
+            self.estimates.iter().map(EstimateCsvRow::from).collect();
+        csv_of(&rows)
+    }
+}
+
+/// An estimate as a flat CSV record: the JSON row's fields, with the list
+/// of parts not modelled as `a|b`.
+#[derive(Serialize)]
+struct EstimateCsvRow<'a> {
+    core: &'a str,
+    #[serde(serialize_with = "display")]
+    fidelity: Fidelity,
+    cycles: u64,
+    instructions: u64,
+    cpi: f64,
+    mispredicts: Option<u64>,
+    icache_misses: Option<u64>,
+    dcache_cycles: Option<u64>,
+    dcache_measured: bool,
+    dcache: DcacheTerm,
+    cycles_exclude_dcache: bool,
+    not_modelled: String,
+    memory_accesses: u64,
+    partial_programs: u64,
+    memoised_partial_programs: u64,
+    memoised_stretches: u64,
+    stretches_recorded: u64,
+    seconds: f64,
+}
+
+impl<'a> From<&'a EstimateRow> for EstimateCsvRow<'a> {
+    fn from(r: &'a EstimateRow) -> Self {
+        let names: Vec<String> = r
+            .not_modelled
+            .iter()
+            .map(super::common::name_of_serialized)
+            .collect();
+        EstimateCsvRow {
+            core: &r.core,
+            fidelity: r.fidelity,
+            cycles: r.cycles,
+            instructions: r.instructions,
+            cpi: r.cpi,
+            mispredicts: r.mispredicts,
+            icache_misses: r.icache_misses,
+            dcache_cycles: r.dcache_cycles,
+            dcache_measured: r.dcache_measured,
+            dcache: r.dcache,
+            cycles_exclude_dcache: r.cycles_exclude_dcache,
+            not_modelled: names.join("|"),
+            memory_accesses: r.memory_accesses,
+            partial_programs: r.partial_programs,
+            memoised_partial_programs: r.memoised_partial_programs,
+            memoised_stretches: r.memoised_stretches,
+            stretches_recorded: r.stretches_recorded,
+            seconds: r.seconds,
+        }
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(parts: &[&str]) -> String {
+    match parts {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
     }
 }
 
@@ -220,14 +408,6 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     for c in &cores {
         check_xlen(c, &elf, &shown)?;
     }
-    if let Some(r) = args.dcache_miss_rate {
-        if !(0.0..=1.0).contains(&r) {
-            return Err(tag(
-                anyhow!("--dcache-miss-rate {r}: give a rate from 0 to 1"),
-                Status::BadInput,
-            ));
-        }
-    }
     let program = analyse(&elf, &shown)?;
     let fidelity = Fidelity::from(args.fidelity);
     let start = Instant::now();
@@ -243,27 +423,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let seconds = start.elapsed().as_secs_f64();
 
     let check = if args.check {
-        let mut table = program.table.clone();
-        let replayed = replay_check(&mut table, Addr(elf.entry), &args.trace)
-            .map_err(|e| replay_error(&args.trace, e))?;
-        let host = super::common::host(&shown, &header.args);
-        // Run as far as the recording did (a recording cut by --max-insns
-        // stops there too).
-        let recorded =
-            retrace_estimate::read_totals(&args.trace).map_err(|e| replay_error(&args.trace, e))?;
-        let (_, functional) =
-            retrace_sim::check::functional_pc_sequence(&elf, host, Some(recorded.instructions))
-                .map_err(|e| tag(anyhow!("cannot load {shown}: {e}"), Status::BadInput))?;
-        if replayed != functional {
-            return Err(tag(
-                anyhow!(
-                    "check failed: the replay executes {} instructions (pc hash {:016x}), the functional engine {} (pc hash {:016x})",
-                    replayed.instructions, replayed.hash, functional.instructions, functional.hash
-                ),
-                Status::BadInput,
-            ));
-        }
-        Some(replayed)
+        Some(check(&args, &elf, &program, &shown, &header)?)
     } else {
         None
     };
@@ -274,18 +434,136 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         estimates: cores
             .iter()
             .zip(&results)
-            .map(|(c, (e, _))| EstimateRow::new(c, fidelity, e, seconds))
+            .map(|(c, (e, _))| {
+                EstimateRow::new(c, fidelity, e, seconds, args.dcache_miss_rate.is_some())
+            })
             .collect(),
-        check: check.map(|c| CheckSummary {
-            instructions: c.instructions,
-            pc_hash: format!("{:016x}", c.hash),
-            matches: true,
-        }),
+        check,
     };
+    if let Some(w) = unmeasured_warning(&report, &cores, &header) {
+        eprintln!("{w}");
+    }
     let format = args.output.get();
     print(&report, format)?;
     if format == crate::report::Format::Text {
         eprint!("{}", report.notes());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The warning for cores whose data cache the trace has no miss rate for:
+/// which, and the `retrace record` command that measures them.
+fn unmeasured_warning(
+    report: &EstimateReport,
+    cores: &[retrace_timing::CoreModel],
+    header: &retrace_trace::Header,
+) -> Option<String> {
+    let mut names = Vec::new();
+    let mut geometries: Vec<String> = Vec::new();
+    for (row, core) in report.estimates.iter().zip(cores) {
+        if let (DcacheTerm::Unmeasured, Some(dc)) = (row.dcache, core.dcache) {
+            names.push(format!(
+                "{} ({}:{}:{})",
+                row.core, dc.size, dc.ways, dc.line
+            ));
+            let g = format!("--dcache {}:{}:{}", dc.size, dc.ways, dc.line);
+            if !geometries.contains(&g) {
+                geometries.push(g);
+            }
+        }
+    }
+    if names.is_empty() {
+        return None;
+    }
+    let mut command = format!(
+        "retrace record {} {} -o {}",
+        shell_word(&report.program),
+        geometries.join(" "),
+        shell_word(&report.trace)
+    );
+    if !header.args.is_empty() {
+        command += " --";
+        for a in &header.args {
+            command += " ";
+            command += &shell_word(a);
+        }
+    }
+    Some(format!(
+        "retrace: warning: the trace has no data-cache miss rate for {}: the total leaves the data cache out; measure it by recording again with `{command}` (or give --dcache-miss-rate)",
+        names.join(", ")
+    ))
+}
+
+/// The command lines the recording may have given the program, in the
+/// order to try them. With arguments, the line is the arguments, which the
+/// trace stores: exactly one candidate. Without, it was the program path
+/// as `retrace record` was given it, and the trace stores only the
+/// program's file name (`Header::program`): the path given here comes
+/// first, then that name if it is spelled differently.
+fn recorded_cmdlines(header: &retrace_trace::Header, shown: &str) -> Vec<String> {
+    if !header.args.is_empty() {
+        return vec![HostConfig::qemu_cmdline(shown, &header.args)];
+    }
+    let mut out = vec![HostConfig::qemu_cmdline(shown, &[])];
+    if !header.program.is_empty() && header.program != shown {
+        out.push(HostConfig::qemu_cmdline(&header.program, &[]));
+    }
+    out
+}
+
+/// `--check`: replay the trace and run the program in the functional
+/// engine with the recording's command line, and compare the executed pc
+/// sequences.
+fn check(
+    args: &Args,
+    elf: &retrace_program::Elf,
+    program: &retrace_program::Program,
+    shown: &str,
+    header: &retrace_trace::Header,
+) -> anyhow::Result<CheckSummary> {
+    let mut table = program.table.clone();
+    let replayed = replay_check(&mut table, Addr(elf.entry), &args.trace)
+        .map_err(|e| replay_error(&args.trace, e))?;
+    // Run as far as the recording did (a recording cut by --max-insns
+    // stops there too).
+    let recorded =
+        retrace_estimate::read_totals(&args.trace).map_err(|e| replay_error(&args.trace, e))?;
+    let mut tried = Vec::new();
+    for cmdline in recorded_cmdlines(header, shown) {
+        let host = HostConfig {
+            cmdline: cmdline.clone(),
+            ..HostConfig::default()
+        };
+        let (_, functional) =
+            retrace_sim::check::functional_pc_sequence(elf, host, Some(recorded.instructions))
+                .map_err(|e| tag(anyhow!("cannot load {shown}: {e}"), Status::BadInput))?;
+        if replayed == functional {
+            return Ok(CheckSummary {
+                cmdline,
+                instructions: replayed.instructions,
+                pc_hash: format!("{:016x}", replayed.hash),
+                matches: true,
+            });
+        }
+        tried.push((cmdline, functional));
+    }
+    let (cmdline, functional) = &tried[0];
+    let hint = if header.args.is_empty() {
+        format!(
+            "; the program ran with command line {cmdline:?}: a program recorded without arguments gets the program path as spelled to `retrace record`, which the trace does not store (only the file name {:?}), so spell the path as it was recorded",
+            header.program
+        )
+    } else {
+        String::new()
+    };
+    Err(tag(
+        anyhow!(
+            "check failed: the replay executes {} instructions (pc hash {:016x}), the functional engine {} (pc hash {:016x}){hint}",
+            replayed.instructions,
+            replayed.hash,
+            functional.instructions,
+            functional.hash
+        ),
+        Status::BadInput,
+    ))
 }

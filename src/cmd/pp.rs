@@ -8,7 +8,7 @@
 //! rule), so the figures read as "what this path costs on its own".
 
 use crate::cmd::common::{host, load_elf, ProgramArgs};
-use crate::report::{csv_of, hex, print, Format, FormatArgs, Report};
+use crate::report::{csv_of, hex, print, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
 use retrace_estimate::StaticCycles;
@@ -116,22 +116,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             .map(|i| FuncId(i as u32))
             .collect(),
     };
-    let format = args.output.get();
-    let text = format == Format::Text;
-    let mut loops_text = String::new();
-    let mut regions_text = String::new();
-    if text && args.loops {
-        for &f in &funcs {
-            loops_section(&mut loops_text, &program, f, &names, func.is_some());
-        }
-    }
-    if text && args.regions {
-        for &f in &funcs {
-            regions_section(&mut regions_text, &program, f, &names, func.is_some());
-        }
-    }
     let report = PpReport {
         program: shown,
+        function: func.map(|f| program.function(f).name.clone()),
         functions: program.functions.len(),
         instructions_decoded: program.table.code().decoded(),
         partial_programs: ids
@@ -140,14 +127,15 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             .collect(),
         warnings: program.warnings.iter().map(|w| w.to_string()).collect(),
         core: cycles.as_ref().map(|c| c.core.clone()),
-        loops: args.loops.then(|| loop_rows(&program, &funcs)),
-        regions: args.regions.then(|| region_rows(&program, &funcs)),
+        loops: args.loops.then(|| loop_rows(&program, &funcs, &names)),
+        irreducible_edges: args
+            .loops
+            .then(|| irreducible_rows(&program, &funcs, &names)),
+        regions: args.regions.then(|| region_rows(&program, &funcs, &names)),
         table_size: program.table.len(),
         analysis_seconds,
-        loops_text,
-        regions_text,
     };
-    print(&report, format)?;
+    print(&report, args.output.get())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -162,6 +150,8 @@ pub struct PpRow {
     start_kinds: Vec<&'static str>,
     #[serde(serialize_with = "hex")]
     last: u64,
+    /// The last instruction's name (`function+0x1c`).
+    last_symbol: String,
     end: &'static str,
     instructions: u32,
     /// Runs of the path: start address and instruction count.
@@ -176,23 +166,15 @@ pub struct PpRow {
     not_taken: Option<Option<u32>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     call_target: Option<Option<u32>>,
+    /// The called function's name, for a call whose target is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    call_target_symbol: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     return_point: Option<Option<u32>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     next: Option<Option<u32>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     fault_at: Option<String>,
-    /// For the text table and CSV: the start kinds as `a|b`, the end as
-    /// the seed's end command, the successors in short.
-    #[serde(skip)]
-    starts_text: String,
-    #[serde(skip)]
-    end_text: String,
-    #[serde(skip)]
-    successors_text: String,
-    /// Whether a core was given (the cycle columns exist).
-    #[serde(skip)]
-    timed: bool,
 }
 
 impl PpRow {
@@ -206,6 +188,7 @@ impl PpRow {
             start_symbol: n.at(p.start),
             start_kinds: p.starts.iter().map(|k| k.name()).collect(),
             last: p.last.0,
+            last_symbol: n.at(p.last),
             end: p.end.kind().name(),
             instructions: p.len,
             path: t
@@ -218,13 +201,10 @@ impl PpRow {
             taken: None,
             not_taken: None,
             call_target: None,
+            call_target_symbol: None,
             return_point: None,
             next: None,
             fault_at: None,
-            starts_text: p.starts.to_string(),
-            end_text: end_text(t, id, n),
-            successors_text: succ_text(t, id),
-            timed: cycles.is_some(),
         };
         match p.end {
             End::Branch { taken, not_taken } => {
@@ -233,6 +213,7 @@ impl PpRow {
             }
             End::Call { target, ret } => {
                 row.call_target = j(target);
+                row.call_target_symbol = target.map(|c| n.at(t.get(c).start));
                 row.return_point = j(ret);
             }
             End::IndirectCall { ret } => row.return_point = j(ret),
@@ -242,6 +223,45 @@ impl PpRow {
             _ => {}
         }
         row
+    }
+
+    /// The start kinds as `a|b`.
+    fn starts_text(&self) -> String {
+        self.start_kinds.join("|")
+    }
+
+    /// The seed's "end command": `branch(X)`, `callee:start @X`, …
+    fn end_text(&self) -> String {
+        let at = &self.last_symbol;
+        match self.end {
+            "branch" => format!("branch({at})"),
+            "call" => match &self.call_target_symbol {
+                Some(callee) => format!("{callee}:start @{at}"),
+                None => format!("call ? @{at}"),
+            },
+            "fault" => format!(
+                "fault: {} not executable",
+                self.fault_at.as_deref().unwrap_or("?")
+            ),
+            kind => format!("{kind} @{at}"),
+        }
+    }
+
+    /// The successors in short: `T:3 F:4`, `call:5 ret:6`, `next:7`, …
+    fn successors_text(&self) -> String {
+        let s = |x: Option<Option<u32>>| {
+            x.flatten()
+                .map_or_else(|| "-".to_string(), |i| i.to_string())
+        };
+        match self.end {
+            "branch" => format!("T:{} F:{}", s(self.taken), s(self.not_taken)),
+            "call" => format!("call:{} ret:{}", s(self.call_target), s(self.return_point)),
+            "indirect-call" => format!("call:? ret:{}", s(self.return_point)),
+            "ecall" | "semihost" | "ebreak" | "jump" => format!("next:{}", s(self.next)),
+            "return" => "pop".into(),
+            "fault" => "-".into(),
+            _ => "?".into(),
+        }
     }
 
     /// The cycles column of the text table: `n`, or `not-taken/taken`.
@@ -260,7 +280,7 @@ struct PpCsvRow<'a> {
     id: u32,
     start: String,
     start_symbol: &'a str,
-    start_kinds: &'a str,
+    start_kinds: String,
     last: String,
     end_kind: &'static str,
     instructions: u32,
@@ -276,13 +296,14 @@ struct PpCsvRow<'a> {
     cycles_taken: Option<Option<u64>>,
 }
 
-impl<'a> From<&'a PpRow> for PpCsvRow<'a> {
-    fn from(r: &'a PpRow) -> Self {
+impl<'a> PpCsvRow<'a> {
+    /// Row `r`; `timed`: whether a core was given (the cycle columns exist).
+    fn new(r: &'a PpRow, timed: bool) -> Self {
         PpCsvRow {
             id: r.id,
             start: format!("{:#x}", r.start),
             start_symbol: &r.start_symbol,
-            start_kinds: &r.starts_text,
+            start_kinds: r.starts_text(),
             last: format!("{:#x}", r.last),
             end_kind: r.end,
             instructions: r.instructions,
@@ -291,10 +312,89 @@ impl<'a> From<&'a PpRow> for PpCsvRow<'a> {
             call_target: r.call_target.flatten(),
             return_point: r.return_point.flatten(),
             next: r.next.flatten(),
-            cycles: r.timed.then_some(r.cycles),
-            cycles_taken: r.timed.then_some(r.cycles_taken),
+            cycles: timed.then_some(r.cycles),
+            cycles_taken: timed.then_some(r.cycles_taken),
         }
     }
+}
+
+/// An address with its name (`function+0x10`).
+#[derive(Serialize)]
+pub struct Place {
+    #[serde(serialize_with = "hex")]
+    addr: u64,
+    symbol: String,
+}
+
+impl Place {
+    fn new(a: Addr, n: &Names<'_>) -> Place {
+        Place {
+            addr: a.0,
+            symbol: n.at(a),
+        }
+    }
+}
+
+/// An operand of a loop's trip-count test.
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum OperandRow {
+    /// `x0`.
+    Zero,
+    /// Set to a constant before the loop, not written in it.
+    Constant { reg: u8, value: i64 },
+    /// Not written in the loop.
+    Invariant { reg: u8 },
+    /// `reg += step` once per iteration.
+    Induction {
+        reg: u8,
+        step: i64,
+        init: Option<i64>,
+    },
+    /// Anything else.
+    Varying { reg: u8 },
+}
+
+impl From<&Operand> for OperandRow {
+    fn from(o: &Operand) -> Self {
+        match *o {
+            Operand::Zero => OperandRow::Zero,
+            Operand::Constant { reg, value } => OperandRow::Constant { reg, value },
+            Operand::Invariant { reg } => OperandRow::Invariant { reg },
+            Operand::Induction { reg, step, init } => OperandRow::Induction { reg, step, init },
+            Operand::Varying { reg } => OperandRow::Varying { reg },
+        }
+    }
+}
+
+impl std::fmt::Display for OperandRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OperandRow::Zero => write!(f, "zero"),
+            OperandRow::Constant { reg, value } => write!(f, "x{reg} = {value} (constant)"),
+            OperandRow::Invariant { reg } => write!(f, "x{reg} (loop-invariant)"),
+            OperandRow::Induction {
+                reg,
+                step,
+                init: Some(i),
+            } => write!(f, "x{reg} (induction {step:+}, from {i})"),
+            OperandRow::Induction {
+                reg,
+                step,
+                init: None,
+            } => write!(f, "x{reg} (induction {step:+})"),
+            OperandRow::Varying { reg } => write!(f, "x{reg} (varying)"),
+        }
+    }
+}
+
+/// A loop's trip-count test: its one exit branch and what decides it.
+#[derive(Serialize)]
+pub struct TripTestRow {
+    branch: Place,
+    /// The branch's mnemonic (`bne`, `bltu`, …).
+    op: &'static str,
+    operands: [OperandRow; 2],
 }
 
 /// One loop of the nest.
@@ -306,43 +406,81 @@ pub struct LoopRow {
     depth: u32,
     #[serde(serialize_with = "hex")]
     header: u64,
+    header_symbol: String,
+    /// The last instructions of the blocks with a back edge, as addresses.
     latches: Vec<String>,
+    latch_symbols: Vec<String>,
     blocks: usize,
     exit_edges: usize,
     exit_branches: Vec<String>,
+    exit_branch_symbols: Vec<String>,
+    /// Conditional branches in the loop (inner loops' included).
+    branches: u32,
+    /// Calls and environment calls in the loop.
+    calls: u32,
     z1: bool,
     x1: bool,
     x2: bool,
     trip_count: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trip_test: Option<TripTestRow>,
 }
 
-fn loop_rows(p: &Program, funcs: &[FuncId]) -> Vec<LoopRow> {
+fn loop_rows(p: &Program, funcs: &[FuncId], n: &Names<'_>) -> Vec<LoopRow> {
     let mut all = Vec::new();
     for &f in funcs {
         let cfg = p.cfg(f);
         for l in p.loops(f).loops {
+            let latches: Vec<Addr> = l.latches.iter().map(|b| cfg.block(*b).last).collect();
             all.push(LoopRow {
                 function: p.function(f).name.clone(),
                 id: l.id.0,
                 parent: l.parent.map(|x| x.0),
                 depth: l.depth,
                 header: l.header_addr.0,
-                latches: l
-                    .latches
-                    .iter()
-                    .map(|b| format!("{:#x}", cfg.block(*b).last.0))
-                    .collect(),
+                header_symbol: n.at(l.header_addr),
+                latches: latches.iter().map(|a| a.to_string()).collect(),
+                latch_symbols: latches.iter().map(|a| n.at(*a)).collect(),
                 blocks: l.body.len(),
                 exit_edges: l.exits.len(),
-                exit_branches: l
-                    .exit_branches
-                    .iter()
-                    .map(|a| format!("{:#x}", a.0))
-                    .collect(),
+                exit_branches: l.exit_branches.iter().map(|a| a.to_string()).collect(),
+                exit_branch_symbols: l.exit_branches.iter().map(|a| n.at(*a)).collect(),
+                branches: l.branches,
+                calls: l.calls,
                 z1: l.z1,
                 x1: l.x1,
                 x2: l.x2,
                 trip_count: l.trip.map(|t| trip_name(t.count)),
+                trip_test: l.trip.map(|t| TripTestRow {
+                    branch: Place::new(t.branch, n),
+                    op: t.op.mnemonic(),
+                    operands: [(&t.operands[0]).into(), (&t.operands[1]).into()],
+                }),
+            });
+        }
+    }
+    all
+}
+
+/// A retreating edge that forms no natural loop (irreducible control flow).
+#[derive(Serialize)]
+pub struct IrreducibleRow {
+    function: String,
+    /// The last instruction of the edge's source block.
+    from: Place,
+    /// The first instruction of its target block.
+    to: Place,
+}
+
+fn irreducible_rows(p: &Program, funcs: &[FuncId], n: &Names<'_>) -> Vec<IrreducibleRow> {
+    let mut all = Vec::new();
+    for &f in funcs {
+        let cfg = p.cfg(f);
+        for (a, b) in p.loops(f).irreducible {
+            all.push(IrreducibleRow {
+                function: p.function(f).name.clone(),
+                from: Place::new(cfg.block(a).last, n),
+                to: Place::new(cfg.block(b).start, n),
             });
         }
     }
@@ -353,26 +491,36 @@ fn loop_rows(p: &Program, funcs: &[FuncId]) -> Vec<LoopRow> {
 #[derive(Serialize)]
 pub struct RegionRow {
     function: String,
+    /// Its index among the function's regions.
+    id: usize,
     #[serde(serialize_with = "hex")]
     branch: u64,
+    branch_symbol: String,
     #[serde(serialize_with = "hex")]
     merge: u64,
+    merge_symbol: String,
     kind: String,
     blocks: usize,
+    /// The smallest region of the function containing this one's branch.
+    parent: Option<usize>,
     #[serde(rename = "loop")]
     in_loop: Option<u32>,
 }
 
-fn region_rows(p: &Program, funcs: &[FuncId]) -> Vec<RegionRow> {
+fn region_rows(p: &Program, funcs: &[FuncId], n: &Names<'_>) -> Vec<RegionRow> {
     let mut all = Vec::new();
     for &f in funcs {
-        for r in p.regions(f) {
+        for (i, r) in p.regions(f).into_iter().enumerate() {
             all.push(RegionRow {
                 function: p.function(f).name.clone(),
+                id: i,
                 branch: r.branch.0,
+                branch_symbol: n.at(r.branch),
                 merge: r.merge_addr.0,
+                merge_symbol: n.at(r.merge_addr),
                 kind: format!("{:?}", r.kind),
                 blocks: r.blocks.len(),
+                parent: r.parent,
                 in_loop: r.in_loop.map(|l| l.0),
             });
         }
@@ -384,6 +532,9 @@ fn region_rows(p: &Program, funcs: &[FuncId]) -> Vec<RegionRow> {
 #[derive(Serialize)]
 pub struct PpReport {
     program: String,
+    /// The function asked for with --function.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    function: Option<String>,
     functions: usize,
     instructions_decoded: usize,
     partial_programs: Vec<PpRow>,
@@ -393,18 +544,114 @@ pub struct PpReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     loops: Option<Vec<LoopRow>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    irreducible_edges: Option<Vec<IrreducibleRow>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     regions: Option<Vec<RegionRow>>,
     /// Partial programs in the whole table (the rows may be one function's).
-    #[serde(skip)]
     table_size: usize,
-    #[serde(skip)]
     analysis_seconds: f64,
-    /// The loop and region sections of the text, which name addresses and
-    /// operands in more detail than the rows carry.
-    #[serde(skip)]
-    loops_text: String,
-    #[serde(skip)]
-    regions_text: String,
+}
+
+/// The functions a section of the text covers, in the rows' order: those
+/// with rows, or the one asked for (shown even without any).
+fn section_functions<'a>(
+    names: impl Iterator<Item = &'a str>,
+    asked: Option<&'a str>,
+) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for name in names {
+        if out.last() != Some(&name) {
+            out.push(name);
+        }
+    }
+    if let Some(f) = asked {
+        if out.is_empty() {
+            out.push(f);
+        }
+    }
+    out
+}
+
+impl PpReport {
+    fn loops_text(&self, out: &mut String) {
+        let (Some(loops), irreducible) = (&self.loops, self.irreducible_edges.as_deref()) else {
+            return;
+        };
+        let irreducible = irreducible.unwrap_or_default();
+        let asked = self.function.as_deref();
+        for func in section_functions(loops.iter().map(|l| l.function.as_str()), asked) {
+            let _ = writeln!(out, "\nloops of {func}:");
+            let mut any = false;
+            for l in loops.iter().filter(|l| l.function == func) {
+                any = true;
+                let indent = "  ".repeat(l.depth as usize);
+                let _ = writeln!(
+                    out,
+                    "{indent}L{} header {} ({} blocks, latches [{}], {} exit edges, exit branches [{}], {} branches, {} calls) Z1={} X1={} X2={}",
+                    l.id,
+                    l.header_symbol,
+                    l.blocks,
+                    l.latch_symbols.join(", "),
+                    l.exit_edges,
+                    l.exit_branch_symbols.join(", "),
+                    l.branches,
+                    l.calls,
+                    yes(l.z1),
+                    yes(l.x1),
+                    yes(l.x2)
+                );
+                if let (Some(t), Some(count)) = (&l.trip_test, l.trip_count) {
+                    let _ = writeln!(
+                        out,
+                        "{indent}  trip-count test {} at {}: {} vs {}: {count}",
+                        t.op, t.branch.symbol, t.operands[0], t.operands[1]
+                    );
+                }
+            }
+            if !any {
+                let _ = writeln!(out, "  none");
+            }
+            for e in irreducible.iter().filter(|e| e.function == func) {
+                let _ = writeln!(
+                    out,
+                    "  irreducible edge {} -> {}",
+                    e.from.symbol, e.to.symbol
+                );
+            }
+        }
+    }
+
+    fn regions_text(&self, out: &mut String) {
+        let Some(regions) = &self.regions else {
+            return;
+        };
+        let asked = self.function.as_deref();
+        for func in section_functions(regions.iter().map(|r| r.function.as_str()), asked) {
+            let _ = writeln!(out, "\nif-else regions of {func}:");
+            let mut any = false;
+            for r in regions.iter().filter(|r| r.function == func) {
+                any = true;
+                let _ = writeln!(
+                    out,
+                    "  R{} branch {} merge {} ({}, {} blocks){}{}",
+                    r.id,
+                    r.branch_symbol,
+                    r.merge_symbol,
+                    r.kind,
+                    r.blocks,
+                    r.parent
+                        .map(|p| format!(" inside R{p}"))
+                        .unwrap_or_default(),
+                    r.in_loop
+                        .map(|l| format!(" in loop L{l}"))
+                        .unwrap_or_default()
+                );
+            }
+            if !any {
+                let _ = writeln!(out, "  none");
+            }
+        }
+    }
 }
 
 impl Report for PpReport {
@@ -437,19 +684,19 @@ impl Report for PpReport {
                 "{:>6}  {:<34} {:<18} {:<44} {:>6}{}  {}",
                 r.id,
                 format!("{} ({})", r.start_symbol, Addr(r.start)),
-                r.starts_text,
-                r.end_text,
+                r.starts_text(),
+                r.end_text(),
                 r.instructions,
                 if timed {
                     format!("  {:>11}", r.cycles_text())
                 } else {
                     String::new()
                 },
-                r.successors_text
+                r.successors_text()
             );
         }
-        out += &self.loops_text;
-        out += &self.regions_text;
+        self.loops_text(&mut out);
+        self.regions_text(&mut out);
         let _ = writeln!(
             out,
             "{} partial programs ({} shown), {} functions, {} instructions decoded, {} warnings; analysed in {:.1} ms",
@@ -464,7 +711,12 @@ impl Report for PpReport {
     }
 
     fn csv(&self) -> anyhow::Result<String> {
-        let rows: Vec<PpCsvRow<'_>> = self.partial_programs.iter().map(PpCsvRow::from).collect();
+        let timed = self.core.is_some();
+        let rows: Vec<PpCsvRow<'_>> = self
+            .partial_programs
+            .iter()
+            .map(|r| PpCsvRow::new(r, timed))
+            .collect();
         csv_of(&rows)
     }
 }
@@ -487,62 +739,6 @@ fn selected(program: &Program, func: Option<FuncId>) -> Vec<PpId> {
     }
 }
 
-fn pp_ref(id: Option<PpId>) -> String {
-    id.map_or_else(|| "-".to_string(), |i| i.to_string())
-}
-
-/// The seed's "end command": `branch(X)`, `callee:start | ret`, `f:end` …
-fn end_text(t: &PpTable, id: PpId, n: &Names<'_>) -> String {
-    let p = t.get(id);
-    let at = n.at(p.last);
-    match p.end {
-        End::Branch { .. } => format!("branch({at})"),
-        End::Call { target, .. } => match target {
-            Some(c) => format!("{}:start @{at}", n.at(t.get(c).start)),
-            None => format!("call ? @{at}"),
-        },
-        End::IndirectCall { .. } => format!("indirect-call @{at}"),
-        End::Return => format!("return @{at}"),
-        End::IndirectJump => format!("indirect-jump @{at}"),
-        End::Ecall { .. } => format!("ecall @{at}"),
-        End::Ebreak {
-            semihosting: true, ..
-        } => format!("semihost @{at}"),
-        End::Ebreak { .. } => format!("ebreak @{at}"),
-        End::TrapReturn => format!("trap-return @{at}"),
-        End::Jump { .. } => format!("jump @{at}"),
-        End::Fault { at: f } => format!("fault: {} not executable", f),
-    }
-}
-
-fn succ_text(t: &PpTable, id: PpId) -> String {
-    let s = pp_ref;
-    match t.get(id).end {
-        End::Branch { taken, not_taken } => format!("T:{} F:{}", s(taken), s(not_taken)),
-        End::Call { target, ret } => format!("call:{} ret:{}", s(target), s(ret)),
-        End::IndirectCall { ret } => format!("call:? ret:{}", s(ret)),
-        End::Ecall { next } | End::Ebreak { next, .. } => format!("next:{}", s(next)),
-        End::Jump { target } => format!("next:{target}"),
-        End::Return => "pop".into(),
-        End::IndirectJump | End::TrapReturn => "?".into(),
-        End::Fault { .. } => "-".into(),
-    }
-}
-
-fn operand_text(o: &Operand) -> String {
-    let r = |x: &u8| format!("x{x}");
-    match o {
-        Operand::Zero => "zero".into(),
-        Operand::Constant { reg, value } => format!("{} = {value} (constant)", r(reg)),
-        Operand::Invariant { reg } => format!("{} (loop-invariant)", r(reg)),
-        Operand::Induction { reg, step, init } => match init {
-            Some(i) => format!("{} (induction {step:+}, from {i})", r(reg)),
-            None => format!("{} (induction {step:+})", r(reg)),
-        },
-        Operand::Varying { reg } => format!("{} (varying)", r(reg)),
-    }
-}
-
 fn trip_name(c: TripCount) -> &'static str {
     match c {
         TripCount::Constant => "constant (type 1)",
@@ -556,84 +752,6 @@ fn yes(b: bool) -> &'static str {
         "yes"
     } else {
         "no"
-    }
-}
-
-fn loops_section(out: &mut String, p: &Program, f: FuncId, n: &Names<'_>, always: bool) {
-    let nest = p.loops(f);
-    if nest.loops.is_empty() && !always {
-        return;
-    }
-    let _ = writeln!(out, "\nloops of {}:", p.function(f).name);
-    if nest.loops.is_empty() {
-        let _ = writeln!(out, "  none");
-    }
-    let cfg = p.cfg(f);
-    for l in &nest.loops {
-        let indent = "  ".repeat(l.depth as usize);
-        let latches: Vec<String> = l.latches.iter().map(|b| n.at(cfg.block(*b).last)).collect();
-        let exits: Vec<String> = l.exit_branches.iter().map(|a| n.at(*a)).collect();
-        let _ = writeln!(
-            out,
-            "{indent}{} header {} ({} blocks, latches [{}], {} exit edges, exit branches [{}], {} branches, {} calls) Z1={} X1={} X2={}",
-            l.id,
-            n.at(l.header_addr),
-            l.body.len(),
-            latches.join(", "),
-            l.exits.len(),
-            exits.join(", "),
-            l.branches,
-            l.calls,
-            yes(l.z1),
-            yes(l.x1),
-            yes(l.x2)
-        );
-        if let Some(t) = &l.trip {
-            let _ = writeln!(
-                out,
-                "{indent}  trip-count test {} at {}: {} vs {}: {}",
-                t.op.mnemonic(),
-                n.at(t.branch),
-                operand_text(&t.operands[0]),
-                operand_text(&t.operands[1]),
-                trip_name(t.count)
-            );
-        }
-    }
-    for (a, b) in &nest.irreducible {
-        let _ = writeln!(
-            out,
-            "  irreducible edge {} -> {}",
-            n.at(cfg.block(*a).last),
-            n.at(cfg.block(*b).start)
-        );
-    }
-}
-
-fn regions_section(out: &mut String, p: &Program, f: FuncId, n: &Names<'_>, always: bool) {
-    let regions = p.regions(f);
-    if regions.is_empty() && !always {
-        return;
-    }
-    let _ = writeln!(out, "\nif-else regions of {}:", p.function(f).name);
-    if regions.is_empty() {
-        let _ = writeln!(out, "  none");
-    }
-    for (i, r) in regions.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "  R{i} branch {} merge {} ({:?}, {} blocks){}{}",
-            n.at(r.branch),
-            n.at(r.merge_addr),
-            r.kind,
-            r.blocks.len(),
-            r.parent
-                .map(|p| format!(" inside R{p}"))
-                .unwrap_or_default(),
-            r.in_loop
-                .map(|l| format!(" in loop {l}"))
-                .unwrap_or_default()
-        );
     }
 }
 
@@ -659,7 +777,6 @@ pub struct CheckReport {
     analysis_warnings: usize,
     ok: bool,
     /// How the run ended, in words.
-    #[serde(skip)]
     stop_detail: String,
 }
 

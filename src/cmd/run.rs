@@ -320,9 +320,15 @@ fn outcome(prog: &str, r: &RunResult) -> anyhow::Result<ExitCode> {
             Status::Runaway,
             format!("program {prog} still running after {limit} instructions (--max-insns); raise the limit or look for an endless loop"),
         ),
-        StopReason::Denied { .. } => err(
+        // Only a host file can be allowed (`--allow-dir`); a host command
+        // (SYS_SYSTEM) never is, and its message says so.
+        StopReason::Denied { message, .. } if message.contains("host file") => err(
             Status::Denied,
             format!("program {prog} was stopped: {}; allow a directory with --allow-dir DIR", r.stop),
+        ),
+        StopReason::Denied { .. } => err(
+            Status::Denied,
+            format!("program {prog} was stopped: {}", r.stop),
         ),
         other => err(Status::Fault, format!("program {prog} stopped: {other}")),
     }
@@ -349,8 +355,10 @@ pub struct TimedReport {
     cycles: u64,
     cpi: f64,
     branches: u64,
-    mispredicts: u64,
-    return_mispredicts: u64,
+    /// Null on a core where a misprediction costs nothing (no prediction).
+    mispredicts: Option<u64>,
+    /// Null on a core without a return-address stack.
+    return_mispredicts: Option<u64>,
     icache_hits: Option<u64>,
     icache_misses: Option<u64>,
     dcache_hits: Option<u64>,
@@ -398,8 +406,8 @@ impl TimedReport {
             cycles,
             cpi: cycles as f64 / s.instructions.max(1) as f64,
             branches: s.branches,
-            mispredicts: s.mispredicts,
-            return_mispredicts: s.return_mispredicts,
+            mispredicts: super::common::predicts(core).then_some(s.mispredicts),
+            return_mispredicts: (core.branch.ras_depth > 0).then_some(s.return_mispredicts),
             icache_hits: ic.then_some(s.icache_hits),
             icache_misses: ic.then_some(s.icache_misses),
             dcache_hits: dc.then_some(s.dcache_hits),
@@ -432,13 +440,22 @@ impl TimedReport {
             thousands(self.instructions),
             self.cpi
         );
+        let mispredicted = match self.mispredicts {
+            Some(m) => format!(
+                "mispredicted {} ({:.2}%)",
+                thousands(m),
+                pct(m, self.branches)
+            ),
+            None => "no prediction in this core".to_string(),
+        };
+        let returns = match self.return_mispredicts {
+            Some(r) => format!("return mispredictions {}", thousands(r)),
+            None => "no return-address stack".to_string(),
+        };
         let _ = writeln!(
             out,
-            "  branches {}, mispredicted {} ({:.2}%); return mispredictions {}",
-            thousands(self.branches),
-            thousands(self.mispredicts),
-            pct(self.mispredicts, self.branches),
-            thousands(self.return_mispredicts)
+            "  branches {}, {mispredicted}; {returns}",
+            thousands(self.branches)
         );
         for (name, hits, misses) in [
             ("I-cache", self.icache_hits, self.icache_misses),

@@ -37,13 +37,15 @@ impl fmt::Display for At<'_> {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A file could not be read or written.
-    #[error("{}: {source}", path.display())]
+    /// A file could not be read or written. The message includes what
+    /// the operating system said, so the error has no separate source
+    /// (an error chain would print it twice).
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// What the operating system said.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A line that is not a row of the expected format.
     #[error("{}malformed row: {reason}", At(at))]
@@ -182,6 +184,16 @@ pub enum Error {
         /// The reference processor.
         reference: ProcessorId,
     },
+    /// An ftrace / `perf script` history whose timestamps are seconds, not
+    /// counter values: the whole file is on a clock that needs no
+    /// frequency correction.
+    #[error("{}timestamp {stamp} {}", At(at), crate::formats::SECONDS_ADVICE)]
+    TimestampInSeconds {
+        /// Where the first one is.
+        at: Option<Location>,
+        /// The timestamp as written.
+        stamp: String,
+    },
     /// An argument outside what the function supports.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -203,7 +215,8 @@ macro_rules! match_location {
             | Error::CounterOverflow { at: $at, .. }
             | Error::InvalidRound { at: $at, .. }
             | Error::TwoReferences { at: $at, .. }
-            | Error::NotSynchronised { at: $at, .. } => $located,
+            | Error::NotSynchronised { at: $at, .. }
+            | Error::TimestampInSeconds { at: $at, .. } => $located,
             Error::Io { .. } | Error::NoRounds | Error::InvalidArgument(_) => $unlocated,
         }
     };
@@ -237,6 +250,7 @@ impl Error {
             Error::NoRounds => "no-rounds",
             Error::TwoReferences { .. } => "two-references",
             Error::NotSynchronised { .. } => "not-synchronised",
+            Error::TimestampInSeconds { .. } => "timestamp-in-seconds",
             Error::InvalidArgument(_) => "invalid-argument",
         }
     }

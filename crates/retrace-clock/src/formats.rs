@@ -93,15 +93,18 @@ impl Skipped {
 fn is_row_error(error: &Error) -> bool {
     !matches!(
         error,
-        Error::Io { .. } | Error::InvalidArgument(_) | Error::NoRounds
+        Error::Io { .. }
+            | Error::InvalidArgument(_)
+            | Error::NoRounds
+            | Error::TimestampInSeconds { .. }
     )
 }
 
 /// Read a whole file (or standard input for `-`).
 pub fn read_text(path: &Path) -> Result<String> {
-    let io = |source| Error::Io {
+    let io = |error| Error::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     if path == Path::new("-") {
         let mut text = String::new();
@@ -161,21 +164,31 @@ pub fn parse_history(text: &str, file: &Path, options: ReadOptions) -> Result<Hi
         HistoryFormat::Ftrace => {
             for (index, line) in text.lines().enumerate() {
                 let at = located(index as u64 + 1);
-                let changes = match parse_ftrace_line(line) {
+                let event = match ftrace_event(line) {
                     Ok(None) => {
                         other_lines += 1;
                         continue;
                     }
-                    Ok(Some(changes)) => Ok(changes),
+                    Ok(Some(event)) => Ok(event),
                     Err(reason) => Err(Error::Malformed {
                         at: Some(at.clone()),
                         reason,
                     }),
                 };
-                let Some(changes) = skipped.handle(options.bad_rows, changes)? else {
+                let Some((stamp, changes)) = skipped.handle(options.bad_rows, event)? else {
                     continue;
                 };
-                for (processor, counter, hz) in changes {
+                let counter = match stamp {
+                    Stamp::Counter(counter) => counter,
+                    // The whole file is on that clock: not a bad row to skip.
+                    Stamp::Seconds(stamp) => {
+                        return Err(Error::TimestampInSeconds {
+                            at: Some(at),
+                            stamp: stamp.to_string(),
+                        })
+                    }
+                };
+                for (processor, hz) in changes {
                     let row = builder
                         .add(processor, counter, hz)
                         .map_err(|e| e.at(at.clone()));
@@ -265,14 +278,48 @@ impl HistoryBuilder {
 /// A frequency change read from a trace: `(processor, counter value, new frequency)`.
 pub type FrequencyChange = (ProcessorId, u64, Hz);
 
+/// The timestamp of an ftrace / `perf script` line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stamp<'a> {
+    /// An integer: a counter value (trace clock `x86-tsc`, `counter`).
+    Counter(u64),
+    /// A decimal number: seconds (the default trace clocks), as written.
+    Seconds(&'a str),
+}
+
+/// Why a history of decimal-second timestamps is refused, after the
+/// timestamp itself.
+pub const SECONDS_ADVICE: &str = "is in seconds (the default trace clocks stamp \
+    events with time, not cycles), so there is nothing for frequency correction \
+    to do; record with a cycle-counter trace clock \
+    (`echo x86-tsc > /sys/kernel/tracing/trace_clock`, or `counter`) so that \
+    timestamps are counter values";
+
 /// One frequency event of an ftrace / `perf script` line: `Ok(None)` for a
 /// line without one, else the `(processor, counter, frequency)` changes it
 /// carries (a `policy_frequency` with `policy_cpus` applies to each CPU).
 ///
 /// The timestamp is the counter: an integer timestamp (trace clock
-/// `x86-tsc`, `counter`, `mono_raw` in perf's raw mode) is used as it is; a
-/// decimal one (seconds, the default clocks) becomes nanoseconds.
+/// `x86-tsc`, `counter`) is used as it is. A decimal one is seconds (the
+/// default clocks): already time, which a frequency history cannot
+/// correct, so it is an error ([`SECONDS_ADVICE`]).
 pub fn parse_ftrace_line(line: &str) -> Result<Option<Vec<FrequencyChange>>, String> {
+    match ftrace_event(line)? {
+        None => Ok(None),
+        Some((Stamp::Counter(counter), changes)) => Ok(Some(
+            changes
+                .into_iter()
+                .map(|(processor, hz)| (processor, counter, hz))
+                .collect(),
+        )),
+        Some((Stamp::Seconds(stamp), _)) => Err(format!("timestamp {stamp} {SECONDS_ADVICE}")),
+    }
+}
+
+/// A frequency event's timestamp and `(processor, frequency)` changes.
+type FtraceEvent<'a> = (Stamp<'a>, Vec<(ProcessorId, Hz)>);
+
+fn ftrace_event(line: &str) -> Result<Option<FtraceEvent<'_>>, String> {
     let tokens: Vec<&str> = line.split_whitespace().collect();
     let Some(event_index) = tokens.iter().position(|t| {
         let name = t.strip_suffix(':').unwrap_or("");
@@ -285,12 +332,16 @@ pub fn parse_ftrace_line(line: &str) -> Result<Option<Vec<FrequencyChange>>, Str
         .checked_sub(1)
         .map(|i| tokens[i].trim_end_matches(':'))
         .ok_or("no timestamp before the event name")?;
-    let counter = if stamp.contains('.') {
-        parse_decimal_scaled(stamp, 9).map_err(|reason| format!("timestamp {stamp:?}: {reason}"))?
+    let stamp = if stamp.contains('.') {
+        parse_decimal_scaled(stamp, 9)
+            .map_err(|reason| format!("timestamp {stamp:?}: {reason}"))?;
+        Stamp::Seconds(stamp)
     } else {
-        stamp
-            .parse::<u64>()
-            .map_err(|_| format!("timestamp {stamp:?} is not a number"))?
+        Stamp::Counter(
+            stamp
+                .parse::<u64>()
+                .map_err(|_| format!("timestamp {stamp:?} is not a number"))?,
+        )
     };
     let mut khz = None;
     let mut cpu = None;
@@ -327,11 +378,10 @@ pub fn parse_ftrace_line(line: &str) -> Result<Option<Vec<FrequencyChange>>, Str
     let cpus = policy_cpus
         .filter(|c: &Vec<u32>| !c.is_empty())
         .unwrap_or_else(|| vec![cpu]);
-    Ok(Some(
-        cpus.into_iter()
-            .map(|c| (ProcessorId(c), counter, hz))
-            .collect(),
-    ))
+    Ok(Some((
+        stamp,
+        cpus.into_iter().map(|c| (ProcessorId(c), hz)).collect(),
+    )))
 }
 
 /// A kernel `%*pb` CPU mask: hexadecimal, 32-bit groups separated by commas.
@@ -1040,12 +1090,13 @@ mod tests {
 
     #[test]
     fn ftrace_and_perf_script_lines() {
+        // Trace clock x86-tsc: integer timestamps are counter values.
         let text = "\
 # tracer: nop
-          <idle>-0       [001] d..2.  5150.460574: cpu_frequency: state=2100000 cpu_id=1
-         swapper     0 [000]  5150.460600: power:cpu_frequency: state=800000 cpu_id=0
-    kworker/0:1-12    [000] ..... 5151.000000: sched_switch: prev=a next=b
-          <idle>-0       [002] d..2.  5152.000000000: policy_frequency: state=1200000 cpu_id=2 policy_cpus=c
+          <idle>-0       [001] d..2.  5150460574000: cpu_frequency: state=2100000 cpu_id=1
+         swapper     0 [000]  5150460600000: power:cpu_frequency: state=800000 cpu_id=0
+    kworker/0:1-12    [000] ..... 5151000000000: sched_switch: prev=a next=b
+          <idle>-0       [002] d..2.  5152000000000: policy_frequency: state=1200000 cpu_id=2 policy_cpus=c
 ";
         let parsed = parse_history(text, &PathBuf::from("t.txt"), ReadOptions::default()).unwrap();
         assert_eq!(parsed.other_lines, 2);
@@ -1072,13 +1123,41 @@ mod tests {
                 Hz::new(900_000_000).unwrap()
             )]))
         );
-        let bad = "x-1 [000] 12.5: cpu_frequency: state=0 cpu_id=0\n";
+        let bad = "x-1 [000] 12: cpu_frequency: state=0 cpu_id=0\n";
         let error =
             parse_history(bad, &PathBuf::from("t.txt"), ReadOptions::default()).unwrap_err();
         assert_eq!(
             error.to_string(),
             "t.txt:1: malformed row: frequency must be positive, got 0 kHz"
         );
+    }
+
+    #[test]
+    fn decimal_second_timestamps_are_refused_even_when_skipping() {
+        // ftrace's default clock: seconds. They are time already; reading
+        // them as counter values would divide time by a frequency.
+        let text = "\
+# tracer: nop
+          <idle>-0       [001] d..2.  1234.567890: cpu_frequency: state=2100000 cpu_id=1
+          <idle>-0       [001] d..2.  1235.000000: cpu_frequency: state=800000 cpu_id=1
+";
+        for bad_rows in [BadRows::Fail, BadRows::Skip] {
+            let options = ReadOptions {
+                bad_rows,
+                ..ReadOptions::default()
+            };
+            let error = parse_history(text, &PathBuf::from("t.txt"), options).unwrap_err();
+            assert_eq!(error.kind(), "timestamp-in-seconds");
+            let message = error.to_string();
+            assert!(
+                message.starts_with("t.txt:2: timestamp 1234.567890 is in seconds"),
+                "{message}"
+            );
+            assert!(message.contains("trace_clock"), "{message}");
+        }
+        assert!(parse_ftrace_line(text.lines().nth(1).unwrap())
+            .unwrap_err()
+            .contains("is in seconds"));
     }
 
     #[test]

@@ -52,6 +52,32 @@ pub struct Distribution {
     pub max_ns: f64,
 }
 
+/// Whether the probe's two threads ran pinned to their CPUs.
+///
+/// Serialised as `true` when they did, and as `{"not_pinned": "why"}` when
+/// they did not, so that a reader tests one field either way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pinning {
+    /// Both threads were pinned.
+    Pinned,
+    /// At least one thread was not; why not.
+    NotPinned(String),
+}
+
+impl Serialize for Pinning {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            Pinning::Pinned => s.serialize_bool(true),
+            Pinning::NotPinned(why) => {
+                let mut map = s.serialize_map(Some(1))?;
+                map.serialize_entry("not_pinned", why)?;
+                map.end()
+            }
+        }
+    }
+}
+
 /// What the probe measured.
 #[derive(Clone, Debug, Serialize)]
 pub struct ProbeReport {
@@ -62,7 +88,7 @@ pub struct ProbeReport {
     /// The two CPUs.
     pub cpus: (usize, usize),
     /// Whether both threads were pinned (else why not).
-    pub pinned: std::result::Result<(), String>,
+    pub pinned: Pinning,
     /// CPU flags that promise a usable TSC (Linux `/proc/cpuinfo`).
     pub tsc_flags: Vec<String>,
     /// Rounds run.
@@ -195,7 +221,10 @@ pub fn run(config: ProbeConfig) -> Result<ProbeReport> {
         counter: COUNTER_NAME,
         ticks_per_second,
         cpus: config.cpus,
-        pinned: pinned_reference.and(pinned_responder),
+        pinned: match pinned_reference.and(pinned_responder) {
+            Ok(()) => Pinning::Pinned,
+            Err(why) => Pinning::NotPinned(why),
+        },
         tsc_flags: tsc_flags(),
         rounds,
         estimates,
@@ -314,6 +343,15 @@ fn tsc_flags() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pinning_serialises_as_true_or_why_not() {
+        assert_eq!(serde_json::to_string(&Pinning::Pinned).unwrap(), "true");
+        assert_eq!(
+            serde_json::to_string(&Pinning::NotPinned("no CPU 9".into())).unwrap(),
+            r#"{"not_pinned":"no CPU 9"}"#
+        );
+    }
 
     #[test]
     fn a_short_probe_is_consistent() {

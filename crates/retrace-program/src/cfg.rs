@@ -102,6 +102,43 @@ pub enum Terminator {
     Fault,
 }
 
+impl Terminator {
+    /// A short stable name of the kind: `fallthrough`, `call`,
+    /// `indirect-jump`, …
+    pub fn name(self) -> &'static str {
+        match self {
+            Terminator::FallThrough => "fallthrough",
+            Terminator::Branch => "branch",
+            Terminator::Jump => "jump",
+            Terminator::Call { .. } => "call",
+            Terminator::IndirectCall => "indirect-call",
+            Terminator::Return => "return",
+            Terminator::IndirectJump { .. } => "indirect-jump",
+            Terminator::TailCall { .. } => "tail-call",
+            Terminator::Ecall => "ecall",
+            Terminator::Ebreak => "ebreak",
+            Terminator::TrapReturn => "trap-return",
+            Terminator::Fault => "fault",
+        }
+    }
+}
+
+/// The kind's name, with the target address in hex where there is one:
+/// `call 0x80000496`, `indirect-jump (jump table)`.
+impl std::fmt::Display for Terminator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Terminator::Call { target } | Terminator::TailCall { target } => {
+                write!(f, "{} {target}", self.name())
+            }
+            Terminator::IndirectJump { table: true } => {
+                write!(f, "{} (jump table)", self.name())
+            }
+            _ => f.write_str(self.name()),
+        }
+    }
+}
+
 /// One basic block.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Block {

@@ -38,7 +38,7 @@ pub fn function_dot(program: &Program, f: FuncId) -> String {
             Terminator::TailCall { target } => {
                 format!("tail {}", program_name(program, target))
             }
-            t => format!("{t:?}").to_lowercase(),
+            t => t.to_string(),
         };
         let pp = match program.table.lookup(blk.start) {
             Some(id) => format!("<BR/><B>PP {} ({})</B>", id, program.table.get(id).starts),

@@ -130,15 +130,7 @@ impl Program {
         let mut jump_tables: Vec<JumpTable> = Vec::new();
         let mut tried: HashSet<PpId> = HashSet::new();
         loop {
-            let mut fallers: HashMap<PpId, Vec<PpId>> = HashMap::new();
-            for (id, p) in table.iter() {
-                if let End::Branch {
-                    not_taken: Some(n), ..
-                } = p.end
-                {
-                    fallers.entry(n).or_default().push(id);
-                }
-            }
+            let preds = jumptable::Preds::of(&table);
             let candidates: Vec<PpId> = table
                 .iter()
                 .filter(|(id, p)| p.end == End::IndirectJump && !tried.contains(id))
@@ -147,8 +139,7 @@ impl Program {
             let mut found = Vec::new();
             for id in candidates {
                 tried.insert(id);
-                let preds = fallers.get(&id).map(Vec::as_slice).unwrap_or(&[]);
-                if let Some(jt) = jumptable::recognise(&table, id, preds) {
+                if let Some(jt) = jumptable::recognise(&table, id, &preds) {
                     if !jump_tables.iter().any(|j| j.site == jt.site) {
                         found.push(jt);
                     }
