@@ -665,3 +665,29 @@ fn failed_record_keeps_the_previous_trace() {
     assert_eq!(left, ["kept.rtrace", "trap.elf"]);
     std::fs::remove_dir_all(&dir.0).unwrap();
 }
+
+/// An output path ending in a slash names a directory: `record` refuses
+/// it before running the program (it used to run it to the end and then
+/// fail to rename its temporary file, naming that file).
+#[test]
+fn record_refuses_a_directory_path_before_running() {
+    let dir = Temp::new("slash-dir");
+    std::fs::create_dir(&dir.0).unwrap();
+    let target = format!("{}/file.rtrace/", dir.s());
+    let out = retrace(&["record", &program("crc32-rv32-O2.elf"), "-o", &target]);
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("ending in a slash") && !err.contains(".partial"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // Refused before the run: the program printed nothing.
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 0);
+    std::fs::remove_dir(&dir.0).unwrap();
+}

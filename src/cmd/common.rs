@@ -146,12 +146,10 @@ pub fn check_trace(trace: &Path, elf: &Elf, shown: &str) -> anyhow::Result<retra
     Ok(h)
 }
 
-/// Create (or truncate) the output file `path` for writing, as POSIX
-/// `open(2)` would: a path that ends in `/` names a directory, so it is
-/// refused on every platform, and the failure is one line saying what to
-/// do.
-pub fn create_output(path: &Path, what: &str) -> anyhow::Result<std::fs::File> {
-    let shown = path.display();
+/// Refuse an output path that cannot name a file: one ending in `/` names
+/// a directory (as POSIX `open(2)` says). Commands that write their output
+/// at the end (`record`) check this first, not after the work.
+pub fn check_output_name(path: &Path, what: &str) -> anyhow::Result<()> {
     let ends_in_separator = path
         .as_os_str()
         .as_encoded_bytes()
@@ -159,10 +157,23 @@ pub fn create_output(path: &Path, what: &str) -> anyhow::Result<std::fs::File> {
         .is_some_and(|&b| std::path::is_separator(b as char));
     if ends_in_separator {
         return Err(tag(
-            anyhow!("cannot create {what} {shown}: a path ending in a slash names a directory; give a file name"),
+            anyhow!(
+                "cannot create {what} {}: a path ending in a slash names a directory; give a file name",
+                path.display()
+            ),
             Status::BadInput,
         ));
     }
+    Ok(())
+}
+
+/// Create (or truncate) the output file `path` for writing, as POSIX
+/// `open(2)` would: a path that ends in `/` names a directory, so it is
+/// refused on every platform, and the failure is one line saying what to
+/// do.
+pub fn create_output(path: &Path, what: &str) -> anyhow::Result<std::fs::File> {
+    let shown = path.display();
+    check_output_name(path, what)?;
     std::fs::File::create(path).map_err(|e| {
         tag(
             anyhow!("cannot create {what} {shown}: {e}; check that the directory exists and is writable"),

@@ -146,6 +146,7 @@ fn stop_on_signals() -> std::io::Result<Arc<AtomicUsize>> {
 /// a run is never left where a whole one is expected.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let signal = stop_on_signals().map_err(|e| anyhow!("cannot handle signals: {e}"))?;
+    super::common::check_output_name(&args.output, "trace")?;
     let elf = load_elf(&args.program)?;
     let shown = args.program.display().to_string();
     // The trace is written to a temporary file beside the target and
