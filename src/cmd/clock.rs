@@ -231,6 +231,10 @@ pub struct BenchArgs {
     /// Runs; the fastest is reported (the others absorb noise from other work).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
+    /// Rows of each input syntax (events CSV/JSON/JSON Lines, history
+    /// CSV/ftrace) whose loading is timed too; 0 skips it.
+    #[arg(long, default_value_t = 1_000_000)]
+    load_rows: usize,
     #[command(flatten)]
     out: FormatArgs,
 }
@@ -781,6 +785,10 @@ struct ClockBenchReport {
     events_per_cpu_second: Option<f64>,
     /// A decimal string: the sum is an i128, beyond what JSON readers keep.
     checksum: String,
+    /// How fast each input syntax loads (`--load-rows`); not in CSV, whose
+    /// one record is the correction's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    loading: Vec<workload::LoadThroughput>,
 }
 
 impl Report for ClockBenchReport {
@@ -800,11 +808,44 @@ impl Report for ClockBenchReport {
                 rate / 1e6
             );
         }
+        for l in &self.loading {
+            out += &format!(
+                "loaded {} rows of {} ({:.1} MB) in {:.3} s: {:.2} M rows/s\n",
+                l.rows,
+                l.format,
+                l.bytes as f64 / 1e6,
+                l.seconds,
+                l.rows_per_second / 1e6
+            );
+        }
         out
     }
 
     fn csv(&self) -> anyhow::Result<String> {
-        csv_of(&[self])
+        // One flat record: the correction's figures.
+        #[derive(Serialize)]
+        struct Flat<'a> {
+            events: usize,
+            processors: u32,
+            changes_per_processor: usize,
+            runs: u32,
+            seconds: f64,
+            events_per_second: f64,
+            cpu_seconds: Option<f64>,
+            events_per_cpu_second: Option<f64>,
+            checksum: &'a str,
+        }
+        csv_of(&[Flat {
+            events: self.events,
+            processors: self.processors,
+            changes_per_processor: self.changes_per_processor,
+            runs: self.runs,
+            seconds: self.seconds,
+            events_per_second: self.events_per_second,
+            cpu_seconds: self.cpu_seconds,
+            events_per_cpu_second: self.events_per_cpu_second,
+            checksum: &self.checksum,
+        }])
     }
 }
 
@@ -828,6 +869,11 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         cpu_seconds: best.cpu_seconds,
         events_per_cpu_second: best.events_per_cpu_second,
         checksum: best.checksum.to_string(),
+        loading: if args.load_rows == 0 {
+            Vec::new()
+        } else {
+            workload::measure_loading(args.load_rows, args.repeat)?
+        },
     };
     crate::report::print(&report, args.out.get())?;
     Ok(ExitCode::SUCCESS)

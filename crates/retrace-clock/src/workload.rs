@@ -131,6 +131,130 @@ pub fn measure(workload: &Workload) -> Result<Throughput> {
     })
 }
 
+/// Input file syntaxes whose loading [`measure_loading`] times.
+pub const LOAD_FORMATS: [&str; 5] = [
+    "events-csv",
+    "events-json",
+    "events-jsonl",
+    "history-csv",
+    "history-ftrace",
+];
+
+/// How fast one input syntax loaded.
+#[derive(Clone, Debug, Serialize)]
+pub struct LoadThroughput {
+    /// Which ([`LOAD_FORMATS`]).
+    pub format: &'static str,
+    /// Rows parsed.
+    pub rows: usize,
+    /// Bytes of text parsed.
+    pub bytes: usize,
+    /// Wall-clock seconds of the parse alone (the fastest of the runs).
+    pub seconds: f64,
+    /// Rows per second.
+    pub rows_per_second: f64,
+}
+
+/// The text of `rows` rows in `format` (one of [`LOAD_FORMATS`]): events
+/// from two processors with payloads, or frequency changes.
+pub fn load_text(format: &str, rows: usize) -> String {
+    use std::fmt::Write;
+    let mut t = String::with_capacity(rows * 48);
+    match format {
+        "events-csv" => {
+            t.push_str("processor,counter,payload\n");
+            for i in 0..rows {
+                let _ = writeln!(t, "{},{},event {i}", i % 2, i * 10);
+            }
+        }
+        "events-json" | "events-jsonl" => {
+            let lines = format == "events-jsonl";
+            if !lines {
+                t.push('[');
+            }
+            for i in 0..rows {
+                if !lines && i > 0 {
+                    t.push(',');
+                }
+                let _ = write!(
+                    t,
+                    r#"{{"processor":{},"counter":{},"payload":"event {i}"}}"#,
+                    i % 2,
+                    i * 10
+                );
+                if lines {
+                    t.push('\n');
+                }
+            }
+            if !lines {
+                t.push_str("]\n");
+            }
+        }
+        "history-csv" => {
+            t.push_str("processor,counter,khz\n");
+            for i in 0..rows {
+                let _ = writeln!(
+                    t,
+                    "{},{},{}",
+                    i % 2,
+                    (i / 2) * 1000,
+                    400_000 + (i % 7) * 100_000
+                );
+            }
+        }
+        "history-ftrace" => {
+            t.push_str("# tracer: nop\n");
+            for i in 0..rows {
+                let _ = writeln!(
+                    t,
+                    "          <idle>-0       [00{}] d..2. {}: cpu_frequency: state={} cpu_id={}",
+                    i % 2,
+                    1000 + i * 10,
+                    400_000 + (i % 7) * 100_000,
+                    i % 2
+                );
+            }
+        }
+        other => panic!("unknown load format {other}"),
+    }
+    t
+}
+
+/// Parse `rows` rows of each of [`LOAD_FORMATS`], `runs` times each, and
+/// report the fastest parse of each: the loading half of `clock correct`,
+/// which must keep up with the correction (at least a million rows a
+/// second; reading JSON once rescanned the text for every row's line
+/// number and took minutes for 80,000 rows).
+pub fn measure_loading(rows: usize, runs: u32) -> Result<Vec<LoadThroughput>> {
+    use crate::formats::{parse_events, parse_history, ReadOptions};
+    let options = ReadOptions::default();
+    let path = std::path::Path::new("bench");
+    let mut out = Vec::new();
+    for format in LOAD_FORMATS {
+        let text = load_text(format, rows);
+        let mut best = f64::INFINITY;
+        for _ in 0..runs.max(1) {
+            let started = Instant::now();
+            if format.starts_with("events") {
+                let events = parse_events(&text, path, options)?.events.len();
+                debug_assert_eq!(events, rows, "{format}");
+            } else {
+                let histories = parse_history(&text, path, options)?.histories.len();
+                debug_assert_eq!(histories, 2.min(rows), "{format}");
+            }
+            best = best.min(started.elapsed().as_secs_f64());
+        }
+        out.push(LoadThroughput {
+            format,
+            rows,
+            bytes: text.len(),
+            seconds: best,
+            rows_per_second: rows as f64 / best.max(1e-9),
+        });
+    }
+    Ok(out)
+}
+
 /// CPU time of the calling thread.
 #[cfg(target_os = "linux")]
 fn thread_cpu_seconds() -> Option<f64> {
@@ -151,6 +275,29 @@ fn thread_cpu_seconds() -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The load benchmark's texts are valid files of their syntax: every
+    /// row is read, none skipped.
+    #[test]
+    fn load_texts_parse_in_full() {
+        use crate::formats::{parse_events, parse_history, ReadOptions};
+        let path = std::path::Path::new("t");
+        for format in LOAD_FORMATS {
+            let text = load_text(format, 1000);
+            if format.starts_with("events") {
+                let f = parse_events(&text, path, ReadOptions::default()).unwrap();
+                assert_eq!((f.events.len(), f.skipped.total), (1000, 0), "{format}");
+            } else {
+                let f = parse_history(&text, path, ReadOptions::default()).unwrap();
+                assert_eq!((f.histories.len(), f.skipped.total), (2, 0), "{format}");
+            }
+        }
+        let rates = measure_loading(1000, 1).unwrap();
+        assert_eq!(rates.len(), LOAD_FORMATS.len());
+        assert!(rates
+            .iter()
+            .all(|r| r.rows == 1000 && r.rows_per_second > 0.0));
+    }
 
     #[test]
     fn small_workload_corrects_every_event() {
