@@ -128,6 +128,10 @@ pub struct CoreModel {
     pub icache: Option<CacheModel>,
     /// Data cache, if any.
     pub dcache: Option<CacheModel>,
+    /// Extra cycles of entering a trap handler (an exception, or an
+    /// `ecall`/`ebreak` that traps), after the pipeline has drained: see
+    /// [`crate::Pipeline::trap`].
+    pub trap_penalty: u32,
 }
 
 impl CoreModel {
@@ -237,6 +241,8 @@ struct RawModel {
     #[serde(default)]
     description: String,
     xlen: Vec<u32>,
+    #[serde(default)]
+    trap_penalty: u32,
     #[serde(default)]
     latency: RawClasses,
     #[serde(default)]
@@ -429,6 +435,7 @@ impl RawModel {
             },
             icache: cache("icache", self.icache)?,
             dcache: cache("dcache", self.dcache)?,
+            trap_penalty: self.trap_penalty,
         })
     }
 }
@@ -473,6 +480,20 @@ mod tests {
         let m = CoreModel::from_toml(text, "c.toml").unwrap();
         assert_eq!(m.latency.get(TimingClass::LoadWord), 5);
         assert_eq!(m.latency.get(TimingClass::Alu), 1);
+    }
+
+    #[test]
+    fn trap_penalty_defaults_to_zero() {
+        let text = "name = \"x\"\nxlen = [32]\n";
+        assert_eq!(
+            CoreModel::from_toml(text, "c.toml").unwrap().trap_penalty,
+            0
+        );
+        let text = "name = \"x\"\nxlen = [32]\ntrap_penalty = 7\n";
+        assert_eq!(
+            CoreModel::from_toml(text, "c.toml").unwrap().trap_penalty,
+            7
+        );
     }
 
     #[test]
