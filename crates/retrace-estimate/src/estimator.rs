@@ -168,6 +168,9 @@ struct PpFacts {
     backward: bool,
     /// The address after the end instruction (a call's return address).
     after: u64,
+    /// The end instruction enters a trap handler (an `ecall`, a plain
+    /// `ebreak`): the path's time includes the trap.
+    traps: bool,
     ready: bool,
 }
 
@@ -402,6 +405,7 @@ impl Estimator {
             last: p.last.get(),
             backward: end.is_some_and(|e| e.is_backward_branch()),
             after: end.map(|e| e.fallthrough(p.last.get())).unwrap_or(0),
+            traps: p.end.traps(),
             ready: true,
         };
         &self.facts[i]
@@ -429,7 +433,8 @@ impl Estimator {
     }
 
     /// Time `n` instructions of `pp` from the current signature with the
-    /// given end outcome and fetch misses (memo, then pipeline).
+    /// given end outcome and fetch misses (memo, then pipeline); all of a
+    /// path that ends by trapping (an `ecall`) includes the trap.
     fn time_path(
         &mut self,
         table: &PpTable,
@@ -469,9 +474,13 @@ impl Estimator {
             }
             self.scratch.push((inst, ev));
         }
-        let (c, next) = self
+        let (mut c, mut next) = self
             .timer
             .time(self.sig, self.scratch.iter().map(|(i, e)| (i, *e)));
+        if n == self.facts[pp.index()].len && self.facts[pp.index()].traps {
+            c += self.timer.trap(next);
+            next = SignatureId::IDLE;
+        }
         if full {
             self.memo.insert(key, (c, next));
         }
@@ -606,6 +615,34 @@ impl Visit<PpTable> for Estimator {
         if executed == 0 || pp == crate::machine::INVALID {
             return;
         }
+        // The run ended inside or at the end of this partial program: its end
+        // instruction's control outcome is unknown and did not happen.
+        self.prefix(table, pp, executed);
+    }
+
+    fn trap(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        if executed > 0 && pp != crate::machine::INVALID {
+            // What ran before the trapping instruction, which did not.
+            self.prefix(table, pp, executed);
+        } else if self.node != NO_NODE {
+            self.sig = self.nodes[self.node as usize].sig;
+        }
+        let c = self.timer.trap(self.sig);
+        self.cycles += c;
+        if let Some(e) = self.extra.get_mut(pp.index()) {
+            e.1 += c;
+        }
+        self.sig = SignatureId::IDLE;
+        self.node = NO_NODE;
+    }
+}
+
+impl Estimator {
+    /// The first `executed` (> 0) instructions of `pp`, without its end's
+    /// control outcome: the partial program was left before its end (a
+    /// trap) or the run ended there. Leaves the estimator outside its node
+    /// graph, at the signature after them.
+    fn prefix(&mut self, table: &PpTable, pp: PpId, executed: u32) {
         self.facts(table, pp);
         if self.node != NO_NODE {
             self.sig = self.nodes[self.node as usize].sig;
@@ -613,8 +650,6 @@ impl Visit<PpTable> for Estimator {
         let misses = self.fetch(pp, executed);
         self.result.icache_misses += u64::from(misses.count_ones());
         self.result.instructions += u64::from(executed);
-        // The run ended inside or at the end of this partial program: its end
-        // instruction's control outcome is unknown and did not happen.
         self.slow_step(table, pp, executed, EndOutcome::default(), misses);
     }
 }

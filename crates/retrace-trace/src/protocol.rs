@@ -51,9 +51,9 @@
 //! let target = dec.escape(&mut r, 0).unwrap().unwrap();
 //! unwind(&mut stack, target, |&a| a);
 //! assert_eq!(target, 0x5000);
-//! assert_eq!(dec.next_trap(&r).unwrap(), Some(12));
+//! assert_eq!(dec.next_trap(&r, 10).unwrap(), Some(12));
 //! assert_eq!(dec.trap(&mut r).unwrap(), 0x8000_0100);
-//! assert_eq!(dec.next_trap(&r).unwrap(), None);
+//! assert_eq!(dec.next_trap(&r, 12).unwrap(), None);
 //! ```
 
 use crate::format::decode_varint;
@@ -428,14 +428,41 @@ impl HartDecoder {
     /// The hart's instruction count (as [`Encoder::trap`] counts it) at
     /// which its next trap in the middle of a partial program is taken —
     /// the instruction after that many does not execute — if the loaded
-    /// segment records one. `None` when it records none: then no trap comes
-    /// before the next branch bit that lies in a later segment (segments
+    /// segment records one; the replay has executed `executed` instructions
+    /// and an announced trap before that is an error (the replay is out of
+    /// step). `None` when the segment records none: then no trap comes
+    /// before the next branch bit, which lies in a later segment (segments
     /// close only before a bit), so a replay that asks again after each
     /// branch bit it reads never misses one.
     #[inline]
-    pub fn next_trap<R: Read>(&self, r: &TraceReader<R>) -> Result<Option<u64>, TraceError> {
-        Ok(r.peek_record(self.hart, StreamKind::Traps)?
-            .map(|since| self.trap_at.saturating_add(since)))
+    pub fn next_trap<R: Read>(
+        &self,
+        r: &TraceReader<R>,
+        executed: u64,
+    ) -> Result<Option<u64>, TraceError> {
+        match r.peek_record(self.hart, StreamKind::Traps)? {
+            None => Ok(None),
+            Some(since) => {
+                let at = self.trap_at.saturating_add(since);
+                if at < executed {
+                    return Err(TraceError::TrapBehind {
+                        hart: self.hart,
+                        recorded: at,
+                        executed,
+                    });
+                }
+                Ok(Some(at))
+            }
+        }
+    }
+
+    /// Whether the loaded segment holds a trap record not yet taken: the
+    /// cheap test a replay makes at every partial program before it asks
+    /// [`HartDecoder::next_trap`] (almost every segment of almost every
+    /// run has none).
+    #[inline(always)]
+    pub fn trap_recorded<R: Read>(&self, r: &TraceReader<R>) -> bool {
+        r.has_records(self.hart, StreamKind::Traps)
     }
 
     /// Take the trap [`HartDecoder::next_trap`] announced: consume its

@@ -298,7 +298,7 @@ impl Replays {
             Event::Trap { .. } => {
                 // Announced by now (nothing of this hart lies between the
                 // event before and the trap), then taken.
-                let executed = h.decoder.next_trap(r)?.ok_or(TraceError::Exhausted {
+                let executed = h.decoder.next_trap(r, 0)?.ok_or(TraceError::Exhausted {
                     hart,
                     what: "a trap (none announced)",
                 })?;
@@ -318,7 +318,7 @@ impl Replays {
         hart: u16,
         rest: &[(u16, Event)],
     ) -> Result<bool, TraceError> {
-        let announced = self.0[usize::from(hart)].decoder.next_trap(r)?;
+        let announced = self.0[usize::from(hart)].decoder.next_trap(r, 0)?;
         let next = rest.iter().find_map(|&(h, e)| match e {
             Event::Trap { executed, .. } if h == hart => Some(executed),
             _ => None,
