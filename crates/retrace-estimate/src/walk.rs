@@ -402,7 +402,13 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
         st.instructions += len64;
         let exit = match cached {
             Some(exit) => exit,
-            None => self.exit_of(graph, cur)?.0,
+            None => match self.exit_of(graph, cur) {
+                Ok((exit, _)) => exit,
+                // The run stopped right before an instruction that cannot
+                // execute (its budget ran out there).
+                Err(_) if final_pp => Exit::Stop,
+                Err(e) => return Err(e),
+            },
         };
         let instructions = self.stats.instructions;
         let exhausted = |what| ReplayError::HistoryExhausted { what, instructions };
@@ -464,14 +470,11 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
             }
         };
         if final_pp {
+            // Its end executed like any other (a branch to code that cannot
+            // execute is still taken, and costs what it costs), and nothing
+            // after it.
             self.stats.last_pc = graph.pc_at(cur, len - 1);
-            if graph.index(next) == usize::MAX {
-                // Nothing can follow (the exit request's successor is not
-                // code): time it as the run's end.
-                visit.last(graph, cur, len);
-            } else {
-                visit.pp(graph, cur, how, next);
-            }
+            visit.pp(graph, cur, how, next);
             // A trap recorded at the run's total is the last thing the run
             // did: it entered the handler and stopped there.
             if history.next_trap(self.limit)? == Some(self.limit) {
