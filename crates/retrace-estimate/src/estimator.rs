@@ -293,7 +293,13 @@ impl Estimator {
     /// (for profiles).
     pub fn per_pp(&self) -> Vec<(u64, u64)> {
         let mut v = self.extra.clone();
-        for n in &self.nodes {
+        // A node of code that cannot execute (a jump's target whose fetch
+        // faulted) is entered but never left: it has no visits.
+        for n in self
+            .nodes
+            .iter()
+            .filter(|n| n.pp != crate::machine::INVALID)
+        {
             let i = n.pp.index();
             if i >= v.len() {
                 v.resize(i + 1, (0, 0));

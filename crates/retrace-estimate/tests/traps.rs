@@ -17,7 +17,8 @@
 //!   recording equals the cycle-level engine's cycles at `fast` and
 //!   `control` on the context-free cores, at `control` on rocket without
 //!   its data cache, within 2% with it (miss rate measured at recording);
-//!   and the memoised `fast` replay equals the step-by-step one;
+//!   a profile's cycles equal the estimate's; and the memoised `fast`
+//!   replay equals the step-by-step one;
 //! - `cuts`: the run cut by `--max-insns` after every instruction count
 //!   (traps near the cut, the last partial program cut by a trap) records
 //!   and replays exactly too.
@@ -27,7 +28,9 @@
 //! the replay once counted it while the recorder and the cycle-level engine
 //! did not.
 
-use retrace_estimate::{estimate_trace, estimate_trace_stepwise, replay_check, Fidelity};
+use retrace_estimate::{
+    estimate_trace, estimate_trace_stepwise, profile_trace, replay_check, Fidelity,
+};
 use retrace_isa::{csr, Op, Xlen};
 use retrace_program::{Addr, Elf, Program};
 use retrace_sim::check::{check_table, functional_pc_sequence, PcSequenceObserver};
@@ -652,6 +655,15 @@ fn core_row(case: &Case, row: usize) -> Result<(), Failed> {
                 "{name} ({fidelity}): estimate {}, cycle-level {reference}",
                 e.cycles
             ));
+        }
+        // A profile replays the same way, one partial program at a time.
+        match profile_trace(&r.program, &r.trace[..], core, fidelity) {
+            Ok((_, p)) if p.cycles == e.cycles => {}
+            Ok((_, p)) => bad.push(format!(
+                "{name} ({fidelity}): profile {} cycles, estimate {}",
+                p.cycles, e.cycles
+            )),
+            Err(e) => bad.push(format!("{name} ({fidelity}) profile: {e}")),
         }
     }
     if *within_2_percent {
