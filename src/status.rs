@@ -12,7 +12,7 @@
 //! | 123 | the program asked for something it is not allowed (semihosting outside `--allow-dir`) |
 //! | 124 | the program ran past `--max-insns` |
 //! | 125 | retrace could not do the job: a missing, malformed or foreign input file (ELF, trace, TOML, CSV) |
-//! | 126 | the simulated program faulted: illegal instruction, access outside memory, unhandled trap |
+//! | 126 | the simulated program faulted: illegal instruction, access outside memory, unhandled trap (and `record`: a trap handler that traps at its first instruction, which would loop forever) |
 //! | 130, 143 | `record` stopped by SIGINT (Ctrl-C) or SIGTERM: no trace written, the old one kept |
 
 use std::fmt;

@@ -29,8 +29,9 @@ pub struct Args {
     /// Where to write the trace.
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
-    /// Stop with status 124 after this many instructions (a trap taken into
-    /// a handler counts as one, so a handler that traps itself ends too).
+    /// Stop with status 124 after this many instructions (a trap taken with
+    /// nothing retired since the previous one counts as one, so a handler
+    /// that traps at once ends too).
     #[arg(long, value_name = "N")]
     pub max_insns: Option<u64>,
     /// Do not measure data-cache miss rates (by default the recorder measures

@@ -45,8 +45,9 @@ use std::time::Instant;
 pub struct Args {
     /// The program: a RISC-V ELF executable (RV32 or RV64).
     pub program: PathBuf,
-    /// Stop with status 124 after this many instructions (a trap taken into
-    /// a handler counts as one, so a handler that traps itself ends too).
+    /// Stop with status 124 after this many instructions (a trap taken with
+    /// nothing retired since the previous one counts as one, so a handler
+    /// that traps at once ends too).
     #[arg(long, value_name = "N")]
     pub max_insns: Option<u64>,
     /// Print instructions, wall time and MIPS to stderr after the run.

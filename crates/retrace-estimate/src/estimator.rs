@@ -168,6 +168,9 @@ struct PpFacts {
     backward: bool,
     /// The address after the end instruction (a call's return address).
     after: u64,
+    /// The end instruction enters a trap handler (an `ecall`, a plain
+    /// `ebreak`): the path's time includes the trap.
+    traps: bool,
     ready: bool,
 }
 
@@ -296,7 +299,13 @@ impl Estimator {
     /// (for profiles).
     pub fn per_pp(&self) -> Vec<(u64, u64)> {
         let mut v = self.extra.clone();
-        for n in &self.nodes {
+        // A node of code that cannot execute (a jump's target whose fetch
+        // faulted) is entered but never left: it has no visits.
+        for n in self
+            .nodes
+            .iter()
+            .filter(|n| n.pp != crate::machine::INVALID)
+        {
             let i = n.pp.index();
             if i >= v.len() {
                 v.resize(i + 1, (0, 0));
@@ -408,6 +417,7 @@ impl Estimator {
             last: p.last.get(),
             backward: end.is_some_and(|e| e.is_backward_branch()),
             after: end.map(|e| e.fallthrough(p.last.get())).unwrap_or(0),
+            traps: p.end.traps(),
             ready: true,
         };
         &self.facts[i]
@@ -460,7 +470,8 @@ impl Estimator {
     }
 
     /// Time `n` instructions of `pp` from the current signature with the
-    /// given end outcome and fetch misses (memo, then pipeline).
+    /// given end outcome and fetch misses (memo, then pipeline); all of a
+    /// path that ends by trapping (an `ecall`) includes the trap.
     fn time_path(
         &mut self,
         table: &PpTable,
@@ -509,9 +520,13 @@ impl Estimator {
             }
             self.scratch.push((inst, ev));
         }
-        let (c, next) = self
+        let (mut c, mut next) = self
             .timer
             .time(self.sig, self.scratch.iter().map(|(i, e)| (i, *e)));
+        if n == self.facts[pp.index()].len && self.facts[pp.index()].traps {
+            c += self.timer.trap(next);
+            next = SignatureId::IDLE;
+        }
         if full {
             self.memo.insert(key, (c, next));
         }
@@ -651,6 +666,34 @@ impl Visit<PpTable> for Estimator {
         if executed == 0 || pp == crate::machine::INVALID {
             return;
         }
+        // The run ended inside or at the end of this partial program: its end
+        // instruction's control outcome is unknown and did not happen.
+        self.prefix(table, pp, executed);
+    }
+
+    fn trap(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        if executed > 0 && pp != crate::machine::INVALID {
+            // What ran before the trapping instruction, which did not.
+            self.prefix(table, pp, executed);
+        } else if self.node != NO_NODE {
+            self.sig = self.nodes[self.node as usize].sig;
+        }
+        let c = self.timer.trap(self.sig);
+        self.cycles += c;
+        if let Some(e) = self.extra.get_mut(pp.index()) {
+            e.1 += c;
+        }
+        self.sig = SignatureId::IDLE;
+        self.node = NO_NODE;
+    }
+}
+
+impl Estimator {
+    /// The first `executed` (> 0) instructions of `pp`, without its end's
+    /// control outcome: the partial program was left before its end (a
+    /// trap) or the run ended there. Leaves the estimator outside its node
+    /// graph, at the signature after them.
+    fn prefix(&mut self, table: &PpTable, pp: PpId, executed: u32) {
         self.facts(table, pp);
         if self.node != NO_NODE {
             self.sig = self.nodes[self.node as usize].sig;
@@ -658,8 +701,6 @@ impl Visit<PpTable> for Estimator {
         let misses = self.fetch(pp, executed);
         self.result.icache_misses += self.miss_count(pp, misses);
         self.result.instructions += u64::from(executed);
-        // The run ended inside or at the end of this partial program: its end
-        // instruction's control outcome is unknown and did not happen.
         self.slow_step(table, pp, executed, EndOutcome::default(), misses);
     }
 }

@@ -4,7 +4,8 @@
 //! Which ends read what from the trace: indirect calls and jumps, `ecall`,
 //! plain `ebreak` (trap entries) and `mret`/`sret` read a target from the
 //! indirect stream; returns consult the escape stream; semihosting
-//! `ebreak`s continue after themselves. How a target or an escape is spelled
+//! `ebreak`s continue after themselves. Traps in the middle of a partial
+//! program come from the traps stream. How a target or an escape is spelled
 //! in the streams is the recording protocol, read through
 //! [`retrace_trace::protocol::HartDecoder`] — the module the recorder writes
 //! through.
@@ -99,6 +100,10 @@ impl Graph for PpTable {
             .unwrap_or(u64::MAX)
     }
 
+    fn unexecutable(&self) -> PpId {
+        INVALID
+    }
+
     fn resolve(&mut self, addr: u64) -> Result<PpId, ReplayError> {
         if let Some(id) = self.lookup(Addr(addr)) {
             return Ok(id);
@@ -160,6 +165,17 @@ impl<R: Read> TraceHistory<R> {
     }
 }
 
+impl<R: Read> TraceHistory<R> {
+    /// [`History::next_trap`] when the loaded segment holds trap records.
+    #[cold]
+    #[inline(never)]
+    fn next_trap_recorded(&mut self, executed: u64) -> Result<Option<u64>, ReplayError> {
+        self.decoder
+            .next_trap(&self.reader, executed)
+            .map_err(replay_error)
+    }
+}
+
 /// The replay's words for what the protocol found wrong: the history ran
 /// out, or does not fit the program or the replay.
 fn replay_error(e: TraceError) -> ReplayError {
@@ -183,6 +199,13 @@ fn replay_error(e: TraceError) -> ReplayError {
                 "an escape was recorded after {recorded} matching returns, the replay has seen {matched}"
             ),
         },
+        TraceError::TrapBehind {
+            recorded, executed, ..
+        } => ReplayError::Totals {
+            what: format!(
+                "a trap was recorded after {recorded} instructions, the replay has executed {executed}"
+            ),
+        },
         e => ReplayError::Trace(e),
     }
 }
@@ -204,5 +227,18 @@ impl<R: Read> History for TraceHistory<R> {
         self.decoder
             .escape(&mut self.reader, matched)
             .map_err(replay_error)
+    }
+
+    #[inline(always)]
+    fn next_trap(&mut self, executed: u64) -> Result<Option<u64>, ReplayError> {
+        // Asked at every partial program: the common answer without a call.
+        if !self.decoder.trap_recorded(&self.reader) {
+            return Ok(None);
+        }
+        self.next_trap_recorded(executed)
+    }
+
+    fn trap(&mut self) -> Result<u64, ReplayError> {
+        self.decoder.trap(&mut self.reader).map_err(replay_error)
     }
 }

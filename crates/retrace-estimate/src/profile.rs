@@ -209,4 +209,9 @@ impl Visit<PpTable> for Profiler<'_> {
         self.estimator.last(table, pp, executed);
         self.function_of(table, pp);
     }
+
+    fn trap(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        self.estimator.trap(table, pp, executed);
+        self.function_of(table, pp);
+    }
 }

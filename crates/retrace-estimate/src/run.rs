@@ -105,6 +105,11 @@ impl Visit<PpTable> for Fan {
             e.last(table, pp, executed);
         }
     }
+    fn trap(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        for e in &mut self.0 {
+            e.trap(table, pp, executed);
+        }
+    }
 }
 
 /// Estimate `cores` from one trace. The cores are split over the machine's
@@ -244,6 +249,9 @@ impl Visit<PpTable> for PcHasher {
         for (pc, _) in table.insts(pp).take(executed as usize) {
             self.0.push(pc.get());
         }
+    }
+    fn trap(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        self.last(table, pp, executed);
     }
 }
 

@@ -17,8 +17,11 @@
 //! and is recorded the first time, looked up every other time. A stretch
 //! ends before the branch bit or indirect record that its windows (32 bits,
 //! 16 record bytes) do not hold, before a return below its own calls, before
-//! an escape or a new indirect target, and before the run's last partial
-//! program — all of which the step-by-step walker then handles. The windows
+//! an escape or a new indirect target, before a partial program that a trap
+//! cuts (or that a trap follows), and before the run's last partial program
+//! — all of which the step-by-step walker then handles. The key does not
+//! hold the traps stream: a stretch is replayed only when no trap is due
+//! before its end, and then the stream plays no part in it. The windows
 //! never reach past the loaded trace segment; because a segment closes only
 //! before a branch bit, every record a stretch reads is in it.
 //!
@@ -37,7 +40,7 @@
 
 use crate::estimator::{Counters, Estimator};
 use crate::machine::TraceHistory;
-use crate::walk::{Exit, ReplayError, WalkStats, Walker};
+use crate::walk::{Exit, History, ReplayError, WalkStats, Walker};
 use retrace_program::{PpId, PpTable};
 use retrace_trace::protocol::known_target_len;
 use rustc_hash::FxHashMap;
@@ -271,6 +274,13 @@ fn replay_span<R: Read>(
     let Some(escapes) = escape_limit(history, w.matched) else {
         return false;
     };
+    // No trap may fall inside the stretch (one right after it is the
+    // walker's, at its next step). Not a miss of the memo: not counted.
+    match history.next_trap(w.stats.instructions) {
+        Ok(None) => {}
+        Ok(Some(at)) if at >= w.stats.instructions + s.delta.instructions => {}
+        _ => return false,
+    }
     if s.delta.instructions >= room || s.returns > escapes {
         spans.count_try(node, false);
         return false;
@@ -326,9 +336,17 @@ fn record_span<R: Read>(
     let mut depth = 0usize;
     let mut pps = 0u32;
     while pps < MAX_PPS {
-        let (exit, len) = w.exit_of(table, w.cur)?;
-        // The run's last partial program is the walker's to time.
-        if w.stats.instructions + u64::from(len) >= w.limit {
+        // The run's last partial program is the walker's to time; so is one
+        // whose end cannot execute, and one a trap cuts or follows.
+        let Ok((exit, len)) = w.exit_of(table, w.cur) else {
+            break;
+        };
+        let done = w.stats.instructions;
+        if done + u64::from(len) >= w.limit
+            || history
+                .next_trap(done)?
+                .is_some_and(|at| at <= done + u64::from(len))
+        {
             break;
         }
         let room = match exit {

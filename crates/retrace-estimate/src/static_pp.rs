@@ -32,13 +32,17 @@ impl StaticCycles {
         let mut costs = vec![None; table.len()];
         for &id in ids {
             let insts: Vec<_> = table.insts(id).map(|(_, i)| i).collect();
+            let traps = table.get(id).end.traps();
             let mut time = |last: Events| {
                 let n = insts.len();
                 let path = insts
                     .iter()
                     .enumerate()
                     .map(|(k, i)| (i, if k + 1 == n { last } else { Events::default() }));
-                timer.time(SignatureId::IDLE, path).0
+                let (cycles, exit) = timer.time(SignatureId::IDLE, path);
+                // An `ecall` that enters a handler pays the trap, as it
+                // does in the replay.
+                cycles + if traps { timer.trap(exit) } else { 0 }
             };
             let branch = match (table.get(id).end, insts.last()) {
                 (End::Branch { .. }, Some(b)) => Some(b.is_backward_branch()),

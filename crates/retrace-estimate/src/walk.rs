@@ -7,7 +7,10 @@
 //! the callee; at a return it pops — unless the history says this return
 //! *escaped* (went elsewhere than the stack said, e.g. `longjmp`), in which
 //! case the target comes from the history and the stack is unwound to it; at
-//! an indirect jump or call the target comes from the history.
+//! an indirect jump or call the target comes from the history. A trap in
+//! the middle of a partial program (an exception) comes from the history
+//! too, as the instruction count at which it is taken: the walker executes
+//! the partial program only up to there and continues at the handler.
 //!
 //! What the history holds for each of these, and the unwind rule, are the
 //! recording protocol ([`retrace_trace::protocol`]), shared with the
@@ -68,6 +71,10 @@ pub trait Graph {
     fn start(&self, id: Self::Id) -> u64;
     /// The partial program starting at `addr`, created if need be.
     fn resolve(&mut self, addr: u64) -> Result<Self::Id, ReplayError>;
+    /// An id for an address the program cannot execute (its [`Graph::len`]
+    /// is 0 and its [`Graph::exit`] an error): where the walk is when a
+    /// jump's target faults at its fetch and a trap follows at once.
+    fn unexecutable(&self) -> Self::Id;
     /// A dense index for `id` (`usize::MAX` for ids that are not in the
     /// graph), so the walker can cache exits in a vector.
     fn index(&self, id: Self::Id) -> usize;
@@ -84,6 +91,14 @@ pub trait History {
     /// If the next return escapes — `matched` returns having matched the
     /// stack since the previous escape — its target.
     fn escape(&mut self, matched: u64) -> Result<Option<u64>, ReplayError>;
+    /// The instruction count at which the next trap is taken, the walk
+    /// having executed `executed` instructions: `None` when none is due
+    /// before the next branch bit (asked again at every partial program, so
+    /// after every bit).
+    fn next_trap(&mut self, executed: u64) -> Result<Option<u64>, ReplayError>;
+    /// Take the trap [`History::next_trap`] announced: its handler's
+    /// address.
+    fn trap(&mut self) -> Result<u64, ReplayError>;
 }
 
 /// How a partial program was left.
@@ -111,6 +126,11 @@ pub trait Visit<G: Graph> {
     /// The run ended in `pp` after `executed` of its instructions (all of
     /// them when it ended at a stop).
     fn last(&mut self, graph: &G, pp: G::Id, executed: u32);
+    /// A trap cut `pp` after `executed` of its instructions (the next one,
+    /// if any, did not execute; 0 when it trapped at once, `pp` perhaps
+    /// [`Graph::unexecutable`]); the walk continues at the handler, the
+    /// next partial program visited.
+    fn trap(&mut self, graph: &G, pp: G::Id, executed: u32);
 }
 
 /// Why a replay failed.
@@ -163,6 +183,8 @@ pub struct WalkStats {
     pub indirect: u64,
     /// Escapes consumed.
     pub escapes: u64,
+    /// Traps taken in the middle of a partial program.
+    pub traps: u64,
     /// Deepest return stack.
     pub max_depth: usize,
     /// Address of the last instruction executed.
@@ -275,6 +297,68 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
         Ok(id)
     }
 
+    /// [`Walker::resolve`] a target that the walk goes to next; one the
+    /// program cannot execute is an error unless nothing executes there:
+    /// a trap is due at once (its fetch faulted), or the run ends (`last`).
+    fn resolve_next<G: Graph<Id = Id>, H: History>(
+        &mut self,
+        graph: &mut G,
+        history: &mut H,
+        addr: u64,
+        last: bool,
+    ) -> Result<Id, ReplayError> {
+        match self.resolve(graph, addr) {
+            Ok(id) => Ok(id),
+            Err(e) => {
+                let now = self.stats.instructions;
+                if last || history.next_trap(now)? == Some(now) {
+                    Ok(graph.unexecutable())
+                } else {
+                    Err(e)
+                }
+            }
+        }
+    }
+
+    /// Whether the partial program `cur` cannot execute its end: its path
+    /// runs into an instruction that cannot execute, or it is no code at
+    /// all. A trap due right after its last instruction is then taken
+    /// there.
+    fn cannot_end<G: Graph<Id = Id>>(
+        &mut self,
+        graph: &G,
+        cur: Id,
+        cached: Option<Exit<Id>>,
+    ) -> bool {
+        cached.is_none() && self.exit_of(graph, cur).is_err()
+    }
+
+    /// Take the trap due after `executed` instructions of the current
+    /// partial program: tell `visit`, read the handler and go there.
+    /// Returns `true` when the walk has ended (the run stopped right after
+    /// entering the handler).
+    fn take_trap<G: Graph<Id = Id>, H: History, V: Visit<G>>(
+        &mut self,
+        graph: &mut G,
+        history: &mut H,
+        visit: &mut V,
+        executed: u32,
+    ) -> Result<bool, ReplayError> {
+        let cur = self.cur;
+        let st = &mut self.stats;
+        st.traps += 1;
+        if executed > 0 {
+            st.pps += 1;
+            st.instructions += u64::from(executed);
+            st.last_pc = graph.pc_at(cur, executed - 1);
+        }
+        visit.trap(graph, cur, executed);
+        let handler = history.trap()?;
+        let end = self.stats.instructions == self.limit;
+        self.cur = self.resolve_next(graph, history, handler, end)?;
+        Ok(end)
+    }
+
     /// Execute the current partial program: consume the history its end
     /// needs, tell `visit`, and move to its successor. Returns `true` when
     /// the walk has ended (a stop, or the recorded instruction count).
@@ -288,6 +372,17 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
         let cur = self.cur;
         let (cached, len) = self.len_of(graph, cur);
         let len64 = u64::from(len);
+        // A trap inside this partial program (or before it, or right after
+        // a path that cannot end): execute up to it, go to the handler.
+        if let Some(at) = history.next_trap(self.stats.instructions)? {
+            let done = self.stats.instructions;
+            if at <= done + len64 && at <= self.limit {
+                let k = (at - done) as u32;
+                if k < len || self.cannot_end(graph, cur, cached) {
+                    return self.take_trap(graph, history, visit, k);
+                }
+            }
+        }
         let st = &mut self.stats;
         st.pps += 1;
         if st.instructions + len64 > self.limit {
@@ -307,7 +402,13 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
         st.instructions += len64;
         let exit = match cached {
             Some(exit) => exit,
-            None => self.exit_of(graph, cur)?.0,
+            None => match self.exit_of(graph, cur) {
+                Ok((exit, _)) => exit,
+                // The run stopped right before an instruction that cannot
+                // execute (its budget ran out there).
+                Err(_) if final_pp => Exit::Stop,
+                Err(e) => return Err(e),
+            },
         };
         let instructions = self.stats.instructions;
         let exhausted = |what| ReplayError::HistoryExhausted { what, instructions };
@@ -325,7 +426,10 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
                 let addr = history.indirect(site)?;
                 self.stats.indirect += 1;
                 self.push(ret);
-                (Leave::Call, self.resolve(graph, addr)?)
+                (
+                    Leave::Call,
+                    self.resolve_next(graph, history, addr, final_pp)?,
+                )
             }
             Exit::Return => {
                 let top = self.stack.pop();
@@ -336,7 +440,10 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
                         // The recorder unwound its shadow stack by the same
                         // rule (longjmp out of several frames).
                         unwind(&mut self.stack, addr, |&id| graph.start(id));
-                        (Leave::Return { escaped: true }, self.resolve(graph, addr)?)
+                        (
+                            Leave::Return { escaped: true },
+                            self.resolve_next(graph, history, addr, final_pp)?,
+                        )
                     }
                     None => {
                         self.matched += 1;
@@ -350,7 +457,10 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
             Exit::Indirect { site } => {
                 let addr = history.indirect(site)?;
                 self.stats.indirect += 1;
-                (Leave::Indirect, self.resolve(graph, addr)?)
+                (
+                    Leave::Indirect,
+                    self.resolve_next(graph, history, addr, final_pp)?,
+                )
             }
             Exit::Continue(next) => (Leave::Continue, next),
             Exit::Stop => {
@@ -360,13 +470,16 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
             }
         };
         if final_pp {
+            // Its end executed like any other (a branch to code that cannot
+            // execute is still taken, and costs what it costs), and nothing
+            // after it.
             self.stats.last_pc = graph.pc_at(cur, len - 1);
-            if graph.index(next) == usize::MAX {
-                // Nothing can follow (the exit request's successor is not
-                // code): time it as the run's end.
-                visit.last(graph, cur, len);
-            } else {
-                visit.pp(graph, cur, how, next);
+            visit.pp(graph, cur, how, next);
+            // A trap recorded at the run's total is the last thing the run
+            // did: it entered the handler and stopped there.
+            if history.next_trap(self.limit)? == Some(self.limit) {
+                self.cur = next;
+                self.take_trap(graph, history, visit, 0)?;
             }
             return Ok(true);
         }
@@ -439,6 +552,9 @@ mod seed_tests {
         fn pc_at(&self, pp: usize, _: u32) -> u64 {
             pp as u64
         }
+        fn unexecutable(&self) -> usize {
+            usize::MAX
+        }
     }
 
     struct Bits(Vec<bool>, usize);
@@ -453,6 +569,12 @@ mod seed_tests {
         fn escape(&mut self, _: u64) -> Result<Option<u64>, ReplayError> {
             Ok(None)
         }
+        fn next_trap(&mut self, _: u64) -> Result<Option<u64>, ReplayError> {
+            Ok(None)
+        }
+        fn trap(&mut self) -> Result<u64, ReplayError> {
+            unreachable!("the seed's histories have no traps")
+        }
     }
 
     /// Sums symbolic times: the estimate as a string of terms.
@@ -463,6 +585,9 @@ mod seed_tests {
         }
         fn last(&mut self, _: &SeedTable, pp: usize, _: u32) {
             self.0.push(NAMES[pp]);
+        }
+        fn trap(&mut self, _: &SeedTable, _: usize, _: u32) {
+            unreachable!("the seed's histories have no traps")
         }
     }
 

@@ -1,5 +1,6 @@
 //! Traces that are valid containers for the right program but whose
-//! history is nonsense (random bits, indirect records and escapes), or a
+//! history is nonsense (random bits, indirect records, escapes and traps),
+//! or a
 //! real history with one item changed: the replay must answer with an error
 //! or an estimate, never panic, and the memoised `fast` replay must answer
 //! exactly as the step-by-step one — also when it has memoised much of the
@@ -10,6 +11,7 @@ use retrace_estimate::{estimate_trace, estimate_trace_stepwise, Fidelity};
 use retrace_program::{Addr, Elf, Program};
 use retrace_testkit::programs::example_program;
 use retrace_testkit::Rng;
+use retrace_trace::protocol::NEW_TARGET;
 use retrace_trace::{Header, StreamKind, Totals, TraceWriter};
 
 fn program() -> (Elf, Program) {
@@ -23,8 +25,8 @@ fn load(name: &str) -> (Elf, Program) {
 }
 
 /// A trace for `elf` with `bits` branch bits from `seed`, an indirect
-/// record (small index, sometimes 0 and an address) every `every` bits and
-/// the odd escape, claiming `instructions` instructions.
+/// record (small index, sometimes 0 and an address) every `every` bits, the
+/// odd escape and the odd trap, claiming `instructions` instructions.
 fn garbage(elf: &Elf, seed: u64, bits: u32, every: u32, instructions: u64) -> Vec<u8> {
     let mut header = Header::new(elf.identity(), 32, 1);
     header.program = "bytevm-rv32-O2.elf".into();
@@ -49,6 +51,15 @@ fn garbage(elf: &Elf, seed: u64, bits: u32, every: u32, instructions: u64) -> Ve
             w.record(0, StreamKind::Escapes, elf.entry + (r >> 30) % 0x4000 * 2);
             escapes += 1;
         }
+        if r % 499 == 1 {
+            // A trap some instructions on, to a handler numbered 0 to 2 (0:
+            // a new one, somewhere in the code).
+            w.record(0, StreamKind::Traps, (r >> 20) % 40);
+            w.record(0, StreamKind::Traps, (r >> 10) % 3);
+            if (r >> 10) % 3 == 0 {
+                w.record(0, StreamKind::Traps, elf.entry + (r >> 30) % 0x4000 * 2);
+            }
+        }
         w.branch(0, r & 0x100 != 0);
     }
     let totals = Totals {
@@ -68,6 +79,7 @@ struct Streams {
     bits: Vec<bool>,
     indirect: Vec<u64>,
     escapes: Vec<u64>,
+    traps: Vec<u64>,
     totals: Totals,
 }
 
@@ -93,6 +105,7 @@ fn record(elf: &Elf, name: &str) -> Streams {
         bits: Vec::new(),
         indirect: Vec::new(),
         escapes: Vec::new(),
+        traps: Vec::new(),
         totals: Totals::default(),
     };
     // One segment: each stream can be drained on its own.
@@ -119,6 +132,9 @@ fn write(elf: &Elf, s: &Streams) -> Vec<u8> {
     }
     for &v in &s.escapes {
         w.record(0, StreamKind::Escapes, v);
+    }
+    for &v in &s.traps {
+        w.record(0, StreamKind::Traps, v);
     }
     for &b in &s.bits {
         w.branch(0, b);
@@ -178,7 +194,7 @@ proptest! {
     #[test]
     fn one_changed_item_never_panics_and_memo_agrees(
         pos in any::<prop::sample::Index>(),
-        what in 0u8..4,
+        what in 0u8..5,
         value in 0u64..8,
     ) {
         use std::sync::OnceLock;
@@ -192,6 +208,7 @@ proptest! {
             bits: streams.bits.clone(),
             indirect: streams.indirect.clone(),
             escapes: streams.escapes.clone(),
+            traps: Vec::new(),
             totals: streams.totals,
         };
         match what {
@@ -204,6 +221,12 @@ proptest! {
             2 if !s.indirect.is_empty() => {
                 let i = pos.index(s.indirect.len());
                 s.indirect[i] = value;
+            }
+            // Add a trap somewhere in the run, to the program's entry: the
+            // memoised replay must not carry a stretch across it.
+            4 => {
+                let at = pos.index(s.totals.instructions as usize) as u64;
+                s.traps = vec![at, NEW_TARGET, elf.entry];
             }
             _ => {
                 s.escapes.push(value);

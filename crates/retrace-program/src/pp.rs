@@ -274,6 +274,20 @@ impl End {
         }
     }
 
+    /// Whether the end instruction, when it executes, enters a trap
+    /// handler: an `ecall`, or an `ebreak` that is not a semihosting call.
+    /// (Without a handler the run stops there instead.)
+    pub fn traps(&self) -> bool {
+        matches!(
+            self,
+            End::Ecall { .. }
+                | End::Ebreak {
+                    semihosting: false,
+                    ..
+                }
+        )
+    }
+
     /// Every statically known successor, in a fixed order (taken before
     /// not-taken, call target before return point).
     pub fn successors(&self) -> impl Iterator<Item = PpId> {

@@ -14,6 +14,13 @@
 //! not one of its successors. After a mismatch the checker re-synchronises
 //! at the executed pc, so one error does not hide the rest of the run.
 //!
+//! Traps abandon the path, as hardware does: an exception's instruction does
+//! not execute and the handler runs next ([`Checker::trap`]). Execution that
+//! goes where the table cannot make a partial program (a jump to an address
+//! outside the code, a branch onto an illegal instruction) is a mismatch
+//! only if something executes there: when a trap comes first — the fetch
+//! faulted, as the table predicted — it is not.
+//!
 //! The checker does not run programs itself (this crate executes
 //! nothing); the CLI's `retrace pp --check` connects it to the functional
 //! simulator.
@@ -131,6 +138,9 @@ pub struct Checker<'t> {
     seen: Vec<bool>,
     static_len: usize,
     report: CheckReport,
+    /// Execution went where the table cannot make a partial program: a
+    /// mismatch if an instruction retires next, none if a trap comes first.
+    pending: Option<Mismatch>,
 }
 
 impl<'t> Checker<'t> {
@@ -144,6 +154,7 @@ impl<'t> Checker<'t> {
             stack: Vec::new(),
             static_len,
             report: CheckReport::default(),
+            pending: None,
         }
     }
 
@@ -183,6 +194,10 @@ impl<'t> Checker<'t> {
         let pc = Addr(pc);
         let next = Addr(next);
         self.report.executed_instructions += 1;
+        if let Some(m) = self.pending.take() {
+            // Something executed after all: the table could not follow.
+            self.mismatch(m);
+        }
         let mut cur = match self.cur {
             Some(c) if c.pc == pc => {
                 self.report.covered_instructions += 1;
@@ -233,12 +248,14 @@ impl<'t> Checker<'t> {
                 } else if start_of(self.table, not_taken) == Some(next) {
                     not_taken
                 } else {
-                    self.mismatch(Mismatch::BadSuccessor {
-                        pp,
-                        at: pc,
-                        to: next,
-                    });
-                    self.table.ensure(next).ok()
+                    self.off_table(
+                        Mismatch::BadSuccessor {
+                            pp,
+                            at: pc,
+                            to: next,
+                        },
+                        next,
+                    )
                 }
             }
             End::Call { target, ret } => {
@@ -248,12 +265,14 @@ impl<'t> Checker<'t> {
                 if start_of(self.table, target) == Some(next) {
                     target
                 } else {
-                    self.mismatch(Mismatch::BadSuccessor {
-                        pp,
-                        at: pc,
-                        to: next,
-                    });
-                    self.table.ensure(next).ok()
+                    self.off_table(
+                        Mismatch::BadSuccessor {
+                            pp,
+                            at: pc,
+                            to: next,
+                        },
+                        next,
+                    )
                 }
             }
             End::IndirectCall { ret } => {
@@ -280,29 +299,50 @@ impl<'t> Checker<'t> {
                 }
             }
             End::Jump { target } => Some(target),
-            End::Fault { at } => {
-                self.mismatch(Mismatch::BadSuccessor { pp, at, to: next });
-                self.table.ensure(next).ok()
-            }
+            // The path ran into an instruction that cannot execute: going
+            // there, the program traps (illegal instruction).
+            End::Fault { at } => self.off_table(Mismatch::BadSuccessor { pp, at, to: next }, next),
         };
         self.cur = succ.map(|id| self.enter(id));
     }
 
+    /// Execution went to `to`, which the table's successor does not name
+    /// (`m` says how): a mismatch, unless the table cannot make a partial
+    /// program there at all — then it is one only if an instruction
+    /// executes next rather than a trap.
+    fn off_table(&mut self, m: Mismatch, to: Addr) -> Option<PpId> {
+        match self.table.ensure(to) {
+            Ok(id) => {
+                self.mismatch(m);
+                Some(id)
+            }
+            Err(_) => {
+                self.pending = Some(m);
+                None
+            }
+        }
+    }
+
+    /// The PP of an indirect target `to`; one the table cannot make is a
+    /// mismatch only if an instruction executes next rather than a trap.
     fn resolve(&mut self, to: Addr) -> Option<PpId> {
         match self.table.ensure(to) {
             Ok(id) => Some(id),
             Err(error) => {
-                self.mismatch(Mismatch::Unresolvable { to, error });
+                self.pending = Some(Mismatch::Unresolvable { to, error });
                 None
             }
         }
     }
 
     /// A trap: execution continues at `handler` instead of where the table
-    /// says. The interrupted path is abandoned, as hardware abandons it.
+    /// says. The interrupted path is abandoned, as hardware abandons it,
+    /// and a target the table could not follow is explained: its fetch
+    /// faulted.
     pub fn trap(&mut self, handler: u64) {
         self.report.traps += 1;
-        self.cur = self.enter_at(Addr(handler));
+        self.pending = None;
+        self.cur = self.resolve(Addr(handler)).map(|id| self.enter(id));
     }
 
     /// A trap entered by an `ecall` or `ebreak`: that instruction ends its
@@ -314,7 +354,8 @@ impl<'t> Checker<'t> {
         self.report.traps += 1;
     }
 
-    /// Finishes the check.
+    /// Finishes the check. A target the table could not follow, with
+    /// nothing executed after it, is no mismatch: the run ended there.
     pub fn finish(mut self) -> CheckReport {
         self.report.added_partial_programs = (self.table.len() - self.static_len) as u64;
         self.report

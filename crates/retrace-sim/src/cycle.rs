@@ -2,7 +2,7 @@
 //! feeds every retired instruction to a [`retrace_timing::CoreState`] — the
 //! same timing rules the replay uses — and attributes cycles to functions.
 
-use crate::observer::{Observer, Retired};
+use crate::observer::{Observer, Retired, TrapEvent};
 use retrace_isa::Flow;
 use retrace_timing::{CoreModel, CoreState, Resolved};
 
@@ -218,6 +218,16 @@ impl Observer for CycleObserver {
             && !self.per_function.is_empty()
         {
             self.call_or_return(flow, ev.next_pc);
+        }
+    }
+
+    /// Entering a handler: the timing rule's trap (after the `ecall` or
+    /// `ebreak` that trapped, which retired just before; in place of a
+    /// faulting instruction, which never does). The fatal trap that stops
+    /// the run costs nothing: nothing runs after it.
+    fn trap(&mut self, ev: &TrapEvent) {
+        if ev.handler.is_some() {
+            self.core.trap();
         }
     }
 }

@@ -665,10 +665,11 @@ enum Slow {
 }
 
 impl Machine {
-    /// Run hart `h` for at most `budget` instructions and trap entries
-    /// together (a handler that traps itself retires nothing, and must not
-    /// run forever). Returns the stop reason, or `None` when the budget ran
-    /// out first.
+    /// Run hart `h` for at most `budget` instructions, each idle trap
+    /// ([`crate::HartStats::idle_traps`]: one taken with nothing retired
+    /// since the previous) counting as one — a handler that traps at once
+    /// retires nothing and must not run forever. Returns the stop reason,
+    /// or `None` when the budget ran out first.
     pub(crate) fn run_hart<const RV64: bool, O: Observer>(
         &mut self,
         h: usize,
@@ -676,7 +677,11 @@ impl Machine {
         obs: &mut O,
     ) -> Option<StopReason> {
         let xlen = if RV64 { Xlen::Rv64 } else { Xlen::Rv32 };
+        let mut idle_seen = self.harts[h].stats.idle_traps;
         loop {
+            let idle = self.harts[h].stats.idle_traps;
+            budget = budget.saturating_sub(idle - idle_seen);
+            idle_seen = idle;
             if budget == 0 {
                 return None;
             }
@@ -693,10 +698,9 @@ impl Machine {
                             Fetch::Access => (Cause::FETCH_ACCESS, pc),
                             Fetch::Illegal(bits) => (Cause::ILLEGAL_INSTRUCTION, u64::from(bits)),
                         };
-                        if let Some(stop) = self.trap(h, cause, tval, obs) {
+                        if let Some(stop) = self.trap(h, cause, tval, None, obs) {
                             return Some(stop);
                         }
-                        budget = budget.saturating_sub(1);
                         continue;
                     }
                 },
@@ -742,10 +746,9 @@ impl Machine {
             match exit {
                 BlockExit::Done => {}
                 BlockExit::Trap(cause, tval) => {
-                    if let Some(stop) = self.trap(h, cause, tval, obs) {
+                    if let Some(stop) = self.trap(h, cause, tval, None, obs) {
                         return Some(stop);
                     }
-                    budget = budget.saturating_sub(1);
                 }
                 BlockExit::Store => {
                     if let Some(code) = self.htif.exit.take() {
@@ -761,10 +764,8 @@ impl Machine {
                         Slow::Continue { retired } => {
                             if retired {
                                 self.harts[h].stats.instructions += 1;
+                                budget = budget.saturating_sub(1);
                             }
-                            // Not retired: it trapped into a handler,
-                            // which counts against the budget as well.
-                            budget = budget.saturating_sub(1);
                         }
                         Slow::Stop { reason, retired } => {
                             if retired {
@@ -780,16 +781,26 @@ impl Machine {
 
     /// Take a trap on hart `h` at its pc: into the handler at `mtvec` if
     /// the program installed one, otherwise stop the run with the cause.
+    /// `call` is the `ecall` or `ebreak` that traps, if that is the cause.
+    /// Architecturally it does not retire when it enters a handler
+    /// (`minstret` does not count it, as on QEMU), but it occupied the
+    /// pipeline and ends a partial program, so observers that time or replay
+    /// instructions see it executed, going to the handler — and then the
+    /// trap.
     fn trap<O: Observer>(
         &mut self,
         h: usize,
         cause: Cause,
         tval: u64,
+        call: Option<&Inst>,
         obs: &mut O,
     ) -> Option<StopReason> {
+        let (pc, mtvec) = (self.harts[h].pc, self.harts[h].csr.mtvec);
+        let handler = (mtvec != 0).then_some(mtvec & !3);
+        if let (Some(inst), Some(handler)) = (call, handler) {
+            self.executed_slow(h, pc, inst, handler, obs);
+        }
         let hart = &mut self.harts[h];
-        let pc = hart.pc;
-        let handler = (hart.csr.mtvec != 0).then_some(hart.csr.mtvec & !3);
         if O::ENABLED {
             obs.trap(&TrapEvent {
                 hart: h,
@@ -797,6 +808,7 @@ impl Machine {
                 cause,
                 tval,
                 handler,
+                retired: hart.stats.instructions,
             });
         }
         let Some(handler) = handler else {
@@ -808,6 +820,10 @@ impl Machine {
             }));
         };
         hart.stats.traps += 1;
+        if hart.retired_at_last_trap == Some(hart.stats.instructions) {
+            hart.stats.idle_traps += 1;
+        }
+        hart.retired_at_last_trap = Some(hart.stats.instructions);
         let c = &mut hart.csr;
         c.mepc = pc;
         c.mcause = cause.0;
@@ -821,16 +837,6 @@ impl Machine {
         hart.privilege = Priv::Machine;
         hart.pc = handler;
         None
-    }
-
-    /// An `ecall` or `ebreak` that entered a trap handler. Architecturally it
-    /// does not retire (`minstret` does not count it, as on QEMU), but it
-    /// occupied the pipeline and ends a partial program, so observers that
-    /// time or replay instructions see it as executed, going to the handler.
-    fn trapped_call<O: Observer>(&mut self, h: usize, pc: u64, inst: &Inst, obs: &mut O) -> Slow {
-        let handler = self.harts[h].pc;
-        self.executed_slow(h, pc, inst, handler, obs);
-        Slow::Continue { retired: false }
     }
 
     /// An instruction the block executor left to `slow` has executed at
@@ -864,6 +870,7 @@ impl Machine {
             h,
             Cause::ILLEGAL_INSTRUCTION,
             u64::from(inst.raw),
+            None,
             obs,
         ) {
             Some(reason) => Slow::Stop {
@@ -882,24 +889,24 @@ impl Machine {
         match inst.op {
             Op::Ecall => {
                 let cause = if user { Cause::ECALL_U } else { Cause::ECALL_M };
-                match self.trap(h, cause, 0, obs) {
+                match self.trap(h, cause, 0, Some(inst), obs) {
                     Some(reason) => Slow::Stop {
                         reason,
                         retired: false,
                     },
-                    None => self.trapped_call(h, pc, inst, obs),
+                    None => Slow::Continue { retired: false },
                 }
             }
             Op::Ebreak => {
                 if !user && inst.len == 4 && self.is_semihosting_call(pc) {
                     return self.semihosting::<RV64, O>(h, inst, obs);
                 }
-                match self.trap(h, Cause::BREAKPOINT, pc, obs) {
+                match self.trap(h, Cause::BREAKPOINT, pc, Some(inst), obs) {
                     Some(reason) => Slow::Stop {
                         reason,
                         retired: false,
                     },
-                    None => self.trapped_call(h, pc, inst, obs),
+                    None => Slow::Continue { retired: false },
                 }
             }
             Op::Mret => {

@@ -18,6 +18,11 @@ pub struct HartStats {
     pub taken: u64,
     /// Traps taken (exceptions and `ecall`s).
     pub traps: u64,
+    /// Of those, taken with no instruction retired since the previous trap
+    /// (a handler that traps at once). Each counts against the instruction
+    /// budget as one instruction: such a loop retires nothing, and must
+    /// still end at `--max-insns`.
+    pub idle_traps: u64,
     /// Semihosting requests.
     pub semihost_calls: u64,
 }
@@ -40,6 +45,9 @@ pub struct Hart {
     /// Address of the last instruction executed (retired, or an `ecall` /
     /// `ebreak` that entered a handler); kept while an observer watches.
     pub last_pc: u64,
+    /// `stats.instructions` when the hart last took a trap (`None`
+    /// before the first): how [`HartStats::idle_traps`] are told.
+    pub retired_at_last_trap: Option<u64>,
 }
 
 impl Hart {
@@ -53,6 +61,7 @@ impl Hart {
             csr: Csrs::default(),
             stats: HartStats::default(),
             last_pc: 0,
+            retired_at_last_trap: None,
         }
     }
 

@@ -342,10 +342,10 @@ impl Machine {
     }
 
     /// Run until the program stops or `max_insns` instructions (over all
-    /// harts) have retired — each trap taken into a handler counting as
-    /// one more, so that a handler which traps itself (and so never
-    /// retires anything) still ends as a runaway. Harts take turns of
-    /// 10 000 instructions.
+    /// harts) have retired — an idle trap (one taken with nothing retired
+    /// since the previous, [`HartStats::idle_traps`]) counting as one more,
+    /// so that a handler which traps at once still ends as a runaway.
+    /// Harts take turns of 10 000 instructions.
     pub fn run<O: Observer>(&mut self, max_insns: Option<u64>, obs: &mut O) -> RunResult {
         let limit = max_insns.unwrap_or(u64::MAX);
         let mut left = limit;
@@ -359,7 +359,8 @@ impl Machine {
                 } else {
                     left.min(QUANTUM)
                 };
-                let work = |m: &Machine| m.harts[h].stats.instructions + m.harts[h].stats.traps;
+                let work =
+                    |m: &Machine| m.harts[h].stats.instructions + m.harts[h].stats.idle_traps;
                 let before = work(self);
                 let stop = self.run_hart_for(h, turn, obs);
                 left = left.saturating_sub(work(self) - before);
@@ -377,8 +378,8 @@ impl Machine {
         }
     }
 
-    /// Run hart `h` alone for at most `budget` instructions and trap
-    /// entries together: `None` if the budget ran out, else why it
+    /// Run hart `h` alone for at most `budget` instructions (idle traps
+    /// counting as one each): `None` if the budget ran out, else why it
     /// stopped. This is the building block for
     /// engines that schedule harts themselves.
     pub fn run_hart_for<O: Observer>(

@@ -43,6 +43,11 @@ pub struct TrapEvent {
     pub tval: u64,
     /// Where execution continues (`mtvec`), or `None` when the run stops.
     pub handler: Option<u64>,
+    /// Instructions the hart retired before the trap (its `minstret`
+    /// without the program's writes to it): the trapping instruction is not
+    /// among them, nor are the `ecall`s and `ebreak`s that entered a handler
+    /// before it (they do not retire, though observers see them execute).
+    pub retired: u64,
 }
 
 /// Hooks called by the engines. All methods have empty defaults.
@@ -91,7 +96,11 @@ pub trait Observer {
     #[inline(always)]
     fn jump(&mut self, _hart: HartId, _pc: u64, _inst: &Inst, _flow: Flow, _target: u64) {}
 
-    /// A trap (exception or `ecall` into a handler, or the fatal one).
+    /// A trap (exception or `ecall` into a handler, or the fatal one). An
+    /// `ecall` or `ebreak` that enters a handler is seen executing first
+    /// ([`Observer::retire`] with the handler as its next pc), then its
+    /// trap; an exception's instruction is not seen at all, and the next
+    /// [`Observer::retire`] is the handler's first instruction.
     #[inline(always)]
     fn trap(&mut self, _ev: &TrapEvent) {}
 

@@ -8,6 +8,12 @@
 //! [`retrace_trace::protocol`], which the replay (`retrace-estimate`) reads
 //! through the same module; this observer only tells its [`Encoder`] which
 //! event happened on which hart. `docs/FORMATS.md` states the rules.
+//!
+//! Every synchronous trap records: an `ecall` or `ebreak` that enters a
+//! handler ends its partial program and is an indirect event; any other
+//! trap (an exception, whose instruction does not execute) is a trap record
+//! holding the instruction count at which the replay must cut the partial
+//! program it is in.
 
 use crate::observer::{HartId, Observer, TrapEvent};
 use retrace_isa::{Flow, Inst};
@@ -18,8 +24,12 @@ use std::io::Write;
 /// Writes the trace of a run; see the module docs.
 pub struct Recorder<W: Write> {
     encoder: Encoder<W>,
-    /// `ecall`s and `ebreak`s that entered a trap handler.
-    trapped_calls: u64,
+    harts: Vec<HartTraps>,
+    /// The program's code, to tell a breakpoint at a semihosting sequence
+    /// (taken from U-mode, where it is no semihosting call) from a plain
+    /// one, as the replay's partial-program table does.
+    code: Option<retrace_program::Code>,
+    /// Why the recording stopped the run, when it did.
     unsupported: Option<String>,
     /// Data caches simulated during the run, to measure miss rates that the
     /// replay cannot derive from branch history.
@@ -88,15 +98,34 @@ impl DcacheMeter {
     }
 }
 
+/// One hart's traps, as far as the recorder needs them.
+#[derive(Clone, Copy, Default)]
+struct HartTraps {
+    /// `ecall`s and `ebreak`s that entered a trap handler: executed for the
+    /// replay, though not retired.
+    calls: u64,
+    /// The previous trap: instructions retired before it and its handler.
+    last: Option<(u64, u64)>,
+}
+
 impl<W: Write> Recorder<W> {
     /// Record into `writer` (which has written the header).
     pub fn new(writer: TraceWriter<W>, harts: usize) -> Recorder<W> {
         Recorder {
             encoder: Encoder::new(writer, harts),
-            trapped_calls: 0,
+            harts: vec![HartTraps::default(); harts],
+            code: None,
             unsupported: None,
             dcaches: None,
         }
+    }
+
+    /// The program's code: needed to record a breakpoint trap at a
+    /// semihosting sequence (an `ebreak` between `slli x0,x0,0x1f` and
+    /// `srai x0,x0,7`, executed in U-mode) as the replay sees it.
+    pub fn with_code(mut self, code: retrace_program::Code) -> Recorder<W> {
+        self.code = Some(code);
+        self
     }
 
     /// Also measure the miss rate of these data-cache geometries.
@@ -106,7 +135,8 @@ impl<W: Write> Recorder<W> {
         }
     }
 
-    /// Why the run could not be recorded faithfully, if it could not.
+    /// Why the run could not be recorded, if the recorder stopped it
+    /// ([`Observer::keep_going`]): it would never have ended on its own.
     pub fn unsupported(&self) -> Option<&str> {
         self.unsupported.as_deref()
     }
@@ -122,7 +152,7 @@ impl<W: Write> Recorder<W> {
     ) -> Result<WriteSummary, TraceError> {
         // Branch, indirect and escape counts are the encoder's to fill in.
         let totals = Totals {
-            instructions: run.instructions + self.trapped_calls,
+            instructions: run.instructions + self.harts.iter().map(|h| h.calls).sum::<u64>(),
             exit_code,
             last_pc: machine.last_pc(0),
             ..Totals::default()
@@ -186,19 +216,54 @@ impl<W: Write> Observer for Recorder<W> {
 
     fn trap(&mut self, ev: &TrapEvent) {
         let Some(handler) = ev.handler else { return };
-        if ev.cause.is_call() {
-            // An ecall/ebreak ends a partial program: the replay reads the
-            // handler address from the indirect stream, site = the trapping
-            // pc. Executed as far as the replay is concerned, though not
-            // retired (see `Machine::last_pc`).
-            self.trapped_calls += 1;
-            self.encoder.trap_entry(ev.hart as u16, ev.pc, handler)
-        } else if self.unsupported.is_none() {
-            self.unsupported = Some(format!(
-                "the program took a trap ({}) at pc {:#x} inside a partial program, which recording does not support yet",
-                ev.cause, ev.pc
-            ));
+        let h = ev.hart as u16;
+        let Some(t) = self.harts.get_mut(ev.hart) else {
+            return;
+        };
+        if ev.pc == handler
+            && t.last
+                .is_some_and(|(r, to)| r == ev.retired && to == handler)
+        {
+            // The handler's first instruction trapped again, with nothing
+            // retired since it was entered: nothing changes from one trap to
+            // the next, so the run would go on forever without retiring an
+            // instruction (and `--max-insns` would never stop it).
+            self.unsupported.get_or_insert_with(|| {
+                format!(
+                    "the trap handler at {handler:#x} traps at its first instruction ({}): the program would loop forever without retiring an instruction",
+                    ev.cause
+                )
+            });
         }
+        t.last = Some((ev.retired, handler));
+        if ev.cause.is_call() {
+            // An ecall/ebreak that entered a handler has executed as far as
+            // the replay is concerned, though it did not retire (see
+            // `Machine::last_pc`).
+            t.calls += 1;
+            let semihost_site = ev.cause == crate::csr::Cause::BREAKPOINT
+                && self
+                    .code
+                    .as_ref()
+                    .is_some_and(|c| c.is_semihost_ebreak(retrace_program::Addr(ev.pc)));
+            if !semihost_site {
+                // It ends a partial program: the replay reads the handler
+                // from the indirect stream, site = the trapping pc.
+                self.encoder.trap_entry(h, ev.pc, handler);
+                return;
+            }
+            // A semihosting sequence's `ebreak` executed in U-mode is a
+            // plain breakpoint, but the replay's table takes it for a
+            // semihosting call and continues after it: the trap is one
+            // after the `ebreak`, before the next instruction.
+        }
+        // The replay cuts the partial program it is in after as many
+        // instructions as it has executed by now.
+        self.encoder.trap(h, ev.retired + t.calls, handler);
+    }
+
+    fn keep_going(&mut self) -> bool {
+        self.unsupported.is_none()
     }
 
     fn trap_return(&mut self, hart: HartId, pc: u64, target: u64) {
@@ -227,7 +292,9 @@ pub enum RecordError {
     /// Writing the trace failed.
     #[error(transparent)]
     Trace(#[from] TraceError),
-    /// The run did something the trace cannot represent.
+    /// The recorder stopped the run: it could not have been recorded (it
+    /// would never have ended: a trap handler that traps at its first
+    /// instruction).
     #[error("{0}")]
     Unsupported(String),
 }
@@ -266,6 +333,9 @@ pub fn record_run_watched<W: Write, O: Observer>(
     header.harts = 1;
     let writer = TraceWriter::new(out, &header)?;
     let mut rec = Recorder::new(writer, 1);
+    if let Ok(code) = retrace_program::Code::from_elf(elf) {
+        rec = rec.with_code(code);
+    }
     rec.measure_dcaches(dcaches);
     let run = machine.run(max_insns, &mut (&mut rec, watcher));
     if let Some(why) = rec.unsupported() {

@@ -50,6 +50,9 @@ pub struct CoreStats {
     pub dcache_hits: u64,
     /// Data-cache misses.
     pub dcache_misses: u64,
+    /// Trap handlers entered (exceptions, and `ecall`s/`ebreak`s that
+    /// trapped).
+    pub traps: u64,
 }
 
 /// The complete timing state of one core.
@@ -140,5 +143,15 @@ impl CoreState {
         self.stats.instructions += 1;
         self.pipeline.issue_op(&self.costs, &facts, inst, flow, ev);
         flow
+    }
+
+    /// Enter a trap handler ([`Pipeline::trap`]): after the `ecall` or
+    /// `ebreak` that trapped has been stepped, or in place of the faulting
+    /// instruction, which is not. The predictor, the return-address stack
+    /// and the caches are untouched; the handler's first instruction is
+    /// fetched like any other.
+    pub fn trap(&mut self) {
+        self.stats.traps += 1;
+        self.pipeline.trap_op(&self.costs);
     }
 }

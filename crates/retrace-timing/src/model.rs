@@ -128,6 +128,10 @@ pub struct CoreModel {
     pub icache: Option<CacheModel>,
     /// Data cache, if any.
     pub dcache: Option<CacheModel>,
+    /// Extra cycles of entering a trap handler (an exception, or an
+    /// `ecall`/`ebreak` that traps), after the pipeline has drained: see
+    /// [`crate::Pipeline::trap`].
+    pub trap_penalty: u32,
 }
 
 impl CoreModel {
@@ -255,6 +259,8 @@ struct RawModel {
     description: String,
     xlen: Vec<u32>,
     #[serde(default)]
+    trap_penalty: u32,
+    #[serde(default)]
     latency: RawClasses,
     #[serde(default)]
     occupancy: RawClasses,
@@ -365,6 +371,7 @@ impl RawModel {
             cycles(&format!("latency.{class}"), latency.get(class), 1)?;
         }
         let b = &self.branch;
+        cycles("trap_penalty", self.trap_penalty, 0)?;
         for (field, v) in [
             ("branch.mispredict_penalty", b.mispredict_penalty),
             ("branch.taken_penalty", b.taken_penalty),
@@ -467,6 +474,7 @@ impl RawModel {
             },
             icache: cache("icache", self.icache)?,
             dcache: cache("dcache", self.dcache)?,
+            trap_penalty: self.trap_penalty,
         })
     }
 }
@@ -525,6 +533,7 @@ mod tests {
                 "branch.taken_penalty",
             ),
             ("[latency]\ndiv = 1000001\n".into(), "latency.div"),
+            ("trap_penalty = 1000001\n".into(), "trap_penalty"),
             ("[occupancy]\nmul = 2000000\n".into(), "occupancy.mul"),
             (
                 "[branch]\njalr_penalty = 1000001\n".into(),
@@ -574,6 +583,20 @@ mod tests {
         );
         let m = CoreModel::from_toml(&big, "c.toml").unwrap();
         assert_eq!(m.branch.taken_penalty, MAX_CYCLES);
+    }
+
+    #[test]
+    fn trap_penalty_defaults_to_zero() {
+        let text = "name = \"x\"\nxlen = [32]\n";
+        assert_eq!(
+            CoreModel::from_toml(text, "c.toml").unwrap().trap_penalty,
+            0
+        );
+        let text = "name = \"x\"\nxlen = [32]\ntrap_penalty = 7\n";
+        assert_eq!(
+            CoreModel::from_toml(text, "c.toml").unwrap().trap_penalty,
+            7
+        );
     }
 
     #[test]

@@ -105,4 +105,14 @@ impl PathTimer {
         let exit = self.intern(pipeline.signature());
         (pipeline.cycle(), exit)
     }
+
+    /// The cycles of entering a trap handler from a pipeline in state
+    /// `entry` ([`Pipeline::trap`]); the state after it is always
+    /// [`SignatureId::IDLE`].
+    pub fn trap(&self, entry: SignatureId) -> u64 {
+        let mut pipeline = Pipeline::from_signature(&self.signatures[entry.0 as usize]);
+        pipeline.trap(&self.model);
+        debug_assert!(pipeline.signature().0.is_empty());
+        pipeline.cycle()
+    }
 }

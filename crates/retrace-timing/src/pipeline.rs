@@ -82,6 +82,27 @@ impl Pipeline {
             + control_penalty(&costs.branch, flow, ev);
     }
 
+    /// Enter a trap handler (an exception, or an `ecall`/`ebreak` that
+    /// traps): exceptions are precise, so every instruction issued before
+    /// the trap completes first — the issue clock waits for the last
+    /// result in flight — and fetch is then redirected to the handler,
+    /// which costs the core's `trap_penalty`. The handler's first
+    /// instruction issues into an empty pipeline. The trapping instruction
+    /// itself is issued before this (an `ecall`) or not at all (a fault:
+    /// it does not retire).
+    #[inline]
+    pub fn trap(&mut self, model: &CoreModel) {
+        self.trap_op(&Costs::of(model));
+    }
+
+    /// [`Pipeline::trap`] with the core's costs looked up.
+    #[inline]
+    pub(crate) fn trap_op(&mut self, costs: &Costs) {
+        let drained = self.ready.iter().copied().fold(self.cycle, u64::max);
+        self.cycle = drained + costs.trap;
+        self.ready = [0; 32];
+    }
+
     /// The state that matters for the future, relative to the current cycle:
     /// registers whose values are not yet ready.
     pub fn signature(&self) -> Signature {
@@ -114,6 +135,8 @@ pub(crate) struct Costs {
     pub data_miss: u64,
     /// Branch, jump and return costs.
     pub branch: BranchModel,
+    /// Cycles of entering a trap handler after the drain.
+    pub trap: u64,
 }
 
 impl Costs {
@@ -122,6 +145,7 @@ impl Costs {
             fetch_miss: model.icache.map_or(0, |c| u64::from(c.miss_penalty)),
             data_miss: model.dcache.map_or(0, |c| u64::from(c.miss_penalty)),
             branch: model.branch,
+            trap: u64::from(model.trap_penalty),
         }
     }
 }

@@ -286,3 +286,53 @@ fn rocket_cache_misses() {
     );
     g.assert();
 }
+
+/// A trap: the pipeline drains (the issue clock waits for the last result
+/// in flight), then entering the handler costs `trap_penalty`; the
+/// handler's first instruction issues into an empty pipeline.
+#[test]
+fn traps_drain_then_pay_the_penalty() {
+    let mut g = golden("traps_drain_then_pay_the_penalty");
+    // Steps `before`, a trap, then `after`.
+    let trapped = |m: &CoreModel, before: &[Step], after: &[Step]| {
+        let mut core = CoreState::new(m);
+        let mut pc = 0x8000_0000;
+        for Step(inst, out) in before {
+            core.step(pc, inst, *out);
+            pc += 4;
+        }
+        core.trap();
+        for Step(inst, out) in after {
+            core.step(0x8000_0100, inst, *out);
+        }
+        assert_eq!(core.stats().traps, 1);
+        core.cycles()
+    };
+    let add = || alu(Op::Add, A3, A1, A2);
+    // ideal: no penalty, nothing in flight: add 1, trap 0, add 1 = 2.
+    let m = preset("ideal").unwrap();
+    g.add("ideal: add, trap, add", trapped(&m, &[add()], &[add()]));
+    // inorder5: add ends at 1; nothing in flight; penalty 3 → 4; add 5.
+    let m = preset("inorder5").unwrap();
+    g.add("inorder5: add, trap, add", trapped(&m, &[add()], &[add()]));
+    // mul issues at 0, ends at 1 with its result ready at 3: the drain
+    // waits until 3, the penalty makes 6, the handler's add ends at 7.
+    g.add(
+        "inorder5: mul, trap, add",
+        trapped(&m, &[alu(Op::Mul, A0, A1, A2)], &[add()]),
+    );
+    // picorv32: add 3, trap 3, add 3 = 9.
+    let m = preset("picorv32").unwrap();
+    g.add("picorv32: add, trap, add", trapped(&m, &[add()], &[add()]));
+    // rocket: div (latency 34) ends at 1; the drain waits until 34, the
+    // penalty 5 makes 39; the handler's add that reads the quotient's
+    // register issues at once (nothing in flight): 40.
+    let m = no_caches("rocket");
+    g.add(
+        "rocket: div, trap, dependent add",
+        trapped(&m, &[alu(Op::Div, A0, A1, A2)], &[alu(Op::Add, A3, A0, A0)]),
+    );
+    // A trap with nothing before it: just the penalty.
+    g.add("rocket: trap, add", trapped(&m, &[], &[add()]));
+    g.assert();
+}

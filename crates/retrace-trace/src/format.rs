@@ -43,6 +43,12 @@ pub enum StreamKind {
     LoopCounts = 4,
     /// Synchronisation events of multi-hart programs, varints.
     Sync = 5,
+    /// Traps taken in the middle of a partial program (exceptions): per
+    /// trap a varint count of instructions executed since the previous one
+    /// (or since the start), then the handler as an indirect record of the
+    /// hart's one table of handlers (an index from 1, or 0 and the
+    /// address). See [`crate::protocol`].
+    Traps = 6,
 }
 
 impl StreamKind {
@@ -54,16 +60,18 @@ impl StreamKind {
             3 => StreamKind::Escapes,
             4 => StreamKind::LoopCounts,
             5 => StreamKind::Sync,
+            6 => StreamKind::Traps,
             _ => return None,
         })
     }
     /// Every kind.
-    pub const ALL: [StreamKind; 5] = [
+    pub const ALL: [StreamKind; 6] = [
         StreamKind::Branches,
         StreamKind::Indirect,
         StreamKind::Escapes,
         StreamKind::LoopCounts,
         StreamKind::Sync,
+        StreamKind::Traps,
     ];
     pub(crate) fn index(self) -> usize {
         self as usize - 1
@@ -78,6 +86,7 @@ impl fmt::Display for StreamKind {
             StreamKind::Escapes => "return escapes",
             StreamKind::LoopCounts => "loop counts",
             StreamKind::Sync => "sync events",
+            StreamKind::Traps => "traps",
         })
     }
 }
@@ -310,6 +319,28 @@ pub enum TraceError {
         index: u64,
         /// Targets the site's table holds.
         known: usize,
+    },
+    /// A trap record names a handler that the hart's table of handlers does
+    /// not have: the trace was damaged.
+    #[error("hart {hart}: trap handler #{index}, of only {known} known handlers")]
+    UnknownHandler {
+        /// Hart of the record.
+        hart: u16,
+        /// The 1-based index recorded.
+        index: u64,
+        /// Handlers the table holds.
+        known: usize,
+    },
+    /// A trap was recorded after fewer instructions than the replay has
+    /// already executed: the replay is out of step with the recording.
+    #[error("hart {hart}: a trap was recorded after {recorded} instructions, the replay has executed {executed}")]
+    TrapBehind {
+        /// Hart of the record.
+        hart: u16,
+        /// The instruction count at the recorded trap.
+        recorded: u64,
+        /// The replay's own count.
+        executed: u64,
     },
     /// An escape was recorded after fewer matching returns than the replay
     /// has already seen since the previous one: the replay is out of step.

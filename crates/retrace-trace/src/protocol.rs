@@ -16,7 +16,14 @@
 //!   **return** pops it, and when the popped address is the real target
 //!   counts one more *matched* return; otherwise it writes an **escape** —
 //!   the matched count since the previous escape, then the target — resets
-//!   the count and [unwinds](unwind) the stack to the target (`longjmp`).
+//!   the count and [unwinds](unwind) the stack to the target (`longjmp`);
+//! - **traps** in the middle of a partial program (an exception: its
+//!   instruction does not execute, the handler runs instead): the number of
+//!   instructions executed since the previous trap (or the start), then the
+//!   handler, numbered in the hart's one table of handlers as a site's
+//!   targets are. The replay peeks at the next trap's count to know where
+//!   to cut the partial program it is in. (An `ecall` or `ebreak` that
+//!   traps ends its partial program, and is an indirect event instead.)
 //!
 //! The decoder keeps the same per-site tables, built only from the trace;
 //! the replay keeps its own return stack (of partial programs) and asks
@@ -32,6 +39,7 @@
 //! enc.indirect(0, 0x2000, 0x3000);
 //! enc.branch(0, true);
 //! enc.ret(0, 0x5000); // not where the call returns to: an escape
+//! enc.trap(0, 12, 0x8000_0100); // a fault after 12 instructions
 //! enc.finish(Totals::default(), &[]).unwrap();
 //!
 //! let mut r = TraceReader::new(&buf[..]).unwrap();
@@ -43,6 +51,9 @@
 //! let target = dec.escape(&mut r, 0).unwrap().unwrap();
 //! unwind(&mut stack, target, |&a| a);
 //! assert_eq!(target, 0x5000);
+//! assert_eq!(dec.next_trap(&r, 10).unwrap(), Some(12));
+//! assert_eq!(dec.trap(&mut r).unwrap(), 0x8000_0100);
+//! assert_eq!(dec.next_trap(&r, 12).unwrap(), None);
 //! ```
 
 use crate::format::decode_varint;
@@ -117,6 +128,10 @@ struct HartEncoder {
     stack: Vec<u64>,
     /// Returns that matched `stack` since the last escape.
     matched: u64,
+    /// Instructions executed before the previous trap (0 before the first).
+    trap_at: u64,
+    /// Trap handlers in the order they were first entered.
+    handlers: Vec<u64>,
     events: Events,
 }
 
@@ -128,6 +143,8 @@ impl HartEncoder {
             recent: Box::new([(u64::MAX, u64::MAX, 0); ENCODER_RECENT]),
             stack: Vec::new(),
             matched: 0,
+            trap_at: 0,
+            handlers: Vec::new(),
             events: Events::default(),
         }
     }
@@ -169,8 +186,10 @@ impl<W: Write> Encoder<W> {
         self.indirect(hart, site, target);
     }
 
-    /// A trap entry of `hart` at `site` (`ecall`, a breakpoint) to `handler`:
-    /// an indirect event, site = the trapping instruction.
+    /// A trap entry of `hart` at `site` by an instruction that ends its
+    /// partial program (`ecall`, a breakpoint) to `handler`: an indirect
+    /// event, site = the trapping instruction. A trap in the middle of a
+    /// partial program is [`Encoder::trap`].
     #[inline]
     pub fn trap_entry(&mut self, hart: u16, site: u64, handler: u64) {
         self.indirect(hart, site, handler);
@@ -181,6 +200,30 @@ impl<W: Write> Encoder<W> {
     #[inline]
     pub fn trap_return(&mut self, hart: u16, site: u64, target: u64) {
         self.indirect(hart, site, target);
+    }
+
+    /// A trap of `hart` in the middle of a partial program (an exception:
+    /// the trapping instruction does not execute) after the hart executed
+    /// `executed` instructions in all, to `handler`. `executed` counts what
+    /// the replay walks — retired instructions, and the `ecall`s and
+    /// `ebreak`s that entered a handler — and never decreases from one trap
+    /// to the next. Writes to the traps stream the count since the previous
+    /// trap, then the handler's number in the hart's table of handlers (0
+    /// and the address for a new one).
+    pub fn trap(&mut self, hart: u16, executed: u64, handler: u64) {
+        let h = &mut self.harts[usize::from(hart)];
+        debug_assert!(executed >= h.trap_at, "traps out of order");
+        let since = executed.saturating_sub(h.trap_at);
+        h.trap_at = executed;
+        self.writer.record(hart, StreamKind::Traps, since);
+        match h.handlers.iter().position(|&a| a == handler) {
+            Some(i) => self.writer.record(hart, StreamKind::Traps, i as u64 + 1),
+            None => {
+                h.handlers.push(handler);
+                self.writer.record(hart, StreamKind::Traps, NEW_TARGET);
+                self.writer.record(hart, StreamKind::Traps, handler);
+            }
+        }
     }
 
     /// An indirect jump or call of `hart` at `site` to `target` (without the
@@ -263,6 +306,10 @@ pub struct HartDecoder {
     sites: FxHashMap<u64, Vec<u64>>,
     /// Direct-mapped cache of (site, one-byte index) → target.
     recent: Box<[(u64, u8, u64)]>,
+    /// Instructions executed before the previous trap (0 before the first).
+    trap_at: u64,
+    /// Trap handlers in the order they were first entered.
+    handlers: Vec<u64>,
 }
 
 impl HartDecoder {
@@ -272,6 +319,8 @@ impl HartDecoder {
             hart,
             sites: FxHashMap::default(),
             recent: vec![(u64::MAX, 0, 0); DECODER_RECENT].into_boxed_slice(),
+            trap_at: 0,
+            handlers: Vec::new(),
         }
     }
 
@@ -374,6 +423,67 @@ impl HartDecoder {
             }),
             _ => Ok(None),
         }
+    }
+
+    /// The hart's instruction count (as [`Encoder::trap`] counts it) at
+    /// which its next trap in the middle of a partial program is taken —
+    /// the instruction after that many does not execute — if the loaded
+    /// segment records one; the replay has executed `executed` instructions
+    /// and an announced trap before that is an error (the replay is out of
+    /// step). `None` when the segment records none: then no trap comes
+    /// before the next branch bit, which lies in a later segment (segments
+    /// close only before a bit), so a replay that asks again after each
+    /// branch bit it reads never misses one.
+    #[inline]
+    pub fn next_trap<R: Read>(
+        &self,
+        r: &TraceReader<R>,
+        executed: u64,
+    ) -> Result<Option<u64>, TraceError> {
+        match r.peek_record(self.hart, StreamKind::Traps)? {
+            None => Ok(None),
+            Some(since) => {
+                let at = self.trap_at.saturating_add(since);
+                if at < executed {
+                    return Err(TraceError::TrapBehind {
+                        hart: self.hart,
+                        recorded: at,
+                        executed,
+                    });
+                }
+                Ok(Some(at))
+            }
+        }
+    }
+
+    /// Whether the loaded segment holds a trap record not yet taken: the
+    /// cheap test a replay makes at every partial program before it asks
+    /// [`HartDecoder::next_trap`] (almost every segment of almost every
+    /// run has none).
+    #[inline(always)]
+    pub fn trap_recorded<R: Read>(&self, r: &TraceReader<R>) -> bool {
+        r.has_records(self.hart, StreamKind::Traps)
+    }
+
+    /// Take the trap [`HartDecoder::next_trap`] announced: consume its
+    /// records and return the handler's address.
+    pub fn trap<R: Read>(&mut self, r: &mut TraceReader<R>) -> Result<u64, TraceError> {
+        let since = self.next(r, StreamKind::Traps, "a trap")?;
+        self.trap_at = self.trap_at.saturating_add(since);
+        let index = self.next(r, StreamKind::Traps, "a trap handler")?;
+        if index == NEW_TARGET {
+            let handler = self.next(r, StreamKind::Traps, "a trap handler address")?;
+            self.handlers.push(handler);
+            return Ok(handler);
+        }
+        usize::try_from(index - 1)
+            .ok()
+            .and_then(|i| self.handlers.get(i).copied())
+            .ok_or(TraceError::UnknownHandler {
+                hart: self.hart,
+                index,
+                known: self.handlers.len(),
+            })
     }
 
     /// How many more returns, `matched` having matched since the previous

@@ -228,6 +228,15 @@ impl<R: Read> TraceReader<R> {
         }
     }
 
+    /// Whether `hart`'s `kind` record stream has items left in the loaded
+    /// segment.
+    #[inline(always)]
+    pub fn has_records(&self, hart: u16, kind: StreamKind) -> bool {
+        self.harts
+            .get(usize::from(hart))
+            .is_some_and(|h| h.record_left[kind.index()] > 0)
+    }
+
     /// Consume the first `bytes` bytes of [`TraceReader::record_bytes`],
     /// which hold `records` complete records.
     #[inline]

@@ -1,7 +1,9 @@
 //! The recording protocol round trip: any sequence of execution events over
 //! several harts, encoded by `protocol::Encoder` and read back by one
 //! `protocol::HartDecoder` per hart (with the replay's own return stack),
-//! gives the same sequence — per hart, in order. And a damaged encoding
+//! gives the same sequence — per hart, in order; and a trap is announced
+//! (`HartDecoder::next_trap`) with its instruction count by the time it
+//! happens, never with a wrong one before. And a damaged encoding
 //! (truncated, a byte changed, records that were never an encoding) makes
 //! the decoder answer with an error or some events, never a panic.
 
@@ -13,12 +15,35 @@ use retrace_trace::{Header, StreamKind, Totals, TraceError, TraceReader, TraceWr
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Event {
     Branch(bool),
-    Call { ret: u64 },
-    IndirectCall { site: u64, target: u64, ret: u64 },
-    Indirect { site: u64, target: u64 },
-    TrapEntry { site: u64, handler: u64 },
-    TrapReturn { site: u64, target: u64 },
-    Return { target: u64 },
+    Call {
+        ret: u64,
+    },
+    IndirectCall {
+        site: u64,
+        target: u64,
+        ret: u64,
+    },
+    Indirect {
+        site: u64,
+        target: u64,
+    },
+    TrapEntry {
+        site: u64,
+        handler: u64,
+    },
+    TrapReturn {
+        site: u64,
+        target: u64,
+    },
+    Return {
+        target: u64,
+    },
+    /// A trap in the middle of a partial program after the hart executed
+    /// `executed` instructions in all.
+    Trap {
+        executed: u64,
+        handler: u64,
+    },
 }
 
 /// Where a generated return goes: to the top of the stack (an ordinary
@@ -31,11 +56,18 @@ enum Ret {
     Elsewhere(u64),
 }
 
-/// An event before returns are resolved against the stack.
+/// An event before returns are resolved against the stack (and traps
+/// given their instruction count).
 #[derive(Clone, Copy, Debug)]
 enum Plan {
     Event(Event),
     Return(Ret),
+    /// A trap `gap` instructions after the hart's previous one (0: two traps
+    /// in a row, a handler that faults at once).
+    Trap {
+        gap: u64,
+        handler: u64,
+    },
 }
 
 /// Sites and targets from small sets, so that sites repeat targets (one-
@@ -65,6 +97,9 @@ fn plan() -> impl Strategy<Value = Plan> {
         4 => Just(Plan::Return(Ret::Top)),
         1 => (1usize..4).prop_map(|k| Plan::Return(Ret::Deeper(k))),
         1 => addr().prop_map(|a| Plan::Return(Ret::Elsewhere(a))),
+        2 => (prop_oneof![3 => 0u64..200, 1 => Just(0u64), 1 => any::<u32>().prop_map(u64::from)],
+              prop_oneof![4 => (0u64..3).prop_map(|k| 0x8000_0100 + 0x40 * k), 1 => any::<u64>()])
+            .prop_map(|(gap, handler)| Plan::Trap { gap, handler }),
     ]
 }
 
@@ -82,12 +117,15 @@ fn run() -> impl Strategy<Value = (u16, Vec<(u16, Plan)>)> {
 /// their targets.
 struct Program {
     stacks: Vec<Vec<u64>>,
+    /// Each hart's instruction count at its previous trap.
+    executed: Vec<u64>,
 }
 
 impl Program {
     fn new(harts: u16) -> Program {
         Program {
             stacks: vec![Vec::new(); usize::from(harts)],
+            executed: vec![0; usize::from(harts)],
         }
     }
 
@@ -96,6 +134,14 @@ impl Program {
         let stack = &mut self.stacks[usize::from(hart)];
         let ev = match plan {
             Plan::Event(ev) => ev,
+            Plan::Trap { gap, handler } => {
+                let executed = &mut self.executed[usize::from(hart)];
+                *executed += gap;
+                Event::Trap {
+                    executed: *executed,
+                    handler,
+                }
+            }
             Plan::Return(r) => {
                 let target = match r {
                     Ret::Top => stack.last().copied().unwrap_or(0x8000_0000),
@@ -140,6 +186,7 @@ fn encode_one<W: std::io::Write>(enc: &mut Encoder<W>, hart: u16, ev: Event) {
         Event::Return { target } => {
             enc.ret(hart, target);
         }
+        Event::Trap { executed, handler } => enc.trap(hart, executed, handler),
     }
 }
 
@@ -248,7 +295,35 @@ impl Replays {
                 };
                 Event::Return { target }
             }
+            Event::Trap { .. } => {
+                // Announced by now (nothing of this hart lies between the
+                // event before and the trap), then taken.
+                let executed = h.decoder.next_trap(r, 0)?.ok_or(TraceError::Exhausted {
+                    hart,
+                    what: "a trap (none announced)",
+                })?;
+                Event::Trap {
+                    executed,
+                    handler: h.decoder.trap(r)?,
+                }
+            }
         })
+    }
+
+    /// Whatever `hart`'s decoder announces as its next trap is the next
+    /// trap in `rest` (the hart's events still to come), with its count.
+    fn announced_correctly(
+        &self,
+        r: &TraceReader<&[u8]>,
+        hart: u16,
+        rest: &[(u16, Event)],
+    ) -> Result<bool, TraceError> {
+        let announced = self.0[usize::from(hart)].decoder.next_trap(r, 0)?;
+        let next = rest.iter().find_map(|&(h, e)| match e {
+            Event::Trap { executed, .. } if h == hart => Some(executed),
+            _ => None,
+        });
+        Ok(announced.is_none() || announced == next)
     }
 
     fn escapes(&self) -> u64 {
@@ -264,7 +339,13 @@ fn decode(
 ) -> Result<(Vec<(u16, Event)>, u64), TraceError> {
     let mut replays = Replays::new(harts);
     let mut out = Vec::with_capacity(shape.len());
-    for &(hart, ev) in shape {
+    for (i, &(hart, ev)) in shape.iter().enumerate() {
+        if !replays.announced_correctly(r, hart, &shape[i..])? {
+            return Err(TraceError::Exhausted {
+                hart,
+                what: "the right trap (another one was announced)",
+            });
+        }
         out.push((hart, replays.step(r, hart, ev)?));
     }
     Ok((out, replays.escapes()))
@@ -319,13 +400,13 @@ proptest! {
     #[test]
     fn arbitrary_records_do_not_panic(
         (harts, plans) in run(),
-        items in prop::collection::vec((0u16..4, any::<bool>(), prop_oneof![0u64..4, any::<u64>()]), 0..100),
+        items in prop::collection::vec((0u16..4, 0u8..3, prop_oneof![0u64..4, any::<u64>()]), 0..100),
         bits in prop::collection::vec((0u16..4, any::<bool>()), 0..100),
     ) {
         let mut buf = Vec::new();
         let mut w = TraceWriter::new(&mut buf, &Header::new(7, 64, 4)).unwrap();
-        for (hart, escape, v) in items {
-            let kind = if escape { StreamKind::Escapes } else { StreamKind::Indirect };
+        for (hart, kind, v) in items {
+            let kind = [StreamKind::Indirect, StreamKind::Escapes, StreamKind::Traps][usize::from(kind)];
             w.record(hart, kind, v);
         }
         for (hart, b) in bits {
@@ -368,6 +449,10 @@ fn events_round_trip_across_segments() {
                 4 | 5 => Plan::Event(Event::Indirect { site, target: a }),
                 6..=8 => Plan::Return(Ret::Top),
                 9 if (r >> 30).is_multiple_of(16) => Plan::Return(Ret::Elsewhere(a)),
+                10 if (r >> 30).is_multiple_of(4) => Plan::Trap {
+                    gap: (r >> 24) % 300,
+                    handler: 0x8000_0100 + (r >> 50) % 2 * 0x40,
+                },
                 _ => Plan::Event(Event::Branch(r >> 63 == 1)),
             };
             (hart, program.event(hart, plan))
@@ -379,6 +464,8 @@ fn events_round_trip_across_segments() {
         segments >= 2 && totals.escapes > 0,
         "{segments} segments, {totals:?}"
     );
+    let traps = run().filter(|e| matches!(e.1, Event::Trap { .. })).count();
+    assert!(traps > 1000, "{traps} traps");
     let mut r = TraceReader::new(&buf[..]).unwrap();
     let mut replays = Replays::new(2);
     for (i, (hart, ev)) in run().enumerate() {
