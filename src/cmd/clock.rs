@@ -771,9 +771,21 @@ fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What `clock bench` reports.
+/// What `clock bench` reports: the correction's figures (one flat
+/// record, its CSV row) and the loading rows.
 #[derive(Serialize)]
 struct ClockBenchReport {
+    #[serde(flatten)]
+    correction: CorrectionFigures,
+    /// How fast each input syntax loads (`--load-rows`); not in CSV, whose
+    /// one record is the correction's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    loading: Vec<workload::LoadThroughput>,
+}
+
+/// `clock bench`'s correction figures.
+#[derive(Serialize)]
+struct CorrectionFigures {
     events: usize,
     processors: u32,
     changes_per_processor: usize,
@@ -785,24 +797,21 @@ struct ClockBenchReport {
     events_per_cpu_second: Option<f64>,
     /// A decimal string: the sum is an i128, beyond what JSON readers keep.
     checksum: String,
-    /// How fast each input syntax loads (`--load-rows`); not in CSV, whose
-    /// one record is the correction's.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    loading: Vec<workload::LoadThroughput>,
 }
 
 impl Report for ClockBenchReport {
     fn text(&self) -> String {
+        let c = &self.correction;
         let mut out = format!(
             "corrected {} events ({} processors, {} frequency changes each, piecewise drift) in {:.3} s: {:.1} M events/s (best of {})\n",
-            self.events,
-            self.processors,
-            self.changes_per_processor,
-            self.seconds,
-            self.events_per_second / 1e6,
-            self.runs
+            c.events,
+            c.processors,
+            c.changes_per_processor,
+            c.seconds,
+            c.events_per_second / 1e6,
+            c.runs
         );
-        if let (Some(cpu), Some(rate)) = (self.cpu_seconds, self.events_per_cpu_second) {
+        if let (Some(cpu), Some(rate)) = (c.cpu_seconds, c.events_per_cpu_second) {
             out += &format!(
                 "  CPU time of the correcting thread: {cpu:.3} s, {:.1} M events per CPU second\n",
                 rate / 1e6
@@ -822,30 +831,7 @@ impl Report for ClockBenchReport {
     }
 
     fn csv(&self) -> anyhow::Result<String> {
-        // One flat record: the correction's figures.
-        #[derive(Serialize)]
-        struct Flat<'a> {
-            events: usize,
-            processors: u32,
-            changes_per_processor: usize,
-            runs: u32,
-            seconds: f64,
-            events_per_second: f64,
-            cpu_seconds: Option<f64>,
-            events_per_cpu_second: Option<f64>,
-            checksum: &'a str,
-        }
-        csv_of(&[Flat {
-            events: self.events,
-            processors: self.processors,
-            changes_per_processor: self.changes_per_processor,
-            runs: self.runs,
-            seconds: self.seconds,
-            events_per_second: self.events_per_second,
-            cpu_seconds: self.cpu_seconds,
-            events_per_cpu_second: self.events_per_cpu_second,
-            checksum: &self.checksum,
-        }])
+        csv_of(&[&self.correction])
     }
 }
 
@@ -860,15 +846,17 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     let best = best.expect("at least one run");
     let report = ClockBenchReport {
-        events: best.events,
-        processors: args.processors,
-        changes_per_processor: args.changes,
-        runs: args.repeat,
-        seconds: best.seconds,
-        events_per_second: best.events_per_second,
-        cpu_seconds: best.cpu_seconds,
-        events_per_cpu_second: best.events_per_cpu_second,
-        checksum: best.checksum.to_string(),
+        correction: CorrectionFigures {
+            events: best.events,
+            processors: args.processors,
+            changes_per_processor: args.changes,
+            runs: args.repeat,
+            seconds: best.seconds,
+            events_per_second: best.events_per_second,
+            cpu_seconds: best.cpu_seconds,
+            events_per_cpu_second: best.events_per_cpu_second,
+            checksum: best.checksum.to_string(),
+        },
         loading: if args.load_rows == 0 {
             Vec::new()
         } else {

@@ -16,12 +16,8 @@ use super::common::{
 use crate::report::{csv_of, print, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
-use retrace_estimate::compare::{
-    estimate_recorded, measured_dcaches, record_in_memory, reference_run, CompareError, Comparison,
-};
+use retrace_estimate::compare::{compare, CompareError};
 use retrace_estimate::Fidelity;
-use retrace_program::Addr;
-use retrace_sim::{Console, StopReason};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -142,50 +138,26 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let prog_args = &args.program_args.args;
     let fail = |e| pipeline_error(&shown, e);
 
-    // The pipeline of `retrace_estimate::compare::compare`, step by step,
-    // so that a run which does not reach its end stops here, named.
-    let reference =
-        reference_run(&elf, host(&shown, prog_args), args.max_insns, &core).map_err(fail)?;
-    let exit_code = match &reference.run.stop {
-        StopReason::Exit { code } => *code,
-        StopReason::Runaway { limit } => {
-            return Err(fail(CompareError::Runaway { limit: *limit }));
-        }
-        other => {
-            return Err(tag(
-                anyhow!(
-                    "{shown} did not run to its end on {}: {other}, after {} instructions; there is no run to compare",
-                    core.name,
-                    thousands(reference.run.instructions)
-                ),
-                stop_status(other),
-            ));
-        }
-    };
-    let recorded = record_in_memory(
+    let c = compare(
         &elf,
-        host(&shown, prog_args),
-        Console::null(),
-        args.max_insns,
-        &measured_dcaches(&core),
-    )
-    .map_err(fail)?;
-    let (estimates, estimate_seconds) = estimate_recorded(
         &program.table,
-        Addr(elf.entry),
-        &recorded,
-        std::slice::from_ref(&core),
+        || host(&shown, prog_args),
+        &core,
         fidelity,
+        args.max_insns,
     )
-    .map_err(fail)?;
-    let c = Comparison {
-        reference_cycles: reference.cycles,
-        estimated_cycles: estimates[0].cycles,
-        instructions: recorded.recording.run.instructions,
-        reference_seconds: reference.seconds,
-        record_seconds: recorded.seconds,
-        estimate_seconds,
-    };
+    .map_err(|e| match e {
+        CompareError::Incomplete { stop, instructions } => tag(
+            anyhow!(
+                "{shown} did not run to its end on {}: {stop}, after {} instructions; there is no run to compare",
+                core.name,
+                thousands(instructions)
+            ),
+            stop_status(&stop),
+        ),
+        other => fail(other),
+    })?;
+    let exit_code = c.exit_code;
     let report = CompareReport {
         program: shown,
         core: core.name.clone(),

@@ -37,6 +37,15 @@ pub enum CompareError {
         /// The limit.
         limit: u64,
     },
+    /// The reference run stopped before the program's end (a fault, a
+    /// refused request): there is no run to compare.
+    #[error("did not run to its end: {stop}, after {instructions} instructions; there is no run to compare")]
+    Incomplete {
+        /// How it stopped.
+        stop: StopReason,
+        /// Instructions it retired.
+        instructions: u64,
+    },
 }
 
 /// The cycle-level engine's run of a program on one core.
@@ -158,6 +167,8 @@ pub fn measured_dcaches(core: &CoreModel) -> Vec<CacheModel> {
 /// The figures of one comparison on one core.
 #[derive(Clone, Copy, Debug)]
 pub struct Comparison {
+    /// The program's exit code (only runs that exit are compared).
+    pub exit_code: u32,
     /// Cycle-level engine's cycles.
     pub reference_cycles: u64,
     /// Estimated cycles.
@@ -204,9 +215,18 @@ pub fn compare(
     max_insns: Option<u64>,
 ) -> Result<Comparison, CompareError> {
     let reference = reference_run(elf, host(), max_insns, core)?;
-    if let StopReason::Runaway { limit } = reference.run.stop {
-        return Err(CompareError::Runaway { limit });
-    }
+    // Only a run that reaches its end is compared: two truncated runs
+    // agreeing says nothing about the program's time.
+    let exit_code = match reference.run.stop {
+        StopReason::Exit { code } => code,
+        StopReason::Runaway { limit } => return Err(CompareError::Runaway { limit }),
+        stop => {
+            return Err(CompareError::Incomplete {
+                stop,
+                instructions: reference.run.instructions,
+            })
+        }
+    };
     let recorded = record_in_memory(
         elf,
         host(),
@@ -222,6 +242,7 @@ pub fn compare(
         fidelity,
     )?;
     Ok(Comparison {
+        exit_code,
         reference_cycles: reference.cycles,
         estimated_cycles: estimates[0].cycles,
         instructions: recorded.recording.run.instructions,
