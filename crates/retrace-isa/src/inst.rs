@@ -251,6 +251,15 @@ pub struct MemAccess {
 }
 
 impl Op {
+    /// Whether [`Inst::flow`] depends on more than the operation: for `jal`
+    /// and `jalr` the registers linked and used decide call, return or
+    /// jump; every other operation's flow is its operation's alone (so a
+    /// per-operation table may hold it).
+    #[inline]
+    pub fn flow_depends_on_operands(self) -> bool {
+        matches!(self, Op::Jal | Op::Jalr)
+    }
+
     /// Whether the operation exists only on RV64 (`ld`, `addw`, `amoadd.d`, …).
     pub fn is_rv64_only(self) -> bool {
         use Op::*;
@@ -473,6 +482,30 @@ impl Inst {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `flow_depends_on_operands` is true exactly where the registers and
+    /// immediate change the flow: for every other operation, any fields
+    /// give the same flow.
+    #[test]
+    fn flow_depends_on_operands_only_for_jal_and_jalr() {
+        let with = |op, rd, rs1, imm| Inst {
+            op,
+            rd,
+            rs1,
+            rs2: 0,
+            len: 4,
+            imm,
+            raw: 0,
+        };
+        for &op in Op::ALL {
+            let flows: Vec<Flow> = [(0, 0, 0), (1, 0, 0), (0, 1, 0), (5, 5, 8), (3, 1, -4)]
+                .iter()
+                .map(|&(rd, rs1, imm)| with(op, rd, rs1, imm).flow())
+                .collect();
+            let varies = flows.iter().any(|f| *f != flows[0]);
+            assert_eq!(varies, op.flow_depends_on_operands(), "{op:?}: {flows:?}");
+        }
+    }
     use crate::decode;
 
     fn d(bits: u32) -> Inst {

@@ -190,7 +190,7 @@ impl OpFacts {
         };
         let reads = probe.reads();
         let class = probe.class();
-        let operand_flow = matches!(op, Op::Jal | Op::Jalr);
+        let operand_flow = op.flow_depends_on_operands();
         OpFacts {
             latency: model.latency.get(class),
             occupancy: model.occupancy.get(class),
