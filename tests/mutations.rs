@@ -238,11 +238,10 @@ fn through_clock(bytes: &[u8]) {
                 let path = Path::new(name);
                 let history = formats::parse_history(&text, path, options);
                 let sync = formats::parse_sync(&text, path, options);
-                let events = formats::parse_events(&text, path, options);
-                if let (Ok(h), Ok(s), Ok(e)) = (history, sync, events) {
-                    correct(&h, &s, &e);
-                }
                 if let Ok(e) = formats::parse_events(&text, path, options) {
+                    if let (Ok(h), Ok(s)) = (&history, &sync) {
+                        correct(h, s, &e);
+                    }
                     let (h, s) = clock_base();
                     correct(h, s, &e);
                 }

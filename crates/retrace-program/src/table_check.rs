@@ -241,6 +241,12 @@ impl<'t> Checker<'t> {
         let pp = cur.pp;
         let end = self.table.get(pp).end;
         let start_of = |t: &PpTable, id: Option<PpId>| id.map(|i| t.get(i).start);
+        // What a direct end that went elsewhere than its successors is.
+        let bad_successor = Mismatch::BadSuccessor {
+            pp,
+            at: pc,
+            to: next,
+        };
         let succ: Option<PpId> = match end {
             End::Branch { taken, not_taken } => {
                 if start_of(self.table, taken) == Some(next) {
@@ -248,14 +254,7 @@ impl<'t> Checker<'t> {
                 } else if start_of(self.table, not_taken) == Some(next) {
                     not_taken
                 } else {
-                    self.off_table(
-                        Mismatch::BadSuccessor {
-                            pp,
-                            at: pc,
-                            to: next,
-                        },
-                        next,
-                    )
+                    self.off_table(bad_successor, next)
                 }
             }
             End::Call { target, ret } => {
@@ -265,14 +264,7 @@ impl<'t> Checker<'t> {
                 if start_of(self.table, target) == Some(next) {
                     target
                 } else {
-                    self.off_table(
-                        Mismatch::BadSuccessor {
-                            pp,
-                            at: pc,
-                            to: next,
-                        },
-                        next,
-                    )
+                    self.off_table(bad_successor, next)
                 }
             }
             End::IndirectCall { ret } => {
