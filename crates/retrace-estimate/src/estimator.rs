@@ -202,6 +202,14 @@ pub struct Estimate {
     /// recording or given); `false` when the core has a data cache the
     /// trace has no measurement for, and the term is 0.
     pub dcache_measured: bool,
+    /// The replay's deepest return stack: calls nested at most, capped at
+    /// the recording protocol's bound
+    /// (`retrace_trace::protocol::RETURN_STACK_BOUND`).
+    pub max_depth: usize,
+    /// Return points the replay's stack dropped at that bound (0 unless
+    /// calls nested deeper): when not 0, `max_depth` is the bound, not the
+    /// run's deepest nesting.
+    pub stack_dropped: u64,
 }
 
 /// Estimates cycles of one core while the walker replays.

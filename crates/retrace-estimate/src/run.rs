@@ -184,6 +184,8 @@ fn estimate_cores<S: TraceSource + ?Sized>(
                             Estimator::new(&cores[i], fidelity, dcache_miss_rate.unwrap_or(0.0))
                         })
                         .collect());
+                    // Each core's walk statistics.
+                    let mut walks = Vec::new();
                     let measured = if spans && fidelity == Fidelity::Fast {
                         // Memoised stretches belong to one core's node graph:
                         // each core walks the trace on its own.
@@ -197,13 +199,16 @@ fn estimate_cores<S: TraceSource + ?Sized>(
                                 })?;
                             memo.stats.pps = stats.pps;
                             est.set_span_stats(memo.stats);
+                            walks.push(stats);
                         }
                         measured
                     } else {
-                        replay(&mut t, entry, trace, &mut fan)?.2
+                        let (stats, _, measured) = replay(&mut t, entry, trace, &mut fan)?;
+                        walks.resize(fan.0.len(), stats);
+                        measured
                     };
                     let mut out = Vec::new();
-                    for (&i, mut est) in group.iter().zip(fan.0) {
+                    for ((&i, mut est), walked) in group.iter().zip(fan.0).zip(walks) {
                         let core = &cores[i];
                         let measured_rate = core.dcache.as_ref().and_then(|dc| {
                             measured
@@ -215,6 +220,7 @@ fn estimate_cores<S: TraceSource + ?Sized>(
                             est.set_dcache_miss_rate(measured_rate.unwrap_or(0.0));
                         }
                         let mut e = est.estimate();
+                        (e.max_depth, e.stack_dropped) = (walked.max_depth, walked.dropped);
                         e.dcache_measured = core.dcache.is_none()
                             || dcache_miss_rate.is_some()
                             || measured_rate.is_some();

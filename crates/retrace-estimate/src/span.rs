@@ -34,6 +34,16 @@
 //! repeat soon, whatever the data), and below 4 bits it stops starting
 //! stretches and the walker steps through it.
 //!
+//! The return stack's bound does not change that. A stretch never holds
+//! more than the bound of its own return points (it ends before a call
+//! that would push one more), so at the bound its calls drop only entries
+//! that were on the stack before it — which it never looks at — and how
+//! many depends only on the depth it starts at and the deepest it goes:
+//! applying a stretch drops those and then pushes what it left
+//! ([`ReturnStack::apply_stretch`](retrace_trace::protocol::ReturnStack::apply_stretch)),
+//! exactly what the step-by-step walk does at any depth, near the bound
+//! or not.
+//!
 //! The result is the step-by-step estimate exactly; `tests/exact.rs`
 //! checks it against the cycle-level engine and against the step-by-step
 //! replay on every example program.
@@ -76,7 +86,8 @@ struct Span {
     returns: u64,
     /// Partial programs executed.
     pps: u64,
-    /// Deepest return stack inside, relative to the start.
+    /// Deepest return stack inside, relative to the start: its own return
+    /// points at the deepest (at most the stack's bound).
     depth: u32,
     /// What the estimator adds.
     delta: Counters,
@@ -295,9 +306,10 @@ fn replay_span<R: Read>(
     st.instructions += s.delta.instructions;
     st.bits += u64::from(s.bits_used);
     st.indirect += u64::from(s.indirect_records);
-    st.max_depth = st.max_depth.max(w.stack.len() + s.depth as usize);
+    let deepest = (w.stack.len() + s.depth as usize).min(w.stack.bound());
+    st.max_depth = st.max_depth.max(deepest);
     w.matched += s.returns;
-    w.stack.extend_from_slice(&s.pushes);
+    w.stack.apply_stretch(&s.pushes, s.depth as usize);
     w.cur = s.end_pp;
     est.add_stretch(&s.delta, s.end_node);
     spans.stats.hits += 1;
@@ -332,7 +344,11 @@ fn record_span<R: Read>(
         return Ok(Recorded::Nothing);
     };
     let consumed = |history: &TraceHistory<R>| rest0 - history.indirect_bytes().len();
-    let (matched0, depth0, stats0, before) = (w.matched, w.stack.len(), w.stats(), est.counters());
+    let (matched0, stats0, before) = (w.matched, w.stats(), est.counters());
+    // The stretch's own return points still on the stack: what it pushed
+    // beyond the start depth, plus what the bound dropped below it.
+    let (depth0, dropped0) = (w.stack.len(), w.stack.dropped());
+    let own = |w: &Walker<PpId>| w.stack.len() + (w.stack.dropped() - dropped0) as usize - depth0;
     let mut depth = 0usize;
     let mut pps = 0u32;
     while pps < MAX_PPS {
@@ -362,18 +378,21 @@ fn record_span<R: Read>(
             }
             // A return pops a call of the stretch's own, and is not the one
             // the next escape is recorded for.
-            Exit::Return => w.stack.len() > depth0 && w.matched - matched0 < escapes,
+            Exit::Return => own(w) > 0 && w.matched - matched0 < escapes,
             Exit::Call { .. } | Exit::Continue(_) => true,
             Exit::Stop => false,
         };
-        if !room {
+        // A call with the stack full of the stretch's own return points
+        // would drop one of them: the walker's.
+        let call = matches!(exit, Exit::Call { .. } | Exit::IndirectCall { .. });
+        if !room || (call && own(w) >= w.stack.bound()) {
             break;
         }
         if w.step(table, history, est)? {
             return Ok(Recorded::Finished);
         }
         pps += 1;
-        depth = depth.max(w.stack.len().saturating_sub(depth0));
+        depth = depth.max(own(w));
     }
     if pps == 0 {
         return Ok(Recorded::Nothing);
@@ -395,7 +414,7 @@ fn record_span<R: Read>(
         pps: st.pps - stats0.pps,
         depth: depth as u32,
         delta: est.counters().since(before),
-        pushes: w.stack[depth0..].into(),
+        pushes: w.stack.as_slice()[w.stack.len() - own(w)..].into(),
         end_pp,
         end_node,
     };

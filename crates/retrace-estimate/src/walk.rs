@@ -12,15 +12,18 @@
 //! too, as the instruction count at which it is taken: the walker executes
 //! the partial program only up to there and continues at the handler.
 //!
-//! What the history holds for each of these, and the unwind rule, are the
-//! recording protocol ([`retrace_trace::protocol`]), shared with the
-//! recorder.
+//! What the history holds for each of these, the unwind rule and the
+//! return stack's bound are the recording protocol
+//! ([`retrace_trace::protocol`]), shared with the recorder: the walker's
+//! stack is a [`ReturnStack`] of the protocol's bound, so it drops the same
+//! return points at the same calls as the recorder's, and a return past
+//! the bound is an escape on both sides.
 //!
 //! The same code walks the seed's symbolic table in the tests and the
 //! machine-level table in production, so the seed's worked examples test
 //! the real replay.
 
-use retrace_trace::protocol::unwind;
+use retrace_trace::protocol::ReturnStack;
 
 /// How a partial program ends, with successors (graph-independent form).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,8 +188,13 @@ pub struct WalkStats {
     pub escapes: u64,
     /// Traps taken in the middle of a partial program.
     pub traps: u64,
-    /// Deepest return stack.
+    /// Deepest return stack. Capped at the protocol's bound
+    /// (`retrace_trace::protocol::RETURN_STACK_BOUND`): calls deeper than
+    /// that are counted in [`WalkStats::dropped`] instead.
     pub max_depth: usize,
+    /// Return points dropped from the bottom of a full return stack (calls
+    /// nested deeper than the bound); 0 when the run never went that deep.
+    pub dropped: u64,
     /// Address of the last instruction executed.
     pub last_pc: u64,
 }
@@ -206,7 +214,7 @@ pub fn walk<G: Graph, H: History, V: Visit<G>>(
 ) -> Result<WalkStats, ReplayError> {
     let mut walker = Walker::new(entry, instructions);
     while !walker.step(graph, history, visit)? {}
-    Ok(walker.stats)
+    Ok(walker.stats())
 }
 
 /// The walk's state between partial programs, advanced one partial program
@@ -216,8 +224,9 @@ pub fn walk<G: Graph, H: History, V: Visit<G>>(
 pub struct Walker<Id> {
     /// The partial program to execute next.
     pub(crate) cur: Id,
-    /// Return points of the calls not yet returned from.
-    pub(crate) stack: Vec<Id>,
+    /// Return points of the calls not yet returned from (the latest
+    /// [`ReturnStack::bound`] of them).
+    pub(crate) stack: ReturnStack<Id>,
     /// Returns that matched the stack since the last escape.
     pub(crate) matched: u64,
     /// Counts so far.
@@ -239,7 +248,7 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
     pub fn new(entry: Id, instructions: u64) -> Self {
         Walker {
             cur: entry,
-            stack: Vec::new(),
+            stack: ReturnStack::new(),
             matched: 0,
             stats: WalkStats::default(),
             limit: instructions,
@@ -250,7 +259,10 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
 
     /// Counts so far (final once [`Walker::step`] returned `true`).
     pub fn stats(&self) -> WalkStats {
-        self.stats
+        WalkStats {
+            dropped: self.stack.dropped(),
+            ..self.stats
+        }
     }
 
     /// How `id` ends and its length, from the cache. `len` is looked up
@@ -439,7 +451,7 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
                         self.stats.escapes += 1;
                         // The recorder unwound its shadow stack by the same
                         // rule (longjmp out of several frames).
-                        unwind(&mut self.stack, addr, |&id| graph.start(id));
+                        self.stack.unwind(addr, |&id| graph.start(id));
                         (
                             Leave::Return { escaped: true },
                             self.resolve_next(graph, history, addr, final_pp)?,

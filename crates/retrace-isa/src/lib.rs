@@ -33,9 +33,11 @@ mod encode;
 mod fnv;
 mod inst;
 pub mod objdump;
+mod return_stack;
 
 pub use decode::{decode, inst_len, DecodeError};
 pub use disasm::{disasm, reg_name, Disasm};
 pub use encode::{encode, EncodeError};
 pub use fnv::Fnv1a;
 pub use inst::{Class, Flow, Inst, MemAccess, MemKind, Op, Xlen};
+pub use return_stack::{ReturnStack, RETURN_STACK_BOUND};

@@ -7,6 +7,11 @@
 //! with the return point pushed on a shadow stack, the popped return point
 //! at a return, and for indirect jumps and calls the PP of the observed
 //! target ([`PpTable::ensure`], which adds it if no static rule found it).
+//! The shadow stack is the recording protocol's [`ReturnStack`], with its
+//! bound and its unwind rule: a return that does not go to the popped
+//! return point is an escape, after which the stack unwinds to its target,
+//! exactly as the recorder's and the replay's do — so the escapes counted
+//! here are the escapes a recording of the same run writes.
 //!
 //! An executed instruction is *covered* when it is the instruction the
 //! table predicted at that point. Anything else is a [`Mismatch`]: the
@@ -28,6 +33,7 @@
 use crate::error::ProgramError;
 use crate::pp::{Cursor, End, PpId, PpTable};
 use crate::Addr;
+use retrace_isa::ReturnStack;
 use std::fmt;
 
 /// One way the execution disagreed with the table.
@@ -105,7 +111,8 @@ pub struct CheckReport {
     /// found).
     pub added_partial_programs: u64,
     /// Returns that did not go to the return point on top of the shadow
-    /// stack (longjmp, stack switching); a replay records these as escapes.
+    /// stack (longjmp, stack switching, a return past the stack's bound);
+    /// a recording of the run writes exactly these as escapes.
     pub return_escapes: u64,
     /// Traps taken (execution continued at the trap handler).
     pub traps: u64,
@@ -134,7 +141,7 @@ const KEEP: usize = 20;
 pub struct Checker<'t> {
     table: &'t mut PpTable,
     cur: Option<Cursor>,
-    stack: Vec<PpId>,
+    stack: ReturnStack<PpId>,
     seen: Vec<bool>,
     static_len: usize,
     report: CheckReport,
@@ -151,7 +158,7 @@ impl<'t> Checker<'t> {
             seen: vec![false; static_len],
             table,
             cur: None,
-            stack: Vec::new(),
+            stack: ReturnStack::new(),
             static_len,
             report: CheckReport::default(),
             pending: None,
@@ -277,6 +284,9 @@ impl<'t> Checker<'t> {
                 Some(r) if self.table.get(r).start == next => Some(r),
                 _ => {
                     self.report.return_escapes += 1;
+                    let table = &*self.table;
+                    self.stack
+                        .unwind(next.get(), |&id| table.get(id).start.get());
                     self.resolve(next)
                 }
             },

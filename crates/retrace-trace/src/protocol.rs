@@ -16,7 +16,10 @@
 //!   **return** pops it, and when the popped address is the real target
 //!   counts one more *matched* return; otherwise it writes an **escape** —
 //!   the matched count since the previous escape, then the target — resets
-//!   the count and [unwinds](unwind) the stack to the target (`longjmp`);
+//!   the count and [unwinds](ReturnStack::unwind) the stack to the target
+//!   (`longjmp`). The stack is a [`ReturnStack`]: it holds at most
+//!   [`RETURN_STACK_BOUND`] entries, and a call onto a full one drops the
+//!   oldest, so a return past the bound finds the stack empty and escapes;
 //! - **traps** in the middle of a partial program (an exception: its
 //!   instruction does not execute, the handler runs instead): the number of
 //!   instructions executed since the previous trap (or the start), then the
@@ -26,11 +29,12 @@
 //!   traps ends its partial program, and is an indirect event instead.)
 //!
 //! The decoder keeps the same per-site tables, built only from the trace;
-//! the replay keeps its own return stack (of partial programs) and asks
+//! the replay keeps its own [`ReturnStack`] (of partial programs, with the
+//! same bound, so it drops the same entries at the same calls) and asks
 //! [`HartDecoder::escape`] at every return.
 //!
 //! ```
-//! use retrace_trace::protocol::{unwind, Encoder, HartDecoder};
+//! use retrace_trace::protocol::{Encoder, HartDecoder, ReturnStack};
 //! use retrace_trace::{Header, Totals, TraceReader, TraceWriter};
 //! let mut buf = Vec::new();
 //! let writer = TraceWriter::new(&mut buf, &Header::new(1, 64, 1)).unwrap();
@@ -44,12 +48,13 @@
 //!
 //! let mut r = TraceReader::new(&buf[..]).unwrap();
 //! let mut dec = HartDecoder::new(0);
-//! let mut stack = vec![0x1004u64];
+//! let mut stack = ReturnStack::new();
+//! stack.push(0x1004u64);
 //! assert_eq!(dec.indirect(&mut r, 0x2000).unwrap(), 0x3000);
 //! assert_eq!(dec.branch(&mut r).unwrap(), Some(true));
 //! stack.pop();
 //! let target = dec.escape(&mut r, 0).unwrap().unwrap();
-//! unwind(&mut stack, target, |&a| a);
+//! stack.unwind(target, |&a| a);
 //! assert_eq!(target, 0x5000);
 //! assert_eq!(dec.next_trap(&r, 10).unwrap(), Some(12));
 //! assert_eq!(dec.trap(&mut r).unwrap(), 0x8000_0100);
@@ -71,16 +76,10 @@ const ENCODER_RECENT: usize = 256;
 /// Slots of a decoder's recent-target cache.
 const DECODER_RECENT: usize = 1024;
 
-/// The unwind rule of an escape, for any return stack whose entries have an
-/// address: if `target` is on the stack, its topmost entry and every entry
-/// above it are removed (a `longjmp` out of several frames); otherwise the
-/// stack stays as it is.
-#[inline]
-pub fn unwind<T>(stack: &mut Vec<T>, target: u64, addr: impl Fn(&T) -> u64) {
-    if let Some(pos) = stack.iter().rposition(|e| addr(e) == target) {
-        stack.truncate(pos);
-    }
-}
+/// The return stack of both sides, with its bound and its unwind rule: one
+/// implementation in `retrace-isa`, which the partial-program table checker
+/// (`retrace pp --check`) follows too.
+pub use retrace_isa::{ReturnStack, RETURN_STACK_BOUND};
 
 /// The index at the start of an indirect stream's unread bytes when it is a
 /// whole one-byte record naming a known target (1 to 127): the common
@@ -124,8 +123,9 @@ struct HartEncoder {
     /// (a comparator called from qsort, an interpreter's dispatch), and this
     /// keeps the common case to one compare.
     recent: Box<[(u64, u64, u64); ENCODER_RECENT]>,
-    /// The shadow return stack: return addresses of calls not returned from.
-    stack: Vec<u64>,
+    /// The shadow return stack: return addresses of calls not returned from
+    /// (the latest [`ReturnStack::bound`] of them).
+    stack: ReturnStack<u64>,
     /// Returns that matched `stack` since the last escape.
     matched: u64,
     /// Instructions executed before the previous trap (0 before the first).
@@ -136,12 +136,12 @@ struct HartEncoder {
 }
 
 impl HartEncoder {
-    fn new() -> HartEncoder {
+    fn new(stack_bound: usize) -> HartEncoder {
         HartEncoder {
             targets: FxHashMap::default(),
             site_len: FxHashMap::default(),
             recent: Box::new([(u64::MAX, u64::MAX, 0); ENCODER_RECENT]),
-            stack: Vec::new(),
+            stack: ReturnStack::with_bound(stack_bound),
             matched: 0,
             trap_at: 0,
             handlers: Vec::new(),
@@ -160,10 +160,25 @@ pub struct Encoder<W: Write> {
 impl<W: Write> Encoder<W> {
     /// Encode `harts` harts into `writer` (which has written the header).
     pub fn new(writer: TraceWriter<W>, harts: usize) -> Encoder<W> {
+        Encoder::with_stack_bound(writer, harts, RETURN_STACK_BOUND)
+    }
+
+    /// [`Encoder::new`] with return stacks of `bound` entries instead of
+    /// [`RETURN_STACK_BOUND`]: for tests that reach the bound in a few
+    /// events. A trace so written fits only a replay with the same bound.
+    pub fn with_stack_bound(writer: TraceWriter<W>, harts: usize, bound: usize) -> Encoder<W> {
         Encoder {
             writer,
-            harts: (0..harts).map(|_| HartEncoder::new()).collect(),
+            harts: (0..harts).map(|_| HartEncoder::new(bound)).collect(),
         }
+    }
+
+    /// The deepest any hart's return stack is now, and the return addresses
+    /// dropped at the bound so far, over all harts.
+    pub fn stack_depth(&self) -> (usize, u64) {
+        self.harts.iter().fold((0, 0), |(d, n), h| {
+            (d.max(h.stack.len()), n + h.stack.dropped())
+        })
     }
 
     /// A conditional branch of `hart`, taken or not.
@@ -261,7 +276,7 @@ impl<W: Write> Encoder<W> {
             return false;
         }
         let matched = std::mem::take(&mut h.matched);
-        unwind(&mut h.stack, target, |&a| a);
+        h.stack.unwind(target, |&a| a);
         h.events.escapes += 1;
         self.writer.record(hart, StreamKind::Escapes, matched);
         self.writer.record(hart, StreamKind::Escapes, target);
@@ -398,7 +413,7 @@ impl HartDecoder {
 
     /// At a return, `matched` returns having matched the replay's stack since
     /// the previous escape: the target if this return escaped (the replay
-    /// then resets its count and applies [`unwind`]), `None` if it went to
+    /// then resets its count and applies [`ReturnStack::unwind`]), `None` if it went to
     /// the stack's top. Looks only at the loaded segment, which holds every
     /// escape recorded before the next branch bit.
     #[inline]

@@ -1,14 +1,18 @@
 //! The recording protocol round trip: any sequence of execution events over
 //! several harts, encoded by `protocol::Encoder` and read back by one
 //! `protocol::HartDecoder` per hart (with the replay's own return stack),
-//! gives the same sequence — per hart, in order; and a trap is announced
+//! gives the same sequence — per hart, in order — whatever the return
+//! stacks' bound (the production one, or one of a few entries that calls
+//! overflow all the time: both sides drop the same return points, and the
+//! returns past the bound are escapes); the encoder's stacks never hold
+//! more than the bound; and a trap is announced
 //! (`HartDecoder::next_trap`) with its instruction count by the time it
 //! happens, never with a wrong one before. And a damaged encoding
 //! (truncated, a byte changed, records that were never an encoding) makes
 //! the decoder answer with an error or some events, never a panic.
 
 use proptest::prelude::*;
-use retrace_trace::protocol::{unwind, Encoder, HartDecoder};
+use retrace_trace::protocol::{Encoder, HartDecoder, ReturnStack, RETURN_STACK_BOUND};
 use retrace_trace::{Header, StreamKind, Totals, TraceError, TraceReader, TraceWriter};
 
 /// One event of one hart, as the recorder observes it.
@@ -113,6 +117,19 @@ fn run() -> impl Strategy<Value = (u16, Vec<(u16, Plan)>)> {
     })
 }
 
+/// The unwind rule on the program's own call stack, which has no bound.
+fn unwind(stack: &mut Vec<u64>, target: u64) {
+    if let Some(pos) = stack.iter().rposition(|&a| a == target) {
+        stack.truncate(pos);
+    }
+}
+
+/// A return stack bound for a generated run: mostly one that its calls
+/// overflow, sometimes the production one.
+fn bound() -> impl Strategy<Value = usize> {
+    prop_oneof![3 => 1usize..6, 1 => Just(RETURN_STACK_BOUND)]
+}
+
 /// Each hart's call stack as the program has it, to give generated returns
 /// their targets.
 struct Program {
@@ -156,7 +173,7 @@ impl Program {
             Event::Return { target } => {
                 let top = stack.pop();
                 if top != Some(target) {
-                    unwind(stack, target, |&a| a);
+                    unwind(stack, target);
                 }
             }
             _ => {}
@@ -190,14 +207,21 @@ fn encode_one<W: std::io::Write>(enc: &mut Encoder<W>, hart: u16, ev: Event) {
     }
 }
 
-/// Encode `events` into a trace of `harts` harts; the trace, the counts
-/// its trailer holds (checked against the encoder's own) and its segments.
-fn encode(harts: u16, events: impl IntoIterator<Item = (u16, Event)>) -> (Vec<u8>, Totals, u32) {
+/// Encode `events` into a trace of `harts` harts with return stacks of
+/// `bound` entries; the trace, the counts its trailer holds (checked
+/// against the encoder's own) and its segments. No stack holds more than
+/// `bound` entries at any time.
+fn encode(
+    harts: u16,
+    bound: usize,
+    events: impl IntoIterator<Item = (u16, Event)>,
+) -> (Vec<u8>, Totals, u32) {
     let mut buf = Vec::new();
     let writer = TraceWriter::new(&mut buf, &Header::new(7, 64, harts)).unwrap();
-    let mut enc = Encoder::new(writer, usize::from(harts));
+    let mut enc = Encoder::with_stack_bound(writer, usize::from(harts), bound);
     for (hart, ev) in events {
         encode_one(&mut enc, hart, ev);
+        assert!(enc.stack_depth().0 <= bound, "{:?}", enc.stack_depth());
     }
     let events = enc.events();
     let counted = Totals {
@@ -216,7 +240,7 @@ fn encode(harts: u16, events: impl IntoIterator<Item = (u16, Event)>) -> (Vec<u8
 /// (of return addresses here; of partial programs in the real replay).
 struct Replay {
     decoder: HartDecoder,
-    stack: Vec<u64>,
+    stack: ReturnStack<u64>,
     matched: u64,
     escapes: u64,
 }
@@ -225,12 +249,12 @@ struct Replay {
 struct Replays(Vec<Replay>);
 
 impl Replays {
-    fn new(harts: u16) -> Replays {
+    fn new(harts: u16, bound: usize) -> Replays {
         Replays(
             (0..harts)
                 .map(|h| Replay {
                     decoder: HartDecoder::new(h),
-                    stack: Vec::new(),
+                    stack: ReturnStack::with_bound(bound),
                     matched: 0,
                     escapes: 0,
                 })
@@ -282,7 +306,7 @@ impl Replays {
                     Some(target) => {
                         h.matched = 0;
                         h.escapes += 1;
-                        unwind(&mut h.stack, target, |&a| a);
+                        h.stack.unwind(target, |&a| a);
                         target
                     }
                     None => {
@@ -331,13 +355,15 @@ impl Replays {
     }
 }
 
-/// Decode along `shape`: the events as decoded and the escapes met.
+/// Decode along `shape` with return stacks of `bound` entries: the events
+/// as decoded and the escapes met.
 fn decode(
     r: &mut TraceReader<&[u8]>,
     harts: u16,
+    bound: usize,
     shape: &[(u16, Event)],
 ) -> Result<(Vec<(u16, Event)>, u64), TraceError> {
-    let mut replays = Replays::new(harts);
+    let mut replays = Replays::new(harts, bound);
     let mut out = Vec::with_capacity(shape.len());
     for (i, &(hart, ev)) in shape.iter().enumerate() {
         if !replays.announced_correctly(r, hart, &shape[i..])? {
@@ -361,11 +387,11 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn events_round_trip((harts, plans) in run()) {
+    fn events_round_trip((harts, plans) in run(), bound in bound()) {
         let events = resolve(harts, &plans);
-        let (buf, totals, _) = encode(harts, events.iter().copied());
+        let (buf, totals, _) = encode(harts, bound, events.iter().copied());
         let mut r = TraceReader::new(&buf[..]).unwrap();
-        let (decoded, escapes) = decode(&mut r, harts, &events).unwrap();
+        let (decoded, escapes) = decode(&mut r, harts, bound, &events).unwrap();
         prop_assert_eq!(per_hart(harts, &decoded), per_hart(harts, &events));
         prop_assert_eq!(escapes, totals.escapes);
         // Nothing recorded is left over.
@@ -379,9 +405,10 @@ proptest! {
         flip in any::<prop::sample::Index>(),
         mask in 1u8..=255,
         truncate in any::<bool>(),
+        bound in bound(),
     ) {
         let events = resolve(harts, &plans);
-        let (mut buf, _, _) = encode(harts, events.iter().copied());
+        let (mut buf, _, _) = encode(harts, bound, events.iter().copied());
         if truncate {
             buf.truncate(cut.index(buf.len()));
         } else {
@@ -389,7 +416,7 @@ proptest! {
             buf[i] ^= mask;
         }
         if let Ok(mut r) = TraceReader::new(&buf[..]) {
-            if decode(&mut r, harts, &events).is_ok() {
+            if decode(&mut r, harts, bound, &events).is_ok() {
                 let _ = r.finish();
             }
         }
@@ -415,7 +442,7 @@ proptest! {
         w.finish(&Totals::default()).unwrap();
         let events = resolve(harts, &plans);
         let mut r = TraceReader::new(&buf[..]).unwrap();
-        if decode(&mut r, harts, &events).is_ok() {
+        if decode(&mut r, harts, 3, &events).is_ok() {
             let _ = r.finish();
         }
     }
@@ -459,7 +486,7 @@ fn events_round_trip_across_segments() {
         })
         .take(EVENTS)
     };
-    let (buf, totals, segments) = encode(2, run());
+    let (buf, totals, segments) = encode(2, RETURN_STACK_BOUND, run());
     assert!(
         segments >= 2 && totals.escapes > 0,
         "{segments} segments, {totals:?}"
@@ -467,10 +494,41 @@ fn events_round_trip_across_segments() {
     let traps = run().filter(|e| matches!(e.1, Event::Trap { .. })).count();
     assert!(traps > 1000, "{traps} traps");
     let mut r = TraceReader::new(&buf[..]).unwrap();
-    let mut replays = Replays::new(2);
+    let mut replays = Replays::new(2, RETURN_STACK_BOUND);
     for (i, (hart, ev)) in run().enumerate() {
         let got = replays.step(&mut r, hart, ev).unwrap();
         assert_eq!(got, ev, "event {i} of hart {hart}");
+    }
+    assert_eq!(replays.escapes(), totals.escapes);
+    r.finish().unwrap();
+}
+
+/// A program that calls a million times without returning (a function
+/// that calls itself forever, cut here) keeps neither side's return stack
+/// deeper than the bound — before the bound they grew with every call,
+/// without limit — and when it then returns through all those calls, the
+/// first `RETURN_STACK_BOUND` returns match and every one past the bound is
+/// an escape, on both sides alike.
+#[test]
+fn calls_deeper_than_the_bound_round_trip() {
+    const CALLS: u64 = 1_000_000;
+    let mut program = Program::new(1);
+    let mut events: Vec<(u16, Event)> = (0..CALLS)
+        .map(|i| {
+            let ret = 0x8000_0000 + 4 * (i % 5000);
+            (0, program.event(0, Plan::Event(Event::Call { ret })))
+        })
+        .collect();
+    events.push((0, Event::Branch(true)));
+    events.extend((0..CALLS).map(|_| (0, program.event(0, Plan::Return(Ret::Top)))));
+    let (buf, totals, _) = encode(1, RETURN_STACK_BOUND, events.iter().copied());
+    assert_eq!(totals.escapes, CALLS - RETURN_STACK_BOUND as u64);
+    let mut r = TraceReader::new(&buf[..]).unwrap();
+    let mut replays = Replays::new(1, RETURN_STACK_BOUND);
+    for (i, &(hart, ev)) in events.iter().enumerate() {
+        let got = replays.step(&mut r, hart, ev).unwrap();
+        assert_eq!(got, ev, "event {i}");
+        assert!(replays.0[0].stack.len() <= RETURN_STACK_BOUND);
     }
     assert_eq!(replays.escapes(), totals.escapes);
     r.finish().unwrap();
