@@ -25,9 +25,9 @@
 //! equals the step-by-step one, though its stretches are applied at every
 //! depth up to the bound and across it.
 //!
-//! `tests/data/calls-forever-rv64.elf` is the `forever` program as a file,
-//! for the memory benchmark in docs/PERFORMANCE.md; a test keeps it equal
-//! to what is assembled here (`RETRACE_BLESS=1` rewrites it).
+//! `tests/data/calls-forever-rv{32,64}.elf` are the `forever` program as
+//! files, for the memory benchmark in docs/PERFORMANCE.md; a test keeps
+//! them equal to what is assembled here (`RETRACE_BLESS=1` rewrites them).
 
 use retrace_estimate::{
     estimate_trace, estimate_trace_stepwise, read_totals, replay_check, walk, Estimator, Fidelity,
@@ -451,23 +451,27 @@ fn calling_forever_keeps_the_stacks_at_the_bound() {
     }
 }
 
-/// The `forever` program as a file for the memory benchmark.
+/// The `forever` program as files for the memory benchmark (RV64 for the
+/// presets that run it, RV32 for `picorv32`).
 #[test]
-fn the_benchmark_program_is_current() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/calls-forever-rv64.elf");
-    let elf = forever(Xlen::Rv64);
-    if retrace_testkit::golden::blessing() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &elf).unwrap();
-        return;
+fn the_benchmark_programs_are_current() {
+    for (xlen, bits) in [(Xlen::Rv32, 32), (Xlen::Rv64, 64)] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("tests/data/calls-forever-rv{bits}.elf"));
+        let elf = forever(xlen);
+        if retrace_testkit::golden::blessing() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &elf).unwrap();
+            continue;
+        }
+        let committed = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (RETRACE_BLESS=1 writes it)", path.display()));
+        assert!(
+            committed == elf,
+            "{} is not the assembled program (RETRACE_BLESS=1 rewrites it)",
+            path.display()
+        );
     }
-    let committed = std::fs::read(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (RETRACE_BLESS=1 writes it)", path.display()));
-    assert!(
-        committed == elf,
-        "{} is not the assembled program (RETRACE_BLESS=1 rewrites it)",
-        path.display()
-    );
 }
 
 /// `forever` cut at many points while its stack fills up and its memoised

@@ -149,6 +149,19 @@ impl<R: Read> TraceReader<R> {
         Ok(self.totals.unwrap().0)
     }
 
+    /// Bytes the reader holds in buffers now (their capacity): the stored
+    /// and the decompressed segment and each hart's streams — what
+    /// `docs/FORMATS.md` means by the reader's memory, which depends on the
+    /// largest segment read so far, not on the length of the run.
+    pub fn buffered_bytes(&self) -> usize {
+        let harts: usize = self
+            .harts
+            .iter()
+            .map(|h| 8 * h.bits.capacity() + h.records.iter().map(Vec::capacity).sum::<usize>())
+            .sum();
+        self.stored.capacity() + self.raw.capacity() + harts
+    }
+
     /// The trace's header.
     pub fn header(&self) -> &Header {
         &self.header
