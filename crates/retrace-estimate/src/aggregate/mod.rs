@@ -20,9 +20,11 @@
 //! trip-count test) stay in `retrace_program::loops`.
 
 pub mod formula;
+pub mod history;
 pub mod plan;
 #[cfg(test)]
 mod seed;
 
 pub use formula::{Sym, Time};
+pub use history::{AggregatedHistory, SiteTracker, Tracked};
 pub use plan::{AggLoop, Level, LoopPlan, LoopType};
