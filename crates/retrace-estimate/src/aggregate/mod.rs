@@ -12,6 +12,9 @@
 //!   outcomes the walk asks for, so an aggregated trace replays to exactly
 //!   the partial-program sequence (and time) of the unaggregated one.
 //!
+//! - [`ladder`]: one program recorded and replayed at every level built,
+//!   for `retrace aggregate`.
+//!
 //! The plan lives here rather than beside the partial-program table in
 //! `retrace-program` because it is a decision about *recording and
 //! replay* (which sites stop writing bits, what the replay reads instead),
@@ -21,6 +24,7 @@
 
 pub mod formula;
 pub mod history;
+pub mod ladder;
 pub mod plan;
 #[cfg(test)]
 mod seed;
