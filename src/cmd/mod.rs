@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+pub mod aggregate;
 pub mod bench;
 pub mod cfg;
 pub mod clock;
@@ -42,6 +43,8 @@ pub enum Command {
     Cfg(cfg::Args),
     /// Run a program once and record its branch history to a trace file.
     Record(record::Args),
+    /// Record and replay a program at each aggregation level: bits, bytes, time, error.
+    Aggregate(aggregate::Args),
     /// Estimate a recorded run's cycles on one or many cores, from the trace.
     Estimate(estimate::Args),
     /// Cycle-level engine versus record + estimate: error and speedup.
@@ -65,6 +68,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Pp(a) => pp::main(a),
         Command::Cfg(a) => cfg::main(a),
         Command::Record(a) => record::main(a),
+        Command::Aggregate(a) => aggregate::main(a),
         Command::Estimate(a) => estimate::main(a),
         Command::Compare(a) => compare::main(a),
         Command::Profile(a) => profile::main(a),

@@ -7,8 +7,9 @@ use super::common::{host, load_elf, preset_dcaches, thousands, ProgramArgs};
 use crate::report::{csv_of, print, Format, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
+use retrace_estimate::aggregate::{Level, LoopPlan};
 use retrace_estimate::compare::add_geometry;
-use retrace_sim::record::{record_run_watched, RecordError};
+use retrace_sim::record::{record_run_aggregated, RecordError};
 use retrace_sim::{Console, Observer, StopReason};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -22,7 +23,8 @@ use std::time::Instant;
 #[command(after_help = "Examples:\n  \
     retrace record prog.elf -o prog.rtrace\n  \
     retrace record sort-rv32-O2.elf -o sort.rtrace -- 20000\n  \
-    retrace estimate sort-rv32-O2.elf sort.rtrace --core picorv32 --core rocket")]
+    retrace estimate sort-rv32-O2.elf sort.rtrace --core picorv32 --core rocket\n  \
+    retrace record --aggregate loops matmul-rv32-O2.elf -o matmul.rtrace")]
 pub struct Args {
     /// The program: a RISC-V ELF executable.
     pub program: PathBuf,
@@ -42,12 +44,36 @@ pub struct Args {
     /// 32768:8:64), for a core of your own. Repeatable.
     #[arg(long, value_name = "SIZE:WAYS:LINE", value_parser = parse_geometry)]
     pub dcache: Vec<retrace_timing::CacheModel>,
+    /// Aggregate regions of the program (seed 000): `loops` records, for
+    /// every loop whose body has no other branch and no call, each
+    /// execution's trip count instead of one bit per pass. The estimate
+    /// from the trace is the same, cycle for cycle (docs/AGGREGATION.md).
+    #[arg(long, value_enum, default_value = "none", value_name = "LEVEL")]
+    pub aggregate: AggregateArg,
     /// Output format of the recording's figures: text (on stderr), or one
     /// JSON object or CSV record as the last lines of stdout.
     #[command(flatten)]
     pub format: FormatArgs,
     #[command(flatten)]
     pub program_args: ProgramArgs,
+}
+
+/// `--aggregate` levels.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggregateArg {
+    /// One bit per conditional branch.
+    None,
+    /// Loops without inner branches or calls: trip counts, exact.
+    Loops,
+}
+
+impl From<AggregateArg> for Level {
+    fn from(a: AggregateArg) -> Level {
+        match a {
+            AggregateArg::None => Level::None,
+            AggregateArg::Loops => Level::Loops,
+        }
+    }
 }
 
 /// What `retrace record` reports.
@@ -73,6 +99,14 @@ pub struct RecordReport {
     pub wall_seconds: f64,
     /// Millions of instructions per second.
     pub mips: f64,
+    /// The aggregation level (`none`, `loops`).
+    pub aggregate: String,
+    /// Loops aggregated by the plan.
+    pub aggregated_loops: usize,
+    /// Their continue tests executed: branches counted, not recorded.
+    pub aggregated_tests: u64,
+    /// Runs `(loop, count, repeats)` written instead.
+    pub loop_runs: u64,
 }
 
 impl Report for RecordReport {
@@ -87,7 +121,16 @@ impl Report for RecordReport {
             self.bits_per_branch_raw,
             self.bits_per_branch_compressed,
             self.wall_seconds
-        )
+        ) + &if self.aggregate == "none" {
+            String::new()
+        } else {
+            format!(
+                "aggregated {} loops: {} continue tests counted into {} runs instead of recorded\n",
+                self.aggregated_loops,
+                thousands(self.aggregated_tests),
+                thousands(self.loop_runs)
+            )
+        }
     }
 
     fn csv(&self) -> anyhow::Result<String> {
@@ -193,8 +236,21 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         stdin: Box::new(std::io::stdin()),
         is_tty: [false; 3],
     };
+    let level = Level::from(args.aggregate);
+    let plan = match level {
+        Level::None => LoopPlan::default(),
+        _ => {
+            let program = retrace_program::Program::analyse(&elf).map_err(|e| {
+                tag(
+                    anyhow!("cannot analyse {shown} for --aggregate: {e}"),
+                    Status::BadInput,
+                )
+            })?;
+            LoopPlan::new(&program, level)
+        }
+    };
     let start = Instant::now();
-    let rec = record_run_watched(
+    let rec = record_run_aggregated(
         &elf,
         host(&shown, &args.program_args.args),
         console,
@@ -203,6 +259,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         header,
         &dcaches,
         &mut StopOnSignal(&signal),
+        &plan.sites(),
     );
     let wall = start.elapsed().as_secs_f64();
     let signal = signal.load(Ordering::Relaxed);
@@ -273,6 +330,10 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         bits_per_branch_compressed: rec.trace.file_bytes as f64 * 8.0 / branches,
         wall_seconds: wall,
         mips: rec.run.instructions as f64 / wall.max(1e-9) / 1e6,
+        aggregate: level.name().to_string(),
+        aggregated_loops: plan.loops.len(),
+        aggregated_tests: rec.loops.tests,
+        loop_runs: rec.loops.runs,
     };
     match args.format.get() {
         // The program's own output owns stdout; the summary goes to stderr.

@@ -15,6 +15,7 @@
 //!   engine for reference, a recording in memory, the estimates from it.
 #![deny(missing_docs)]
 
+pub mod aggregate;
 pub mod compare;
 mod estimator;
 mod machine;

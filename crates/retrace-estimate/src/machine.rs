@@ -135,6 +135,12 @@ impl<R: Read> TraceHistory<R> {
         self.reader
     }
 
+    /// The reader and the hart read, for the aggregated loops' decoder
+    /// (`crate::aggregate::history`), which reads streams of its own.
+    pub(crate) fn reader_mut(&mut self) -> (&mut TraceReader<R>, u16) {
+        (&mut self.reader, self.decoder.hart())
+    }
+
     /// The next branch bits within the loaded segment, without consuming
     /// them: up to 64 and how many are valid ([`TraceReader::bit_window`]).
     #[inline]

@@ -1,6 +1,7 @@
 //! Whole replays of a trace, from a file or from memory ([`TraceSource`]):
 //! estimates for several cores at once, and the PC-sequence check.
 
+use crate::aggregate::{AggregatedHistory, Tracked};
 use crate::estimator::{Estimate, Estimator, Fidelity};
 use crate::machine::TraceHistory;
 use crate::source::{read_totals_from, TraceSource};
@@ -19,12 +20,28 @@ fn replay<V: Visit<PpTable>, S: TraceSource + ?Sized>(
     visit: &mut V,
 ) -> Result<(WalkStats, Totals, Vec<DcacheMeasurement>), ReplayError> {
     replay_with(table, entry, trace, |table, history, start, limit| {
-        walk(table, history, visit, start, limit)
+        walk_tracked(table, history, visit, start, limit)
     })
 }
 
+/// [`walk`] over a trace's history: through [`Tracked`] when the trace
+/// has aggregated loops (the history must then know each branch's site).
+fn walk_tracked<R: std::io::Read, V: Visit<PpTable>>(
+    table: &mut PpTable,
+    history: &mut AggregatedHistory<R>,
+    visit: &mut V,
+    start: PpId,
+    limit: u64,
+) -> Result<WalkStats, ReplayError> {
+    if history.plan().is_none() {
+        return walk(table, history, visit, start, limit);
+    }
+    let mut tracked = Tracked::new(history.tracker(), visit, table, start);
+    walk(table, history, &mut tracked, start, limit)
+}
+
 /// The open trace's history, as the walk reads it.
-type SourceHistory<'a, S> = TraceHistory<<S as TraceSource>::Reader<'a>>;
+type SourceHistory<'a, S> = AggregatedHistory<<S as TraceSource>::Reader<'a>>;
 
 /// [`replay`] with the walk given: `walk(table, history, start, limit)`.
 fn replay_with<'s, S: TraceSource + ?Sized>(
@@ -50,10 +67,13 @@ fn replay_with<'s, S: TraceSource + ?Sized>(
             return Err(e.into());
         }
     };
-    let mut history = TraceHistory::new(reader, 0);
+    let mut history = AggregatedHistory::new(TraceHistory::new(reader, 0))?;
+    history.check_plan(table)?;
     let start = table.resolve(entry.get())?;
     let stats = walk(table, &mut history, start, totals.instructions)?;
-    let (recorded, dcache) = history.into_reader().finish_all()?;
+    // Branches given back from aggregated loops' counts hold no bits.
+    let bits = stats.bits - history.synthesized();
+    let (recorded, dcache) = history.finish()?.finish_all()?;
     if stats.last_pc != recorded.last_pc {
         return Err(ReplayError::Totals {
             what: format!(
@@ -62,7 +82,7 @@ fn replay_with<'s, S: TraceSource + ?Sized>(
             ),
         });
     }
-    if stats.bits != recorded.branches
+    if bits != recorded.branches
         || stats.indirect != recorded.indirect
         || stats.escapes != recorded.escapes
     {
@@ -72,7 +92,7 @@ fn replay_with<'s, S: TraceSource + ?Sized>(
                 recorded.branches,
                 recorded.indirect,
                 recorded.escapes,
-                stats.bits,
+                bits,
                 stats.indirect,
                 stats.escapes
             ),
@@ -195,7 +215,14 @@ fn estimate_cores<S: TraceSource + ?Sized>(
                             let stats;
                             (stats, _, measured) =
                                 replay_with(&mut t, entry, trace, |t, h, s, n| {
-                                    walk_spans(t, h, est, &mut memo, s, n)
+                                    if h.plan().is_some() {
+                                        // The stretches key on the trace's
+                                        // bits, which an aggregated trace
+                                        // does not hold for every branch:
+                                        // step by step.
+                                        return walk_tracked(t, h, est, s, n);
+                                    }
+                                    walk_spans(t, h.inner_mut(), est, &mut memo, s, n)
                                 })?;
                             memo.stats.pps = stats.pps;
                             est.set_span_stats(memo.stats);

@@ -17,6 +17,7 @@
 
 use crate::observer::{HartId, Observer, TrapEvent};
 use retrace_isa::{Flow, Inst};
+use retrace_trace::protocol::loops::{LoopEncoder, LoopStats};
 use retrace_trace::protocol::Encoder;
 use retrace_trace::{Totals, TraceError, TraceWriter, WriteSummary};
 use std::io::Write;
@@ -34,6 +35,9 @@ pub struct Recorder<W: Write> {
     /// Data caches simulated during the run, to measure miss rates that the
     /// replay cannot derive from branch history.
     dcaches: Option<DcacheMeter>,
+    /// Aggregated loops (seed 000, embodiment 2): in front of the encoder's
+    /// branch event, their continue tests count instead of writing bits.
+    loops: Option<LoopEncoder>,
 }
 
 /// Measures data-cache miss rates on a thread of its own: the engine logs
@@ -117,6 +121,17 @@ impl<W: Write> Recorder<W> {
             code: None,
             unsupported: None,
             dcaches: None,
+            loops: None,
+        }
+    }
+
+    /// Aggregate the loops whose continue tests are `sites` (address, and
+    /// whether the taken outcome continues the loop): their outcomes are
+    /// counted into the trace's loop runs instead of written as bits, and
+    /// the plan is written first. Call before the run.
+    pub fn aggregate_loops(&mut self, sites: &[(u64, bool)]) {
+        if !sites.is_empty() {
+            self.loops = Some(LoopEncoder::new(&mut self.encoder, sites));
         }
     }
 
@@ -132,6 +147,19 @@ impl<W: Write> Recorder<W> {
     pub fn measure_dcaches(&mut self, geometries: &[retrace_timing::CacheModel]) {
         if !geometries.is_empty() {
             self.dcaches = Some(DcacheMeter::start(geometries));
+        }
+    }
+
+    /// End the aggregated loops' executions in progress and write their
+    /// runs (as [`Recorder::finish`] does): what loop aggregation did in
+    /// the whole run.
+    pub fn finish_loops(&mut self) -> LoopStats {
+        match &mut self.loops {
+            Some(l) => {
+                l.finish(&mut self.encoder);
+                l.stats()
+            }
+            None => LoopStats::default(),
         }
     }
 
@@ -157,6 +185,9 @@ impl<W: Write> Recorder<W> {
             last_pc: machine.last_pc(0),
             ..Totals::default()
         };
+        if let Some(l) = &mut self.loops {
+            l.finish(&mut self.encoder);
+        }
         let caches = self.dcaches.take().map(DcacheMeter::finish);
         let measured: Vec<_> = caches
             .iter()
@@ -192,8 +223,11 @@ impl<W: Write> Observer for Recorder<W> {
     }
 
     #[inline(always)]
-    fn branch(&mut self, hart: HartId, _pc: u64, _inst: &Inst, taken: bool, _target: u64) {
-        self.encoder.branch(hart as u16, taken);
+    fn branch(&mut self, hart: HartId, pc: u64, _inst: &Inst, taken: bool, _target: u64) {
+        match &mut self.loops {
+            None => self.encoder.branch(hart as u16, taken),
+            Some(l) => l.branch(&mut self.encoder, hart as u16, pc, taken),
+        }
     }
 
     // Out of line: calls, returns and indirect jumps are a fraction of the
@@ -259,6 +293,9 @@ impl<W: Write> Observer for Recorder<W> {
         }
         // The replay cuts the partial program it is in after as many
         // instructions as it has executed by now.
+        if let Some(l) = &mut self.loops {
+            l.trap(&mut self.encoder, h);
+        }
         self.encoder.trap(h, ev.retired + t.calls, handler);
     }
 
@@ -280,6 +317,8 @@ pub struct Recording {
     pub trace: WriteSummary,
     /// Conditional branches recorded.
     pub branches: u64,
+    /// What loop aggregation did (all 0 without it).
+    pub loops: LoopStats,
 }
 
 /// Why a recording failed.
@@ -323,9 +362,36 @@ pub fn record_run_watched<W: Write, O: Observer>(
     console: crate::Console,
     max_insns: Option<u64>,
     out: W,
+    header: retrace_trace::Header,
+    dcaches: &[retrace_timing::CacheModel],
+    watcher: &mut O,
+) -> Result<Recording, RecordError> {
+    record_run_aggregated(
+        elf,
+        host,
+        console,
+        max_insns,
+        out,
+        header,
+        dcaches,
+        watcher,
+        &[],
+    )
+}
+
+/// [`record_run_watched`] aggregating the loops whose continue tests are
+/// `loops` (see [`Recorder::aggregate_loops`]; empty: none).
+#[allow(clippy::too_many_arguments)]
+pub fn record_run_aggregated<W: Write, O: Observer>(
+    elf: &retrace_program::Elf,
+    host: crate::HostConfig,
+    console: crate::Console,
+    max_insns: Option<u64>,
+    out: W,
     mut header: retrace_trace::Header,
     dcaches: &[retrace_timing::CacheModel],
     watcher: &mut O,
+    loops: &[(u64, bool)],
 ) -> Result<Recording, RecordError> {
     let mut machine = crate::Machine::new(elf, &crate::MachineConfig::default(), host, console)?;
     header.identity = elf.identity();
@@ -337,6 +403,7 @@ pub fn record_run_watched<W: Write, O: Observer>(
         rec = rec.with_code(code);
     }
     rec.measure_dcaches(dcaches);
+    rec.aggregate_loops(loops);
     let run = machine.run(max_insns, &mut (&mut rec, watcher));
     if let Some(why) = rec.unsupported() {
         return Err(RecordError::Unsupported(why.to_string()));
@@ -345,10 +412,12 @@ pub fn record_run_watched<W: Write, O: Observer>(
         crate::StopReason::Exit { code } => i64::from(code),
         _ => -1,
     };
+    let loops = rec.finish_loops();
     let trace = rec.finish(&machine, &run, exit)?;
     Ok(Recording {
         run,
         branches: trace.bits,
         trace,
+        loops,
     })
 }

@@ -49,7 +49,17 @@ pub enum StreamKind {
     /// hart's one table of handlers (an index from 1, or 0 and the
     /// address). See [`crate::protocol`].
     Traps = 6,
+    /// Aggregated loops (seed 000, embodiment 2): the plan (a layout
+    /// version, the number of aggregated continue tests, then per test the
+    /// address as the difference from the previous one and 1 when the taken
+    /// outcome continues the loop), then runs of executions as varint
+    /// triples `(loop, count, repeats)`. See [`crate::protocol::loops`].
+    LoopRuns = 8,
 }
+
+/// Slots of per-stream arrays, indexed by [`StreamKind`] tag − 1 (one more
+/// than the kinds there are when a tag is unused).
+pub(crate) const STREAM_SLOTS: usize = 8;
 
 impl StreamKind {
     /// The kind for a tag byte, if known.
@@ -61,17 +71,19 @@ impl StreamKind {
             4 => StreamKind::LoopCounts,
             5 => StreamKind::Sync,
             6 => StreamKind::Traps,
+            8 => StreamKind::LoopRuns,
             _ => return None,
         })
     }
     /// Every kind.
-    pub const ALL: [StreamKind; 6] = [
+    pub const ALL: [StreamKind; 7] = [
         StreamKind::Branches,
         StreamKind::Indirect,
         StreamKind::Escapes,
         StreamKind::LoopCounts,
         StreamKind::Sync,
         StreamKind::Traps,
+        StreamKind::LoopRuns,
     ];
     pub(crate) fn index(self) -> usize {
         self as usize - 1
@@ -87,6 +99,7 @@ impl fmt::Display for StreamKind {
             StreamKind::LoopCounts => "loop counts",
             StreamKind::Sync => "sync events",
             StreamKind::Traps => "traps",
+            StreamKind::LoopRuns => "loop runs",
         })
     }
 }

@@ -61,6 +61,8 @@
 //! assert_eq!(dec.next_trap(&r, 12).unwrap(), None);
 //! ```
 
+pub mod loops;
+
 use crate::format::decode_varint;
 use crate::WriteSummary;
 use crate::{DcacheMeasurement, StreamKind, Totals, TraceError, TraceReader, TraceWriter};

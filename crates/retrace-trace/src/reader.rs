@@ -2,6 +2,7 @@
 //! time (checksum, sequence number, structure) as the consumer asks for
 //! items, and the trailer at the end. Memory use is one segment.
 
+use crate::format::STREAM_SLOTS;
 use crate::format::{
     decode_varint, Cursor, Header, StreamKind, Totals, TraceError, FORMAT_VERSION, MAGIC,
     MAX_SEGMENT_RAW, SEGMENT_HEADER_LEN, SEGMENT_TAG, TRAILER_LEN, TRAILER_TAG,
@@ -14,9 +15,9 @@ struct HartStreams {
     bits: Vec<u64>,
     bit_count: u64,
     bit_pos: u64,
-    records: [Vec<u8>; StreamKind::ALL.len()],
-    record_pos: [usize; StreamKind::ALL.len()],
-    record_left: [u64; StreamKind::ALL.len()],
+    records: [Vec<u8>; STREAM_SLOTS],
+    record_pos: [usize; STREAM_SLOTS],
+    record_left: [u64; STREAM_SLOTS],
 }
 
 impl HartStreams {
@@ -165,6 +166,11 @@ impl<R: Read> TraceReader<R> {
     /// The trace's header.
     pub fn header(&self) -> &Header {
         &self.header
+    }
+
+    /// Sequence number of the loaded segment, for messages.
+    pub fn segment(&self) -> u32 {
+        self.segment
     }
 
     fn hart(&self, hart: u16) -> Result<usize, TraceError> {

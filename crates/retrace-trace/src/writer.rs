@@ -4,7 +4,9 @@
 //! if compression falls behind, recording waits) and come back compressed to
 //! be written in order.
 
-use crate::format::{put_varint, Header, StreamKind, Totals, TraceError, SEGMENT_TAG};
+use crate::format::{
+    put_varint, Header, StreamKind, Totals, TraceError, SEGMENT_TAG, STREAM_SLOTS,
+};
 use std::io::Write;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
@@ -21,8 +23,8 @@ struct HartBuffers {
     words: Vec<u64>,
     word: u64,
     nbits: u32,
-    records: [Vec<u8>; StreamKind::ALL.len()],
-    record_counts: [u64; StreamKind::ALL.len()],
+    records: [Vec<u8>; STREAM_SLOTS],
+    record_counts: [u64; STREAM_SLOTS],
 }
 
 impl HartBuffers {
@@ -144,6 +146,14 @@ impl<W: Write> TraceWriter<W> {
                 self.segment_full = true;
             }
         }
+    }
+
+    /// Whether the next branch bit closes the segment first: what a
+    /// recorder that holds records back (aggregated loops' runs) must write
+    /// before that bit.
+    #[inline]
+    pub fn closes_before_next_bit(&self) -> bool {
+        self.segment_full
     }
 
     /// Branch bits recorded so far, over all harts.

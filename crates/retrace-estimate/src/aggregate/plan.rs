@@ -1,0 +1,205 @@
+//! The aggregation plan: which regions of a program collapse.
+//!
+//! Embodiment 2 (loops): every natural loop that satisfies seed condition
+//! **Z1** at machine level — its body holds no conditional branch other
+//! than its continue test, no call, no environment call and no indirect
+//! jump (`retrace_program::loops`: X1, one exit branch and no other way
+//! out, is part of Z1) — stops recording its continue test's outcomes and
+//! records each execution's trip count instead, in the trace's per-loop
+//! run-length stream (`docs/FORMATS.md`). That is exact whatever the count
+//! depends on, so the plan aggregates every Z1 loop; the seed's types are
+//! reported, not used as a gate:
+//!
+//! - **type 1** (trip count constant for the whole run) and **type 2**
+//!   (fixed per execution) by the seed's *static* rule where the machine
+//!   code decides it: each operand of the continue test is an induction
+//!   variable (set to a constant before the loop, updated only by
+//!   `addi r, r, c` inside), a constant, or — for type 2 — loop-invariant
+//!   (not written inside). This is [`retrace_program::TripCount`];
+//! - where the code does not decide it ([`LoopType::Unknown`]: the bound is
+//!   computed in the loop, loaded from memory, …) the run decides: the
+//!   count stream of a recording shows whether a loop kept one count
+//!   (type 1 in that run) or not ([`LoopType::observed`]).
+
+use retrace_program::{Addr, EdgeKind, FuncId, LoopId, Program, TripCount};
+
+/// How much of the program a recording aggregates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    /// Nothing: one bit per conditional branch (embodiment 1).
+    None,
+    /// Loops without inner branches or calls (embodiment 2, exact).
+    Loops,
+}
+
+impl Level {
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::None => "none",
+            Level::Loops => "loops",
+        }
+    }
+}
+
+/// The seed's loop types, as far as embodiment 2 distinguishes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LoopType {
+    /// Type 1: the same trip count every time the loop runs.
+    Constant,
+    /// Type 2: a trip count fixed for each execution of the loop.
+    PerExecution,
+    /// Not decided by the code: the count depends on data the loop reads
+    /// or computes (still exact to aggregate: the count is recorded).
+    Unknown,
+}
+
+impl LoopType {
+    /// The seed's number (1, 2), or `None` for a type the code leaves open.
+    pub fn seed_type(self) -> Option<u8> {
+        match self {
+            LoopType::Constant => Some(1),
+            LoopType::PerExecution => Some(2),
+            LoopType::Unknown => None,
+        }
+    }
+
+    /// The type a run shows: the counts of every execution of the loop in
+    /// that run (in any order). One distinct count is type 1 for that run;
+    /// more is type 2; no execution, `None`.
+    pub fn observed(counts: impl IntoIterator<Item = u64>) -> Option<LoopType> {
+        let mut it = counts.into_iter();
+        let first = it.next()?;
+        Some(if it.all(|c| c == first) {
+            LoopType::Constant
+        } else {
+            LoopType::PerExecution
+        })
+    }
+
+    /// Short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoopType::Constant => "type 1",
+            LoopType::PerExecution => "type 2",
+            LoopType::Unknown => "data-dependent",
+        }
+    }
+}
+
+impl From<TripCount> for LoopType {
+    fn from(t: TripCount) -> LoopType {
+        match t {
+            TripCount::Constant => LoopType::Constant,
+            TripCount::PerExecution => LoopType::PerExecution,
+            TripCount::Unknown => LoopType::Unknown,
+        }
+    }
+}
+
+/// One aggregated loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AggLoop {
+    /// The function it is in.
+    pub function: FuncId,
+    /// Its id in that function's loop nest.
+    pub loop_id: LoopId,
+    /// Its header's address.
+    pub header: Addr,
+    /// The continue test: the loop's only conditional branch.
+    pub site: Addr,
+    /// Which outcome of the test stays in the loop (`true`: taken).
+    pub continue_taken: bool,
+    /// The seed's type by the static rule.
+    pub static_type: LoopType,
+}
+
+/// Which loops a recording aggregates, sorted by continue-test address.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoopPlan {
+    /// The loops, by [`AggLoop::site`], each site once.
+    pub loops: Vec<AggLoop>,
+}
+
+impl LoopPlan {
+    /// The plan of `level` for `program`.
+    pub fn new(program: &Program, level: Level) -> LoopPlan {
+        match level {
+            Level::None => LoopPlan::default(),
+            Level::Loops => LoopPlan::z1_loops(program),
+        }
+    }
+
+    /// Every Z1 loop of the program with a continue test whose in-loop
+    /// successor the function's graph shows.
+    fn z1_loops(program: &Program) -> LoopPlan {
+        let mut loops: Vec<AggLoop> = Vec::new();
+        for f in 0..program.functions.len() {
+            let function = FuncId(f as u32);
+            let cfg = program.cfg(function);
+            let nest = program.loops(function);
+            for l in nest.loops.iter().filter(|l| l.z1) {
+                let Some(trip) = l.trip else { continue };
+                // The block ending with the test, and which of its edges
+                // stays in the loop.
+                let Some(b) = l
+                    .body
+                    .iter()
+                    .map(|&b| cfg.block(b))
+                    .find(|b| b.last == trip.branch)
+                else {
+                    continue;
+                };
+                let inside = |s: &retrace_program::BlockId| l.body.binary_search(s).is_ok();
+                let stay: Vec<EdgeKind> = b
+                    .succs
+                    .iter()
+                    .filter(|(s, _)| inside(s))
+                    .map(|&(_, k)| k)
+                    .collect();
+                let continue_taken = match stay.as_slice() {
+                    [EdgeKind::Taken] => true,
+                    [EdgeKind::NotTaken] => false,
+                    // Both edges in the loop, or neither: not a continue
+                    // test this plan can count.
+                    _ => continue,
+                };
+                loops.push(AggLoop {
+                    function,
+                    loop_id: l.id,
+                    header: l.header_addr,
+                    site: trip.branch,
+                    continue_taken,
+                    static_type: trip.count.into(),
+                });
+            }
+        }
+        loops.sort_by_key(|l| l.site);
+        // A function reached under two names (aliases, overlapping
+        // recursive descent) lists its loops twice: keep one per site.
+        loops.dedup_by_key(|l| l.site);
+        LoopPlan { loops }
+    }
+
+    /// Whether the plan aggregates nothing.
+    pub fn is_empty(&self) -> bool {
+        self.loops.is_empty()
+    }
+
+    /// The continue tests and their continuing outcome, as the recording
+    /// protocol takes them.
+    pub fn sites(&self) -> Vec<(u64, bool)> {
+        self.loops
+            .iter()
+            .map(|l| (l.site.get(), l.continue_taken))
+            .collect()
+    }
+
+    /// The loop whose continue test is at `site`.
+    pub fn at(&self, site: u64) -> Option<&AggLoop> {
+        self.loops
+            .binary_search_by_key(&site, |l| l.site.get())
+            .ok()
+            .map(|i| &self.loops[i])
+    }
+}

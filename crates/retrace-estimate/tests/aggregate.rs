@@ -1,0 +1,205 @@
+//! Aggregation (seed 000, embodiment 2) on every example program, one
+//! trial per program (`aggregate::PROG`):
+//!
+//! - the plan names only continue tests of loops the machine code shows
+//!   are Z1;
+//! - recorded with `--aggregate loops`, the trace holds exactly the bits of
+//!   the plain recording less one per aggregated test (fewer, on every
+//!   program whose Z1 loops run), and replays to the functional engine's pc
+//!   sequence and to the plain trace's estimate, cycle for cycle, on
+//!   `ideal`, `picorv32` (RV32) and `inorder5`.
+//!
+//! Each row prints the bits and bytes saved (`--nocapture`).
+
+use retrace_estimate::aggregate::{Level, LoopPlan};
+use retrace_estimate::{estimate_trace, replay_check, Fidelity};
+use retrace_isa::{Class, Xlen};
+use retrace_program::{Addr, Elf, Program};
+use retrace_sim::check::PcSequenceObserver;
+use retrace_sim::record::{record_run_aggregated, Recording};
+use retrace_sim::{Console, HostConfig};
+use retrace_testkit::programs::{example_programs, ExampleProgram};
+use retrace_testkit::trials::{self, all_ok, Failed, Trial};
+use retrace_timing::preset;
+
+const BUDGET: Option<u64> = Some(2_000_000_000);
+
+fn record(
+    elf: &Elf,
+    path: &str,
+    sites: &[(u64, bool)],
+) -> (Vec<u8>, Recording, PcSequenceObserver) {
+    let mut trace = Vec::new();
+    let mut pcs = PcSequenceObserver::default();
+    let host = HostConfig {
+        cmdline: path.to_string(),
+        ..HostConfig::default()
+    };
+    let rec = record_run_aggregated(
+        elf,
+        host,
+        Console::null(),
+        BUDGET,
+        &mut trace,
+        retrace_trace::Header::new(0, 32, 1),
+        &[],
+        &mut pcs,
+        sites,
+    )
+    .unwrap();
+    (trace, rec, pcs)
+}
+
+fn plan_row(p: &ExampleProgram) -> Result<(), Failed> {
+    let elf = Elf::parse(&p.bytes()).unwrap();
+    let program = Program::analyse(&elf).unwrap();
+    let mut bad = Vec::new();
+    if !LoopPlan::new(&program, Level::None).is_empty() {
+        bad.push("level none aggregates something".to_string());
+    }
+    let plan = LoopPlan::new(&program, Level::Loops);
+    for l in &plan.loops {
+        let inst = program.table.code().get(l.site).unwrap();
+        let lp = program.loops(l.function).get(l.loop_id).clone();
+        if inst.class() != Class::Branch
+            || !(lp.z1 && lp.calls == 0 && lp.branches == 1)
+            || lp.exit_branches != vec![l.site]
+        {
+            bad.push(format!(
+                "{}: not the continue test of a Z1 loop: {lp:?}",
+                l.site
+            ));
+        }
+    }
+    let sites = plan.sites();
+    if !sites.windows(2).all(|w| w[0].0 < w[1].0) {
+        bad.push("sites not sorted and distinct".into());
+    }
+    all_ok(bad)
+}
+
+fn replay_row(p: &ExampleProgram) -> Result<(), Failed> {
+    let elf = Elf::parse(&p.bytes()).unwrap();
+    let program = Program::analyse(&elf).unwrap();
+    let plan = LoopPlan::new(&program, Level::Loops);
+    let path = p.path.display().to_string();
+    let (plain, plain_rec, _) = record(&elf, &path, &[]);
+    let (agg, agg_rec, pcs) = record(&elf, &path, &plan.sites());
+    let mut bad = Vec::new();
+    let tests = agg_rec.loops.tests;
+    println!(
+        "{:<22} {:>3} loops  bits {:>11} -> {:>11} ({:>5.1}% fewer, {} runs)  bytes {:>9} -> {:>9}",
+        p.name,
+        plan.loops.len(),
+        plain_rec.branches,
+        agg_rec.branches,
+        tests as f64 * 100.0 / plain_rec.branches.max(1) as f64,
+        agg_rec.loops.runs,
+        plain_rec.trace.file_bytes,
+        agg_rec.trace.file_bytes
+    );
+    if agg_rec.branches + tests != plain_rec.branches {
+        bad.push(format!(
+            "{} bits + {tests} aggregated tests, the plain recording has {} bits",
+            agg_rec.branches, plain_rec.branches
+        ));
+    }
+    if !plan.is_empty() && tests == 0 {
+        bad.push("the plan has loops but none ran: no bits saved".into());
+    }
+    let entry = Addr(elf.entry);
+    let mut table = program.table.clone();
+    match replay_check(&mut table, entry, &agg[..]) {
+        Ok(seq) if seq == pcs.0 => {}
+        Ok(seq) => bad.push(format!(
+            "aggregated replay: pc sequence {seq:?}, functional {:?}",
+            pcs.0
+        )),
+        Err(e) => bad.push(format!("aggregated replay check: {e}")),
+    }
+    let xlen = if p.xlen == 32 { Xlen::Rv32 } else { Xlen::Rv64 };
+    let cores: Vec<_> = ["ideal", "picorv32", "inorder5"]
+        .iter()
+        .map(|n| preset(n).unwrap())
+        .filter(|c| c.supports(xlen))
+        .collect();
+    let est =
+        |trace: &[u8]| estimate_trace(&program.table, entry, trace, &cores, Fidelity::Fast, None);
+    match (est(&plain[..]), est(&agg[..])) {
+        (Ok(a), Ok(b)) => {
+            for (core, ((a, _), (b, _))) in cores.iter().zip(a.iter().zip(&b)) {
+                let key = |e: &retrace_estimate::Estimate| {
+                    (
+                        e.cycles,
+                        e.control_cycles,
+                        e.instructions,
+                        e.mispredicts,
+                        e.mem_ops,
+                    )
+                };
+                if key(a) != key(b) {
+                    bad.push(format!(
+                        "{}: plain {:?}, aggregated {:?} (cycles, control, insns, mispredicts, mem ops)",
+                        core.name,
+                        key(a),
+                        key(b)
+                    ));
+                }
+            }
+        }
+        (a, b) => bad.push(format!("estimate failed: {:?} / {:?}", a.err(), b.err())),
+    }
+    all_ok(bad)
+}
+
+/// An aggregated trace replayed over another program is refused with a
+/// one-line error, never estimated.
+fn foreign_program() -> Result<(), Failed> {
+    let load = |name: &str| {
+        let p = retrace_testkit::programs::example_program(name);
+        let elf = Elf::parse(&p.bytes()).unwrap();
+        let program = Program::analyse(&elf).unwrap();
+        (p, elf, program)
+    };
+    let (p, elf, program) = load("matmul-rv32-O2");
+    let plan = LoopPlan::new(&program, Level::Loops);
+    let (trace, _, _) = record(&elf, &p.path.display().to_string(), &plan.sites());
+    let (_, other_elf, other) = load("crc32-rv32-O2");
+    let core = preset("ideal").unwrap();
+    let got = estimate_trace(
+        &other.table,
+        Addr(other_elf.entry),
+        &trace[..],
+        std::slice::from_ref(&core),
+        Fidelity::Fast,
+        None,
+    );
+    match got {
+        Ok(e) => Err(format!(
+            "estimated {} cycles from another program's trace",
+            e[0].0.cycles
+        )
+        .into()),
+        Err(e) if e.to_string().contains('\n') => Err(format!("a multi-line error: {e}").into()),
+        Err(e) => {
+            println!("foreign program: {e}");
+            Ok(())
+        }
+    }
+}
+
+fn main() {
+    let mut trials = vec![Trial::test("aggregate::foreign-program", foreign_program)];
+    for p in example_programs() {
+        let q = p.clone();
+        trials.push(Trial::test(
+            format!("aggregate::{}::plan", p.name),
+            move || plan_row(&q),
+        ));
+        trials.push(Trial::test(
+            format!("aggregate::{}::loops", p.name),
+            move || replay_row(&p),
+        ));
+    }
+    trials::run(trials, || {});
+}

@@ -1,0 +1,433 @@
+//! Aggregated loops (seed 000, embodiment 2): the recording protocol's
+//! rules for the loops whose continue test writes no branch bits. Instead,
+//! each execution of such a loop is summarised by its trip count in the
+//! hart's *loop-runs* stream ([`StreamKind::LoopRuns`]), run-length encoded
+//! per loop. `docs/FORMATS.md` ("Aggregated loops") states the rules.
+//!
+//! The *plan* — the continue tests (sites) and which outcome of each stays
+//! in the loop — is written first, so that a trace carries the plan it was
+//! recorded with and the replay applies that plan, not one of its own.
+//!
+//! An *execution* of an aggregated loop is a run of consecutive outcomes
+//! at its site; its *count* is how many of them continued. It ends at the
+//! outcome that leaves, or — when something else comes first — at a
+//! branch elsewhere, at a trap taken in the middle of a partial program,
+//! or at the end of the run (then it ended after `count` continues and no
+//! exit). The first branch after such a trap is always written as a bit
+//! (the replay cannot tell which partial program a trap handler starts
+//! with before it has walked it). Executions of one loop that follow each
+//! other with equal counts form a *run* `(loop, count, repeats)`; a run is
+//! written when the next execution of its loop has another count, and
+//! every run not yet written is written just before a segment closes and at
+//! the end of the trace. So the runs of the executions that happen in one
+//! segment's window are all in that segment, and a replay that reads the
+//! whole segment's runs when it meets the window's first execution has
+//! every count it needs for the window — per loop in order, which makes
+//! the counts unambiguous (unlike the seed's one shared de-duplicated
+//! stream: `SEEDS.md`, executions 8, 8, 4).
+
+use super::Encoder;
+use crate::{StreamKind, TraceError, TraceReader};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+
+/// The first record of a plan: its layout's version.
+pub const PLAN_VERSION: u64 = 1;
+/// Aggregated sites a plan may name (bounds the replay's allocation on a
+/// damaged trace).
+pub const MAX_SITES: u64 = 1 << 20;
+
+const KIND: StreamKind = StreamKind::LoopRuns;
+
+/// Aggregated continue tests by address: the loop's index in the plan and
+/// the outcome that continues.
+fn site_map(sites: &[(u64, bool)]) -> FxHashMap<u64, (u32, bool)> {
+    sites
+        .iter()
+        .enumerate()
+        .map(|(i, &(s, c))| (s, (i as u32, c)))
+        .collect()
+}
+
+/// One hart's aggregation state while recording.
+#[derive(Clone, Default)]
+struct HartLoops {
+    /// The execution in progress: loop index and continues so far.
+    open: Option<(u32, u64)>,
+    /// Per loop, the run not yet written: `(count, repeats)`.
+    pending: Vec<Option<(u64, u64)>>,
+    /// The next branch is written as a bit whatever its site (the first
+    /// after a trap).
+    raw_next: bool,
+}
+
+/// What a [`LoopEncoder`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoopStats {
+    /// Outcomes at aggregated sites: the branch bits not written.
+    pub tests: u64,
+    /// Executions of aggregated loops.
+    pub executions: u64,
+    /// Runs written.
+    pub runs: u64,
+}
+
+/// The recorder's side: sits in front of [`Encoder::branch`] and decides,
+/// per branch, whether it writes a bit or counts towards a loop.
+pub struct LoopEncoder {
+    sites: FxHashMap<u64, (u32, bool)>,
+    harts: Vec<HartLoops>,
+    stats: LoopStats,
+}
+
+impl LoopEncoder {
+    /// Aggregate the loops whose continue tests are `sites` (address and
+    /// continuing outcome, addresses distinct), and write the plan to every
+    /// hart's loop-runs stream. Call before any other event is encoded.
+    pub fn new<W: Write>(enc: &mut Encoder<W>, sites: &[(u64, bool)]) -> LoopEncoder {
+        let mut sorted = sites.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup_by_key(|s| s.0);
+        let harts = enc.harts.len();
+        for h in 0..harts as u16 {
+            let w = &mut enc.writer;
+            w.record(h, KIND, PLAN_VERSION);
+            w.record(h, KIND, sorted.len() as u64);
+            let mut prev = 0;
+            for &(s, c) in &sorted {
+                // Ascending addresses, as differences: short varints.
+                w.record(h, KIND, s - prev);
+                w.record(h, KIND, u64::from(c));
+                prev = s;
+            }
+        }
+        LoopEncoder {
+            harts: vec![
+                HartLoops {
+                    pending: vec![None; sorted.len()],
+                    ..HartLoops::default()
+                };
+                harts
+            ],
+            sites: site_map(&sorted),
+            stats: LoopStats::default(),
+        }
+    }
+
+    /// What was aggregated so far.
+    pub fn stats(&self) -> LoopStats {
+        self.stats
+    }
+
+    /// A conditional branch of `hart` at `site`, taken or not.
+    #[inline]
+    pub fn branch<W: Write>(&mut self, enc: &mut Encoder<W>, hart: u16, site: u64, taken: bool) {
+        let h = &mut self.harts[usize::from(hart)];
+        match self.sites.get(&site) {
+            Some(&(i, cont)) if !h.raw_next => {
+                self.stats.tests += 1;
+                let count = match h.open.take() {
+                    Some((j, c)) if j == i => c,
+                    Some((j, c)) => {
+                        end(enc, h, &mut self.stats, hart, j, c);
+                        0
+                    }
+                    None => 0,
+                };
+                if taken == cont {
+                    h.open = Some((i, count + 1));
+                } else {
+                    end(enc, h, &mut self.stats, hart, i, count);
+                }
+            }
+            _ => {
+                h.raw_next = false;
+                if let Some((j, c)) = h.open.take() {
+                    end(enc, h, &mut self.stats, hart, j, c);
+                }
+                if enc.writer.closes_before_next_bit() {
+                    self.flush(enc);
+                }
+                enc.branch(hart, taken);
+            }
+        }
+    }
+
+    /// A trap of `hart` in the middle of a partial program (as
+    /// [`Encoder::trap`]): ends the execution in progress, and the next
+    /// branch writes a bit.
+    pub fn trap<W: Write>(&mut self, enc: &mut Encoder<W>, hart: u16) {
+        let h = &mut self.harts[usize::from(hart)];
+        if let Some((j, c)) = h.open.take() {
+            end(enc, h, &mut self.stats, hart, j, c);
+        }
+        h.raw_next = true;
+    }
+
+    /// The end of the run: ends the executions in progress and writes every
+    /// run not yet written. Call before [`Encoder::finish`].
+    pub fn finish<W: Write>(&mut self, enc: &mut Encoder<W>) {
+        for (hart, h) in self.harts.iter_mut().enumerate() {
+            if let Some((j, c)) = h.open.take() {
+                end(enc, h, &mut self.stats, hart as u16, j, c);
+            }
+        }
+        self.flush(enc);
+    }
+
+    /// Write every pending run of every hart (before a segment closes).
+    fn flush<W: Write>(&mut self, enc: &mut Encoder<W>) {
+        for (hart, h) in self.harts.iter_mut().enumerate() {
+            for (i, p) in h.pending.iter_mut().enumerate() {
+                if let Some((count, repeats)) = p.take() {
+                    write_run(enc, &mut self.stats, hart as u16, i as u32, count, repeats);
+                }
+            }
+        }
+    }
+}
+
+/// An execution of loop `i` ended after `count` continues: extend its
+/// pending run, or write that run and start another.
+fn end<W: Write>(
+    enc: &mut Encoder<W>,
+    h: &mut HartLoops,
+    stats: &mut LoopStats,
+    hart: u16,
+    i: u32,
+    count: u64,
+) {
+    stats.executions += 1;
+    let p = &mut h.pending[i as usize];
+    match p {
+        Some((c, r)) if *c == count => *r += 1,
+        _ => {
+            if let Some((c, r)) = p.replace((count, 1)) {
+                write_run(enc, stats, hart, i, c, r);
+            }
+        }
+    }
+}
+
+fn write_run<W: Write>(
+    enc: &mut Encoder<W>,
+    stats: &mut LoopStats,
+    hart: u16,
+    i: u32,
+    count: u64,
+    repeats: u64,
+) {
+    stats.runs += 1;
+    enc.writer.record(hart, KIND, u64::from(i));
+    enc.writer.record(hart, KIND, count);
+    enc.writer.record(hart, KIND, repeats);
+}
+
+/// The replay's side, for one hart: the plan read from the trace, and the
+/// outcome of each test at an aggregated site, from the counts.
+pub struct LoopDecoder {
+    hart: u16,
+    plan: Vec<(u64, bool)>,
+    sites: FxHashMap<u64, (u32, bool)>,
+    /// Per loop, the runs read and not yet used up.
+    queues: Vec<VecDeque<(u64, u64)>>,
+    /// The execution in progress: loop, its count, continues given so far.
+    open: Option<(u32, u64, u64)>,
+    /// The next branch is a bit whatever its site (the first after a trap).
+    raw_next: bool,
+    /// Outcomes given at aggregated sites (bits the trace does not hold).
+    tests: u64,
+}
+
+impl LoopDecoder {
+    /// The plan at the start of `hart`'s loop-runs stream, if the trace was
+    /// recorded with one (read when the reader has just been opened).
+    pub fn read_plan<R: Read>(
+        r: &mut TraceReader<R>,
+        hart: u16,
+    ) -> Result<Option<LoopDecoder>, TraceError> {
+        if r.peek_record(hart, KIND)?.is_none() {
+            return Ok(None);
+        }
+        let bad = |r: &TraceReader<R>, what: String| TraceError::Desync {
+            segment: r.segment(),
+            what: format!("hart {hart}'s aggregation plan: {what}"),
+        };
+        let next = |r: &mut TraceReader<R>| {
+            r.next_record(hart, KIND)?.ok_or(TraceError::Exhausted {
+                hart,
+                what: "the aggregation plan",
+            })
+        };
+        let version = next(r)?;
+        if version != PLAN_VERSION {
+            return Err(bad(
+                r,
+                format!("layout {version}, this retrace reads {PLAN_VERSION}; re-record the trace"),
+            ));
+        }
+        let n = next(r)?;
+        if n > MAX_SITES {
+            return Err(bad(r, format!("{n} aggregated loops")));
+        }
+        let mut plan = Vec::with_capacity(n as usize);
+        let mut prev = 0u64;
+        for k in 0..n {
+            let delta = next(r)?;
+            let cont = next(r)?;
+            let site = prev.checked_add(delta).filter(|_| k == 0 || delta > 0);
+            let (Some(site), 0 | 1) = (site, cont) else {
+                return Err(bad(
+                    r,
+                    format!("loop {k} is not a site after the previous one"),
+                ));
+            };
+            plan.push((site, cont == 1));
+            prev = site;
+        }
+        Ok(Some(LoopDecoder {
+            hart,
+            sites: site_map(&plan),
+            queues: vec![VecDeque::new(); plan.len()],
+            plan,
+            open: None,
+            raw_next: false,
+            tests: 0,
+        }))
+    }
+
+    /// The plan: each aggregated continue test and its continuing outcome,
+    /// by address.
+    pub fn plan(&self) -> &[(u64, bool)] {
+        &self.plan
+    }
+
+    /// Outcomes given at aggregated sites so far: branches the replay
+    /// walked that the trace holds no bits for.
+    pub fn tests(&self) -> u64 {
+        self.tests
+    }
+
+    /// The next conditional branch, at `site`: from the counts when the site
+    /// is aggregated, otherwise from the branch bits (and it ends the
+    /// execution in progress).
+    #[inline]
+    pub fn branch<R: Read>(
+        &mut self,
+        r: &mut TraceReader<R>,
+        site: u64,
+    ) -> Result<Option<bool>, TraceError> {
+        match self.sites.get(&site) {
+            Some(&(i, cont)) if !self.raw_next => self.test(r, i, cont).map(Some),
+            _ => {
+                self.raw_next = false;
+                self.end_open(r, "a branch elsewhere")?;
+                r.next_bit(self.hart)
+            }
+        }
+    }
+
+    fn test<R: Read>(
+        &mut self,
+        r: &mut TraceReader<R>,
+        i: u32,
+        cont: bool,
+    ) -> Result<bool, TraceError> {
+        if self.open.is_some_and(|(j, _, _)| j != i) {
+            self.end_open(r, "another aggregated loop")?;
+        }
+        let (j, count, done) = match self.open {
+            Some(o) => o,
+            None => (i, self.start(r, i)?, 0),
+        };
+        self.tests += 1;
+        if done < count {
+            self.open = Some((j, count, done + 1));
+            Ok(cont)
+        } else {
+            self.open = None;
+            Ok(!cont)
+        }
+    }
+
+    /// A new execution of loop `i`: its count, from the loop's runs (read
+    /// from the loaded segment first if it holds runs not yet read).
+    fn start<R: Read>(&mut self, r: &mut TraceReader<R>, i: u32) -> Result<u64, TraceError> {
+        while r.has_records(self.hart, KIND) {
+            let mut next = || {
+                r.next_record(self.hart, KIND)?
+                    .ok_or(TraceError::Exhausted {
+                        hart: self.hart,
+                        what: "a loop run",
+                    })
+            };
+            let (l, count, repeats) = (next()?, next()?, next()?);
+            let Some(q) = self.queues.get_mut(l as usize).filter(|_| repeats > 0) else {
+                return Err(TraceError::Desync {
+                    segment: r.segment(),
+                    what: format!(
+                        "a run of {repeats} executions of aggregated loop {l}, the plan has {}",
+                        self.plan.len()
+                    ),
+                });
+            };
+            q.push_back((count, repeats));
+        }
+        let q = &mut self.queues[i as usize];
+        let Some(front) = q.front_mut() else {
+            return Err(TraceError::Exhausted {
+                hart: self.hart,
+                what: "the trip count of an aggregated loop",
+            });
+        };
+        let count = front.0;
+        front.1 -= 1;
+        if front.1 == 0 {
+            q.pop_front();
+        }
+        Ok(count)
+    }
+
+    /// The execution in progress ends (before its exit outcome): it must
+    /// have given every continue its count holds.
+    fn end_open<R: Read>(
+        &mut self,
+        r: &TraceReader<R>,
+        why: &'static str,
+    ) -> Result<(), TraceError> {
+        match self.open.take() {
+            Some((i, count, done)) if done != count => Err(TraceError::Desync {
+                segment: r.segment(),
+                what: format!(
+                    "aggregated loop at {:#x} recorded {count} passes, the replay left it after {done} for {why}",
+                    self.plan[i as usize].0
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// A trap in the middle of a partial program: the execution in progress
+    /// ends, and the next branch is read as a bit.
+    pub fn trap<R: Read>(&mut self, r: &TraceReader<R>) -> Result<(), TraceError> {
+        self.raw_next = true;
+        self.end_open(r, "a trap")
+    }
+
+    /// The replay ended: every run recorded must have been used.
+    pub fn finish<R: Read>(&mut self, r: &TraceReader<R>) -> Result<(), TraceError> {
+        self.end_open(r, "the end of the run")?;
+        let left: u64 = self.queues.iter().flatten().map(|&(_, n)| n).sum();
+        if left > 0 {
+            return Err(TraceError::Desync {
+                segment: r.segment(),
+                what: format!(
+                    "the replay ended but hart {} has {left} executions of aggregated loops left unread",
+                    self.hart
+                ),
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,174 @@
+//! Aggregated loops in the recording protocol (`protocol::loops`): what
+//! the recorder counts at aggregated continue tests, the replay gets back
+//! outcome for outcome — the seed's ambiguous case (executions of 8, 8, 4)
+//! included, across segment boundaries, and with traps in the middle of an
+//! execution; and a trace recorded with a plan carries it.
+
+use proptest::prelude::*;
+use retrace_trace::protocol::loops::{LoopDecoder, LoopEncoder};
+use retrace_trace::protocol::{Encoder, HartDecoder};
+use retrace_trace::{Header, Totals, TraceReader, TraceWriter};
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    Branch(u64, bool),
+    Trap,
+}
+
+const LOOP_A: u64 = 0x100;
+const LOOP_B: u64 = 0x180;
+const OTHER: u64 = 0x200;
+/// Loop A continues when taken, loop B when not taken.
+const PLAN: [(u64, bool); 2] = [(LOOP_A, true), (LOOP_B, false)];
+
+/// One execution of an aggregated loop: `count` continues and the exit.
+fn execution(site: u64, count: u64) -> Vec<Ev> {
+    let cont = PLAN.iter().find(|p| p.0 == site).unwrap().1;
+    let mut v = vec![Ev::Branch(site, cont); count as usize];
+    v.push(Ev::Branch(site, !cont));
+    v
+}
+
+/// Record `events`, replay them; returns (bits written, loop stats runs).
+fn round_trip(events: &[Ev]) -> (u64, u64) {
+    let mut buf = Vec::new();
+    let w = TraceWriter::new(&mut buf, &Header::new(1, 64, 1)).unwrap();
+    let mut enc = Encoder::new(w, 1);
+    let mut loops = LoopEncoder::new(&mut enc, &PLAN);
+    for (n, e) in events.iter().enumerate() {
+        match *e {
+            Ev::Branch(site, taken) => loops.branch(&mut enc, 0, site, taken),
+            Ev::Trap => {
+                loops.trap(&mut enc, 0);
+                enc.trap(0, n as u64, 0x8000);
+            }
+        }
+    }
+    loops.finish(&mut enc);
+    let stats = loops.stats();
+    let bits = enc.branches();
+    enc.finish(Totals::default(), &[]).unwrap();
+
+    let mut r = TraceReader::new(&buf[..]).unwrap();
+    let mut dec = LoopDecoder::read_plan(&mut r, 0).unwrap().expect("a plan");
+    assert_eq!(dec.plan(), &PLAN);
+    let mut hd = HartDecoder::new(0);
+    for (n, e) in events.iter().enumerate() {
+        match *e {
+            Ev::Branch(site, taken) => {
+                assert_eq!(dec.branch(&mut r, site).unwrap(), Some(taken), "event {n}")
+            }
+            Ev::Trap => {
+                dec.trap(&r).unwrap();
+                assert_eq!(hd.next_trap(&r, n as u64).unwrap(), Some(n as u64));
+                hd.trap(&mut r).unwrap();
+            }
+        }
+    }
+    dec.finish(&r).unwrap();
+    r.finish().unwrap();
+    // Every branch is a bit or a test given from the counts.
+    let branches = events
+        .iter()
+        .filter(|e| matches!(e, Ev::Branch(..)))
+        .count() as u64;
+    assert_eq!(stats.tests + bits, branches);
+    assert_eq!(dec.tests(), stats.tests);
+    (bits, stats.runs)
+}
+
+#[test]
+fn executions_8_8_4_replay_exactly() {
+    // SEEDS.md: a shared de-duplicated stream writes [02,8],[02,4] and
+    // gives the second execution a count of 4. Per-loop runs: (8, ×2),
+    // (4, ×1), and every execution gets its own count back.
+    let mut ev = Vec::new();
+    for c in [8, 8, 4] {
+        ev.extend(execution(LOOP_A, c));
+        ev.push(Ev::Branch(OTHER, true));
+    }
+    let (bits, runs) = round_trip(&ev);
+    assert_eq!(bits, 3, "only the outer branch writes bits");
+    assert_eq!(runs, 2);
+}
+
+#[test]
+fn a_constant_count_is_one_run() {
+    let mut ev = Vec::new();
+    for _ in 0..1000 {
+        ev.extend(execution(LOOP_B, 16));
+        ev.push(Ev::Branch(OTHER, false));
+    }
+    assert_eq!(round_trip(&ev), (1000, 1));
+}
+
+#[test]
+fn runs_split_at_segment_boundaries() {
+    // More than a segment of bits (8 Mi) between executions whose counts
+    // change: each segment holds the runs of its own window.
+    let mut ev = Vec::new();
+    for i in 0..2_200u64 {
+        ev.extend(execution(LOOP_A, i % 3));
+        ev.extend(execution(LOOP_B, 5));
+        ev.extend(std::iter::repeat_n(Ev::Branch(OTHER, i % 2 == 0), 4000));
+    }
+    let (bits, _) = round_trip(&ev);
+    assert_eq!(bits, 2_200 * 4000);
+}
+
+#[test]
+fn a_trap_ends_an_execution_and_the_next_branch_is_a_bit() {
+    let mut ev = vec![
+        Ev::Branch(LOOP_A, true),
+        Ev::Branch(LOOP_A, true),
+        Ev::Trap,
+        // The handler's first branch, at an aggregated site: a bit.
+        Ev::Branch(LOOP_B, true),
+    ];
+    ev.extend(execution(LOOP_B, 3));
+    // Back in loop A after the handler returned: a new execution.
+    ev.extend(execution(LOOP_A, 1));
+    let (bits, _) = round_trip(&ev);
+    assert_eq!(bits, 1);
+}
+
+#[test]
+fn the_run_may_end_inside_an_execution() {
+    let mut ev = execution(LOOP_A, 2);
+    ev.extend([Ev::Branch(LOOP_A, true), Ev::Branch(LOOP_A, true)]);
+    assert_eq!(round_trip(&ev).0, 0);
+}
+
+#[test]
+fn a_trace_without_a_plan_has_none() {
+    let mut buf = Vec::new();
+    let w = TraceWriter::new(&mut buf, &Header::new(1, 64, 1)).unwrap();
+    let mut enc = Encoder::new(w, 1);
+    enc.branch(0, true);
+    enc.finish(Totals::default(), &[]).unwrap();
+    let mut r = TraceReader::new(&buf[..]).unwrap();
+    assert!(LoopDecoder::read_plan(&mut r, 0).unwrap().is_none());
+}
+
+fn event() -> impl Strategy<Value = Vec<Ev>> {
+    let one = prop_oneof![
+        (0u64..12).prop_map(|c| execution(LOOP_A, c)),
+        (0u64..12).prop_map(|c| execution(LOOP_B, c)),
+        (0u64..5).prop_map(|c| {
+            // An execution cut short by a trap.
+            let mut v = vec![Ev::Branch(LOOP_A, true); c as usize];
+            v.push(Ev::Trap);
+            v
+        }),
+        any::<bool>().prop_map(|b| vec![Ev::Branch(OTHER, b)]),
+        any::<bool>().prop_map(|b| vec![Ev::Branch(LOOP_B, b)]),
+    ];
+    prop::collection::vec(one, 0..60).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #[test]
+    fn any_sequence_round_trips(ev in event()) {
+        round_trip(&ev);
+    }
+}
