@@ -34,10 +34,12 @@
 //! the other still runs through it.
 //!
 //! Code written at run time changes the table ([`PpTable::patch`]): the PPs
-//! whose paths touch changed bytes are *retired* — their ids keep their old
-//! content forever (so memos keyed by id stay right), but no address leads
-//! to them any more — and the PPs built from then on get new ids. An
-//! address therefore maps to one PP at a time, not to one PP forever.
+//! whose paths touch changed bytes are *retired* — no address leads to them
+//! any more and they must not be walked again (their start, end and length
+//! stay, but their instructions read the new code) — and the PPs built from
+//! then on get new ids, so an id never stands for two contents and memos
+//! keyed by id stay right. An address therefore maps to one PP at a time,
+//! not to one PP forever.
 
 use crate::code::Code;
 use crate::error::{ProgramError, Warning};
@@ -636,8 +638,9 @@ impl PpTable {
         p.hi = hi;
     }
 
-    /// Whether `id` was retired by [`PpTable::patch`]: its content is what
-    /// the code held before, and no address leads to it any more.
+    /// Whether `id` was retired by [`PpTable::patch`]: no address leads to
+    /// it any more, and it must not be walked again (its instructions would
+    /// read the new code).
     #[inline]
     pub fn is_retired(&self, id: PpId) -> bool {
         self.pps[id.index()].retired
@@ -666,7 +669,17 @@ impl PpTable {
         let changed = |a: Addr| a.0 < hi && a.0.saturating_add(2) > lo;
         for id in 0..self.pps.len() {
             let p = self.pps[id];
-            if p.retired {
+            // Most partial programs have every successor, none retired.
+            let fixable = |s: Option<PpId>| s.is_none_or(|s| self.pps[s.index()].retired);
+            let work = match p.end {
+                End::Branch { taken, not_taken } => fixable(taken) || fixable(not_taken),
+                End::Call { target, ret } => fixable(target) || fixable(ret),
+                End::IndirectCall { ret } => fixable(ret),
+                End::Ecall { next } | End::Ebreak { next, .. } => fixable(next),
+                End::Jump { target } => fixable(Some(target)),
+                End::Return | End::IndirectJump | End::TrapReturn | End::Fault { .. } => false,
+            };
+            if p.retired || !work {
                 continue;
             }
             let Some(inst) = self.code.get(p.last) else {
