@@ -5,7 +5,8 @@
 //! data array, outside every ELF segment, and rewritten between calls; and
 //! a loop that patches its own first instruction without `fence.i` (the
 //! functional engine sees a store to decoded code at once, as the replay
-//! must too).
+//! must too); and a called function that rewrites the instruction its
+//! caller returns to.
 //!
 //! The programs are assembled here with retrace-isa's encoder into minimal
 //! ELF files, RV32 and RV64. One trial per row (`smc::NAME-rvXX::ROW`,
@@ -337,6 +338,40 @@ fn nofence(a: &mut Asm) {
         .exit();
 }
 
+/// A called function that rewrites, with `fence.i`, the instruction its
+/// caller returns to and one of its own that runs next (`addi` or `mul`,
+/// which take different times): the return point changes while it is on
+/// the replay's return stack.
+fn callee(a: &mut Asm) {
+    let one = a.w(Op::Addi, S1, S1, 0, 1);
+    let seven = a.w(Op::Mul, S1, S1, A3, 0);
+    a.i(Op::Addi, A3, 0, 0, 3)
+        .la(S2, "return-point")
+        .la(S3, "own")
+        .li(S4, one)
+        .li(T3, seven)
+        .i(Op::Addi, S0, 0, 0, 10)
+        .label("loop")
+        .jal(RA, "patcher")
+        .label("return-point")
+        .raw(one)
+        .i(Op::Addi, S0, S0, 0, -1)
+        .b(Op::Bne, S0, 0, "loop")
+        .exit()
+        .label("patcher")
+        .i(Op::Andi, T0, S0, 0, 1)
+        .i(Op::Addi, T1, S4, 0, 0)
+        .b(Op::Beq, T0, 0, "even")
+        .i(Op::Addi, T1, T3, 0, 0)
+        .label("even")
+        .i(Op::Sw, 0, S2, T1, 0)
+        .i(Op::Sw, 0, S3, T1, 0)
+        .fence_i()
+        .label("own")
+        .raw(one)
+        .i(Op::Jalr, 0, RA, 0, 0);
+}
+
 /// One program: its name and how it is written.
 struct Source {
     name: &'static str,
@@ -364,6 +399,10 @@ const SOURCES: &[Source] = &[
         name: "nofence",
         body: nofence,
     },
+    Source {
+        name: "callee",
+        body: callee,
+    },
 ];
 
 /// What each program computes, by the same arithmetic in Rust.
@@ -388,6 +427,10 @@ fn expected_exit(name: &str) -> u32 {
                 .map(|t| 1 + if t > 0 && (31 - t) % 2 == 1 { 5 } else { 0 })
                 .sum()
         }
+        // Twice per turn: times 3 after an odd s0, else plus 1.
+        "callee" => (1..=10u64)
+            .rev()
+            .fold(0, |s1, s0| if s0 % 2 == 1 { s1 * 9 } else { s1 + 2 }),
         _ => unreachable!(),
     };
     (v & 0xff) as u32
