@@ -634,6 +634,11 @@ impl Visit<PpTable> for Estimator {
         self.result.mispredicts += u64::from(end.mispredicted && len > 0);
         // The node graph: one visit per replayed partial program.
         if self.node == NO_NODE || self.nodes[self.node as usize].pp != pp {
+            // The walk went on elsewhere than the last edge named (the
+            // code changed under it): the pipeline state is that node's.
+            if self.node != NO_NODE {
+                self.sig = self.nodes[self.node as usize].sig;
+            }
             self.node = self.node_for(pp);
         }
         let node = self.node as usize;
@@ -693,6 +698,18 @@ impl Visit<PpTable> for Estimator {
         }
         self.sig = SignatureId::IDLE;
         self.node = NO_NODE;
+    }
+
+    fn cut(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        // The code changed under the partial program: what ran of it is
+        // timed, and the pipeline goes on from there (no cost of its own:
+        // the cycle-level engine sees nothing but the next instruction).
+        if executed > 0 && pp != crate::machine::INVALID {
+            self.prefix(table, pp, executed);
+        } else if self.node != NO_NODE {
+            self.sig = self.nodes[self.node as usize].sig;
+            self.node = NO_NODE;
+        }
     }
 }
 

@@ -5,7 +5,8 @@
 //! plain `ebreak` (trap entries) and `mret`/`sret` read a target from the
 //! indirect stream; returns consult the escape stream; semihosting
 //! `ebreak`s continue after themselves. Traps in the middle of a partial
-//! program come from the traps stream. How a target or an escape is spelled
+//! program come from the traps stream, and code written at run time from
+//! the code stream (the table takes it in: [`PpTable::patch`]). How a target or an escape is spelled
 //! in the streams is the recording protocol, read through
 //! [`retrace_trace::protocol::HartDecoder`] — the module the recorder writes
 //! through.
@@ -94,10 +95,21 @@ impl Graph for PpTable {
         if id == INVALID {
             return u64::MAX;
         }
+        let pp = self.get(id);
+        if k >= pp.len {
+            return match pp.end {
+                End::Fault { at } => at.get(),
+                _ => u64::MAX,
+            };
+        }
         self.insts(id)
             .nth(k as usize)
             .map(|(pc, _)| pc.get())
             .unwrap_or(u64::MAX)
+    }
+
+    fn patch(&mut self, addr: u64, bytes: &[u8]) {
+        PpTable::patch(self, Addr(addr), bytes);
     }
 
     fn unexecutable(&self) -> PpId {
@@ -212,6 +224,13 @@ fn replay_error(e: TraceError) -> ReplayError {
                 "a trap was recorded after {recorded} instructions, the replay has executed {executed}"
             ),
         },
+        TraceError::CodeBehind {
+            recorded, executed, ..
+        } => ReplayError::Totals {
+            what: format!(
+                "code was recorded after {recorded} instructions, the replay has executed {executed}"
+            ),
+        },
         e => ReplayError::Trace(e),
     }
 }
@@ -246,5 +265,29 @@ impl<R: Read> History for TraceHistory<R> {
 
     fn trap(&mut self) -> Result<u64, ReplayError> {
         self.decoder.trap(&mut self.reader).map_err(replay_error)
+    }
+
+    #[inline(always)]
+    fn next_code(&mut self, executed: u64) -> Result<Option<u64>, ReplayError> {
+        // Asked at every partial program: the common answer without a call.
+        if !self.decoder.code_recorded(&self.reader) {
+            return Ok(None);
+        }
+        self.next_code_recorded(executed)
+    }
+
+    fn code(&mut self) -> Result<(u64, Vec<u8>), ReplayError> {
+        self.decoder.code(&mut self.reader).map_err(replay_error)
+    }
+}
+
+impl<R: Read> TraceHistory<R> {
+    /// [`History::next_code`] when the loaded segment holds code events.
+    #[cold]
+    #[inline(never)]
+    fn next_code_recorded(&mut self, executed: u64) -> Result<Option<u64>, ReplayError> {
+        self.decoder
+            .next_code(&self.reader, executed)
+            .map_err(replay_error)
     }
 }

@@ -214,4 +214,9 @@ impl Visit<PpTable> for Profiler<'_> {
         self.estimator.trap(table, pp, executed);
         self.function_of(table, pp);
     }
+
+    fn cut(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        self.estimator.cut(table, pp, executed);
+        self.function_of(table, pp);
+    }
 }

@@ -130,6 +130,11 @@ impl Visit<PpTable> for Fan {
             e.trap(table, pp, executed);
         }
     }
+    fn cut(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        for e in &mut self.0 {
+            e.cut(table, pp, executed);
+        }
+    }
 }
 
 /// Estimate `cores` from one trace. The cores are split over the machine's
@@ -279,11 +284,14 @@ impl Visit<PpTable> for PcHasher {
         if pp == crate::machine::INVALID {
             return;
         }
-        for (pc, _) in table.insts(pp).take(executed as usize) {
-            self.0.push(pc.get());
+        for (pc, inst) in table.insts(pp).take(executed as usize) {
+            self.0.push(pc.get(), inst.raw);
         }
     }
     fn trap(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        self.last(table, pp, executed);
+    }
+    fn cut(&mut self, table: &PpTable, pp: PpId, executed: u32) {
         self.last(table, pp, executed);
     }
 }

@@ -18,8 +18,10 @@
 //! ends before the branch bit or indirect record that its windows (32 bits,
 //! 16 record bytes) do not hold, before a return below its own calls, before
 //! an escape or a new indirect target, before a partial program that a trap
-//! cuts (or that a trap follows), and before the run's last partial program
-//! — all of which the step-by-step walker then handles. The key does not
+//! or a code event cuts (or that one follows), and before the run's last
+//! partial program — all of which the step-by-step walker then handles. A
+//! code event changes the graph the stretches ran through: the memo is
+//! emptied at each one. The key does not
 //! hold the traps stream: a stretch is replayed only when no trap is due
 //! before its end, and then the stream plays no part in it. The windows
 //! never reach past the loaded trace segment; because a segment closes only
@@ -232,7 +234,13 @@ pub(crate) fn walk_spans<R: Read>(
     limit: u64,
 ) -> Result<WalkStats, ReplayError> {
     let mut w = Walker::new(entry, limit);
+    let mut epoch = 0;
     loop {
+        if w.code_epoch != epoch {
+            // Stretches recorded before ran through code that has changed.
+            epoch = w.code_epoch;
+            spans.memo.clear();
+        }
         if let Some((node, pp)) = est.current_node() {
             let window = if pp == w.cur {
                 spans.window(node, est.node_count())
@@ -245,7 +253,10 @@ pub(crate) fn walk_spans<R: Read>(
                 }
                 if spans.memo.len() < MAX_SPANS {
                     match record_span(spans, &mut w, table, history, est, node, window)? {
-                        Recorded::Finished => return Ok(w.stats()),
+                        Recorded::Finished => {
+                            w.finish_code(table, history)?;
+                            return Ok(w.stats());
+                        }
                         Recorded::Stepped => continue,
                         Recorded::Nothing => {}
                     }
@@ -253,6 +264,7 @@ pub(crate) fn walk_spans<R: Read>(
             }
         }
         if w.step(table, history, est)? {
+            w.finish_code(table, history)?;
             return Ok(w.stats());
         }
     }
@@ -290,6 +302,13 @@ fn replay_span<R: Read>(
     match history.next_trap(w.stats.instructions) {
         Ok(None) => {}
         Ok(Some(at)) if at >= w.stats.instructions + s.delta.instructions => {}
+        _ => return false,
+    }
+    // Nor a code event, up to its end included (the walker applies one at
+    // a partial program's start, before its successor is executed).
+    match history.next_code(w.stats.instructions) {
+        Ok(None) => {}
+        Ok(Some(at)) if at > w.stats.instructions + s.delta.instructions => {}
         _ => return false,
     }
     if s.delta.instructions >= room || s.returns > escapes {
@@ -361,6 +380,9 @@ fn record_span<R: Read>(
         if done + u64::from(len) >= w.limit
             || history
                 .next_trap(done)?
+                .is_some_and(|at| at <= done + u64::from(len))
+            || history
+                .next_code(done)?
                 .is_some_and(|at| at <= done + u64::from(len))
         {
             break;

@@ -81,8 +81,15 @@ pub trait Graph {
     /// A dense index for `id` (`usize::MAX` for ids that are not in the
     /// graph), so the walker can cache exits in a vector.
     fn index(&self, id: Self::Id) -> usize;
-    /// Address of the `k`-th instruction (0-based) on `id`'s path.
+    /// Address of the `k`-th instruction (0-based) on `id`'s path; for `k`
+    /// = its length, where a path that cannot end would have gone on (the
+    /// instruction that cannot execute).
     fn pc_at(&self, id: Self::Id, k: u32) -> u64;
+    /// The code now holds `bytes` at `addr` (a code event): change the
+    /// graph accordingly. Ids of unchanged partial programs stay valid;
+    /// the others must be looked up again by address ([`Graph::resolve`]).
+    /// A graph without code (the seed's) ignores it.
+    fn patch(&mut self, _addr: u64, _bytes: &[u8]) {}
 }
 
 /// Where the walker's history comes from.
@@ -102,6 +109,14 @@ pub trait History {
     /// Take the trap [`History::next_trap`] announced: its handler's
     /// address.
     fn trap(&mut self) -> Result<u64, ReplayError>;
+    /// The instruction count at which the next code event takes effect,
+    /// the walk having executed `executed` instructions; `None` when none
+    /// is due before the next branch bit (as [`History::next_trap`]).
+    /// (No default: a history that wraps another must pass code events on.)
+    fn next_code(&mut self, executed: u64) -> Result<Option<u64>, ReplayError>;
+    /// Take the code event [`History::next_code`] announced: the address
+    /// and the bytes memory holds there from then on.
+    fn code(&mut self) -> Result<(u64, Vec<u8>), ReplayError>;
 }
 
 /// How a partial program was left.
@@ -134,6 +149,11 @@ pub trait Visit<G: Graph> {
     /// [`Graph::unexecutable`]); the walk continues at the handler, the
     /// next partial program visited.
     fn trap(&mut self, graph: &G, pp: G::Id, executed: u32);
+    /// The code changed under `pp` after `executed` of its instructions
+    /// (all of them when its end could not execute): they ran, and the walk
+    /// goes on at the next pc in the changed code, with nothing in between
+    /// (no end outcome, no trap).
+    fn cut(&mut self, graph: &G, pp: G::Id, executed: u32);
 }
 
 /// Why a replay failed.
@@ -214,6 +234,7 @@ pub fn walk<G: Graph, H: History, V: Visit<G>>(
 ) -> Result<WalkStats, ReplayError> {
     let mut walker = Walker::new(entry, instructions);
     while !walker.step(graph, history, visit)? {}
+    walker.finish_code(graph, history)?;
     Ok(walker.stats())
 }
 
@@ -240,6 +261,25 @@ pub struct Walker<Id> {
     /// by address: a function pointer or a dispatch table repeats its
     /// targets, and this spares the graph's lookup.
     targets: Vec<Option<(u64, Id)>>,
+    /// Code events applied: what memoised stretches of the walk
+    /// (`crate::span`) compare to know theirs still hold.
+    pub(crate) code_epoch: u64,
+    /// Where the walk would be, had the graph code there: the current
+    /// partial program is [`Graph::unexecutable`], reached after `at`
+    /// instructions (a code event due then may make it code).
+    lost: Option<Lost<Id>>,
+}
+
+/// How the walk reached [`Graph::unexecutable`], to find its way again
+/// after a code event at the same count.
+#[derive(Clone, Copy, Debug)]
+struct Lost<Id> {
+    /// The walk's instruction count then.
+    at: u64,
+    /// The target address, when the walk had it (an indirect target).
+    addr: Option<u64>,
+    /// Else the partial program left, and how (a static successor).
+    from: Option<(Id, Leave)>,
 }
 
 impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
@@ -254,6 +294,8 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
             limit: instructions,
             cache: Vec::new(),
             targets: vec![None; TARGET_SLOTS],
+            code_epoch: 0,
+            lost: None,
         }
     }
 
@@ -325,11 +367,120 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
                 let now = self.stats.instructions;
                 if last || history.next_trap(now)? == Some(now) {
                     Ok(graph.unexecutable())
+                } else if history.next_code(now)? == Some(now) {
+                    // Code the run placed there is recorded next.
+                    self.lost = Some(Lost {
+                        at: now,
+                        addr: Some(addr),
+                        from: None,
+                    });
+                    Ok(graph.unexecutable())
                 } else {
                     Err(e)
                 }
             }
         }
+    }
+
+    /// Take the code event due now: the graph takes in the new bytes, and
+    /// every partial program the walk holds (the current one, the return
+    /// points) is looked up again by its address.
+    #[cold]
+    #[inline(never)]
+    fn apply_code<G: Graph<Id = Id>, H: History>(
+        &mut self,
+        graph: &mut G,
+        history: &mut H,
+    ) -> Result<(), ReplayError> {
+        let (addr, bytes) = history.code()?;
+        graph.patch(addr, &bytes);
+        self.code_epoch += 1;
+        self.cache.clear();
+        self.targets.iter_mut().for_each(|t| *t = None);
+        let none = graph.unexecutable();
+        for i in 0..self.stack.len() {
+            let e = self.stack.as_slice()[i];
+            if e != none {
+                self.stack.as_mut_slice()[i] = graph.resolve(graph.start(e)).unwrap_or(none);
+            }
+        }
+        let now = self.stats.instructions;
+        self.cur = if self.cur != none {
+            graph.resolve(graph.start(self.cur)).unwrap_or(none)
+        } else {
+            match self.lost {
+                Some(Lost {
+                    at, addr: Some(a), ..
+                }) if at == now => graph.resolve(a).unwrap_or(none),
+                Some(Lost {
+                    at,
+                    from: Some((from, how)),
+                    ..
+                }) if at == now => match (graph.exit(from), how) {
+                    (Ok(Exit::Branch { taken, not_taken }), Leave::Branch(b)) => {
+                        if b {
+                            taken
+                        } else {
+                            not_taken
+                        }
+                    }
+                    (Ok(Exit::Call { target, .. }), Leave::Call) => target,
+                    (Ok(Exit::Continue(next)), Leave::Continue) => next,
+                    _ => none,
+                },
+                _ => none,
+            }
+        };
+        Ok(())
+    }
+
+    /// A code event due after `k` (> 0) instructions of the current
+    /// partial program: they execute, the code changes, and the walk goes
+    /// on at the next pc. Returns `true` when the walk has ended there.
+    fn cut_for_code<G: Graph<Id = Id>, H: History, V: Visit<G>>(
+        &mut self,
+        graph: &mut G,
+        history: &mut H,
+        visit: &mut V,
+        k: u32,
+    ) -> Result<bool, ReplayError> {
+        let cur = self.cur;
+        // Read before the code changes.
+        let next_pc = graph.pc_at(cur, k);
+        let st = &mut self.stats;
+        st.pps += 1;
+        st.instructions += u64::from(k);
+        st.last_pc = graph.pc_at(cur, k - 1);
+        visit.cut(graph, cur, k);
+        let now = self.stats.instructions;
+        self.cur = graph.unexecutable();
+        self.lost = Some(Lost {
+            at: now,
+            addr: Some(next_pc),
+            from: None,
+        });
+        self.apply_code(graph, history)?;
+        if now == self.limit {
+            self.finish_code(graph, history)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Take the code events recorded at the walk's end (the run decoded
+    /// code, then stopped before running it).
+    pub(crate) fn finish_code<G: Graph<Id = Id>, H: History>(
+        &mut self,
+        graph: &mut G,
+        history: &mut H,
+    ) -> Result<(), ReplayError> {
+        while let Some(at) = history.next_code(self.stats.instructions)? {
+            if at > self.limit {
+                break;
+            }
+            self.apply_code(graph, history)?;
+        }
+        Ok(())
     }
 
     /// Whether the partial program `cur` cannot execute its end: its path
@@ -384,6 +535,22 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
         let cur = self.cur;
         let (cached, len) = self.len_of(graph, cur);
         let len64 = u64::from(len);
+        // Code that changes before this partial program or inside it (a
+        // trap due earlier comes first): apply it there.
+        if let Some(at) = history.next_code(self.stats.instructions)? {
+            let done = self.stats.instructions;
+            if at <= done + len64 && at <= self.limit {
+                let trap_first = history.next_trap(done)?.is_some_and(|t| t < at);
+                let k = (at - done) as u32;
+                if !trap_first && k == 0 {
+                    self.apply_code(graph, history)?;
+                    return Ok(false);
+                }
+                if !trap_first && (k < len || self.cannot_end(graph, cur, cached)) {
+                    return self.cut_for_code(graph, history, visit, k);
+                }
+            }
+        }
         // A trap inside this partial program (or before it, or right after
         // a path that cannot end): execute up to it, go to the handler.
         if let Some(at) = history.next_trap(self.stats.instructions)? {
@@ -481,6 +648,14 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
                 return Ok(true);
             }
         };
+        if next == graph.unexecutable() && !matches!(self.lost, Some(l) if l.at == instructions) {
+            // Remember the way, should code come there (a code event).
+            self.lost = Some(Lost {
+                at: instructions,
+                addr: None,
+                from: Some((cur, how)),
+            });
+        }
         if final_pp {
             // Its end executed like any other (a branch to code that cannot
             // execute is still taken, and costs what it costs), and nothing
@@ -587,6 +762,12 @@ mod seed_tests {
         fn trap(&mut self) -> Result<u64, ReplayError> {
             unreachable!("the seed's histories have no traps")
         }
+        fn next_code(&mut self, _: u64) -> Result<Option<u64>, ReplayError> {
+            Ok(None)
+        }
+        fn code(&mut self) -> Result<(u64, Vec<u8>), ReplayError> {
+            unreachable!("the seed's histories have no code events")
+        }
     }
 
     /// Sums symbolic times: the estimate as a string of terms.
@@ -600,6 +781,9 @@ mod seed_tests {
         }
         fn trap(&mut self, _: &SeedTable, _: usize, _: u32) {
             unreachable!("the seed's histories have no traps")
+        }
+        fn cut(&mut self, _: &SeedTable, _: usize, _: u32) {
+            unreachable!("the seed's histories have no code events")
         }
     }
 

@@ -122,6 +122,19 @@ impl<T: Copy> ReturnStack<T> {
         &self.buf[self.base..]
     }
 
+    /// The entries, bottom first, to rewrite in place (the replay re-points
+    /// return points at partial programs rebuilt after code changed).
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        &mut self.buf[self.base..]
+    }
+
+    /// Keep only the `n` bottom entries (no-op when `n >= len`); unlike
+    /// dropping at the bound, this is not counted in [`ReturnStack::dropped`].
+    pub fn truncate(&mut self, n: usize) {
+        self.buf.truncate(self.base + n);
+    }
+
     /// Push `x`, dropping the bottom entry first if the stack is full.
     #[inline]
     pub fn push(&mut self, x: T) {

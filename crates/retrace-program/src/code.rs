@@ -12,6 +12,11 @@
 //! Regions come from the ELF's executable sections; a file without section
 //! headers falls back to its executable segments. The view also keeps a copy
 //! of every loaded segment so that read-only data (jump tables) can be read.
+//!
+//! Code the program writes or places at run time (a function copied into
+//! RAM, an instruction patched in place) enters the view through
+//! [`Code::patch`], which adds or rewrites regions and forgets the
+//! decodings of the bytes it changed.
 
 use crate::error::{ProgramError, Warning};
 use crate::{Addr, Elf};
@@ -287,6 +292,92 @@ impl Code {
             }
         }
         None
+    }
+
+    /// The code byte at `a`, if `a` lies in an executable region.
+    fn byte(&self, a: u64) -> Option<u8> {
+        let r = &self.regions[self.region(Addr(a))?];
+        r.bytes.get((a - r.base) as usize).copied()
+    }
+
+    /// Whether the view holds exactly `bytes` at `addr`: every byte code,
+    /// and equal. What a recorder asks of each block the machine is about
+    /// to execute.
+    pub fn holds(&self, addr: Addr, bytes: &[u8]) -> bool {
+        if let Some(i) = self.region(addr) {
+            let r = &self.regions[i];
+            let off = (addr.0 - r.base) as usize;
+            if let Some(have) = r.bytes.get(off..off.saturating_add(bytes.len())) {
+                return have == bytes;
+            }
+        }
+        self.differs(addr, bytes).is_none()
+    }
+
+    /// The part of `bytes` at `addr` the view does not hold (not code, or
+    /// other bytes): the offsets of its first differing byte and one past
+    /// its last; `None` when it holds them all.
+    pub fn differs(&self, addr: Addr, bytes: &[u8]) -> Option<(usize, usize)> {
+        let mut first = None;
+        let mut end = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            if self.byte(addr.0.wrapping_add(i as u64)) != Some(b) {
+                first.get_or_insert(i);
+                end = i + 1;
+            }
+        }
+        first.map(|f| (f, end))
+    }
+
+    /// Make the view hold `bytes` at `addr` as code: rewrite the regions
+    /// they overlap, add what no region covered (merged with the regions it
+    /// touches, so an instruction may span the seam), and forget every
+    /// decoding that covers a changed byte. Returns the changed addresses,
+    /// `[lo, hi)`, or `None` when the view held the bytes already. An odd
+    /// `addr` drops the first byte (regions start at even addresses).
+    pub fn patch(&mut self, addr: Addr, bytes: &[u8]) -> Option<(Addr, Addr)> {
+        let (mut a, mut bytes) = (addr.0, bytes);
+        if a & 1 == 1 && !bytes.is_empty() {
+            a += 1;
+            bytes = &bytes[1..];
+        }
+        let end = a.checked_add(bytes.len() as u64)?;
+        let (first, last) = self.differs(Addr(a), bytes)?;
+        let (lo, hi) = (a + first as u64, a + last as u64);
+        // The regions that overlap or touch [a, end), merged with the new
+        // bytes into one.
+        let from = self
+            .regions
+            .partition_point(|r| r.base + (r.bytes.len() as u64) < a);
+        let to = self.regions.partition_point(|r| r.base <= end);
+        let merged = &self.regions[from..to.max(from)];
+        let base = merged.first().map_or(a, |r| r.base.min(a));
+        let top = merged
+            .last()
+            .map_or(end, |r| (r.base + r.bytes.len() as u64).max(end));
+        let mut region = Region {
+            base,
+            bytes: vec![0; (top - base) as usize],
+            slots: vec![Slot::Unknown; ((top - base) as usize).div_ceil(2)],
+        };
+        for r in merged {
+            let off = (r.base - base) as usize;
+            region.bytes[off..off + r.bytes.len()].copy_from_slice(&r.bytes);
+            let s = off / 2;
+            let n = r.slots.len().min(region.slots.len() - s);
+            region.slots[s..s + n].copy_from_slice(&r.slots[..n]);
+        }
+        let off = (a - base) as usize;
+        region.bytes[off..off + bytes.len()].copy_from_slice(bytes);
+        // A decoding at slot k covers up to 4 bytes from base + 2k.
+        for (k, slot) in region.slots.iter_mut().enumerate() {
+            let at = base + 2 * k as u64;
+            if at < hi && at + 4 > lo {
+                *slot = Slot::Unknown;
+            }
+        }
+        self.regions.splice(from..to.max(from), [region]);
+        Some((Addr(lo), Addr(hi)))
     }
 
     /// Takes the warnings found while decoding (instructions overlapping

@@ -32,6 +32,14 @@
 //! every PP reachable from it that did not exist yet. PPs may overlap: a
 //! start point in the middle of another PP's path starts its own PP while
 //! the other still runs through it.
+//!
+//! Code written at run time changes the table ([`PpTable::patch`]): the PPs
+//! whose paths touch changed bytes are *retired* — no address leads to them
+//! any more and they must not be walked again (their start, end and length
+//! stay, but their instructions read the new code) — and the PPs built from
+//! then on get new ids, so an id never stands for two contents and memos
+//! keyed by id stay right. An address therefore maps to one PP at a time,
+//! not to one PP forever.
 
 use crate::code::Code;
 use crate::error::{ProgramError, Warning};
@@ -332,6 +340,12 @@ pub struct PartialProgram {
     pub dynamic: bool,
     first_run: u32,
     n_runs: u32,
+    /// The addresses the PP's content was read from, `[lo, hi)`: its path,
+    /// the words around an `ebreak` end, an unexecutable next instruction.
+    lo: u64,
+    hi: u64,
+    /// Replaced after the code under it changed ([`PpTable::patch`]).
+    retired: bool,
 }
 
 /// Partial programs by start address. Fx hashing: the keys are program
@@ -492,6 +506,9 @@ impl PpTable {
             dynamic: self.sealed,
             first_run: 0,
             n_runs: 0,
+            lo: start.0,
+            hi: start.0,
+            retired: false,
         });
         self.index.insert(start, id);
         self.pending.push(id);
@@ -536,6 +553,7 @@ impl PpTable {
         let mut pc = start;
         let mut prev = start;
         let mut len = 0u32;
+        let (mut lo, mut hi) = (start.0, start.0);
         let end = loop {
             let inst = match self.code.decode_at(pc) {
                 Ok(i) => i,
@@ -543,9 +561,11 @@ impl PpTable {
                     // Only reachable after the first instruction: `intern`
                     // decoded the start already.
                     self.warn_target(prev, pc, error);
+                    (lo, hi) = (lo.min(pc.0), hi.max(pc.0.saturating_add(4)));
                     break End::Fault { at: pc };
                 }
             };
+            (lo, hi) = (lo.min(pc.0), hi.max(pc.0 + u64::from(inst.len)));
             run.count += 1;
             len += 1;
             prev = pc;
@@ -596,6 +616,8 @@ impl PpTable {
                     break End::Ecall { next };
                 }
                 Flow::Ebreak => {
+                    // The semihosting test reads the words around it.
+                    (lo, hi) = (lo.min(pc.0.saturating_sub(4)), hi.max(pc.0 + 8));
                     let semihosting = self.code.is_semihost_ebreak(pc);
                     let next = self.successor(pc, next, StartKind::FallThrough, !semihosting);
                     break End::Ebreak { semihosting, next };
@@ -612,6 +634,101 @@ impl PpTable {
         p.len = len;
         p.first_run = first_run;
         p.n_runs = n_runs;
+        p.lo = lo;
+        p.hi = hi;
+    }
+
+    /// Whether `id` was retired by [`PpTable::patch`]: no address leads to
+    /// it any more, and it must not be walked again (its instructions would
+    /// read the new code).
+    #[inline]
+    pub fn is_retired(&self, id: PpId) -> bool {
+        self.pps[id.index()].retired
+    }
+
+    /// The code now holds `bytes` at `addr` (the run wrote or placed them
+    /// there). Every PP whose content was read from a changed byte is
+    /// retired; every other PP whose successor was retired, or could not be
+    /// executed before and may be now, is pointed at the PP that starts
+    /// there now — new ones get new ids. Returns the changed addresses
+    /// `[lo, hi)`, `None` when the code held the bytes already.
+    pub fn patch(&mut self, addr: Addr, bytes: &[u8]) -> Option<(Addr, Addr)> {
+        let (lo, hi) = self.code.patch(addr, bytes)?;
+        let (lo, hi) = (lo.0, hi.0);
+        for id in 0..self.pps.len() {
+            let p = &mut self.pps[id];
+            if !p.retired && p.lo < hi && lo < p.hi.max(p.lo + 1) {
+                p.retired = true;
+                if self.index.get(&p.start) == Some(&PpId(id as u32)) {
+                    self.index.remove(&p.start);
+                }
+            }
+        }
+        // An unexecutable successor may have become code: an instruction
+        // there, or one that starts 2 bytes before and spans into it.
+        let changed = |a: Addr| a.0 < hi && a.0.saturating_add(2) > lo;
+        for id in 0..self.pps.len() {
+            let p = self.pps[id];
+            // Most partial programs have every successor, none retired.
+            let fixable = |s: Option<PpId>| s.is_none_or(|s| self.pps[s.index()].retired);
+            let work = match p.end {
+                End::Branch { taken, not_taken } => fixable(taken) || fixable(not_taken),
+                End::Call { target, ret } => fixable(target) || fixable(ret),
+                End::IndirectCall { ret } => fixable(ret),
+                End::Ecall { next } | End::Ebreak { next, .. } => fixable(next),
+                End::Jump { target } => fixable(Some(target)),
+                End::Return | End::IndirectJump | End::TrapReturn | End::Fault { .. } => false,
+            };
+            if p.retired || !work {
+                continue;
+            }
+            let Some(inst) = self.code.get(p.last) else {
+                continue;
+            };
+            let next = self.mask(inst.fallthrough(p.last.0));
+            let target = inst.direct_target(p.last.0).map(|t| self.mask(t));
+            let fix = |t: &mut Self, slot: Option<PpId>, to: Option<Addr>, kind| match slot {
+                Some(s) if !t.pps[s.index()].retired => slot,
+                Some(s) => t.successor(p.last, t.pps[s.index()].start, kind, true),
+                None => match to {
+                    Some(to) if changed(to) => t.successor(p.last, to, kind, true),
+                    _ => None,
+                },
+            };
+            let end = match p.end {
+                End::Branch { taken, not_taken } => End::Branch {
+                    taken: fix(self, taken, target, StartKind::Taken),
+                    not_taken: fix(self, not_taken, Some(next), StartKind::FallThrough),
+                },
+                End::Call { target: t, ret } => End::Call {
+                    target: fix(self, t, target, StartKind::FunctionEntry),
+                    ret: fix(self, ret, Some(next), StartKind::ReturnPoint),
+                },
+                End::IndirectCall { ret } => End::IndirectCall {
+                    ret: fix(self, ret, Some(next), StartKind::ReturnPoint),
+                },
+                End::Ecall { next: n } => End::Ecall {
+                    next: fix(self, n, Some(next), StartKind::FallThrough),
+                },
+                End::Ebreak {
+                    semihosting,
+                    next: n,
+                } => End::Ebreak {
+                    semihosting,
+                    next: fix(self, n, Some(next), StartKind::FallThrough),
+                },
+                End::Jump { target: t } => match fix(self, Some(t), None, StartKind::Taken) {
+                    Some(t) => End::Jump { target: t },
+                    None => End::Fault {
+                        at: self.pps[t.index()].start,
+                    },
+                },
+                e => e,
+            };
+            self.pps[id].end = end;
+        }
+        self.drain();
+        Some((Addr(lo), Addr(hi)))
     }
 
     /// Whether `t` is the address of an instruction on the path being

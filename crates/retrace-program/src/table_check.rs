@@ -26,6 +26,12 @@
 //! only if something executes there: when a trap comes first — the fetch
 //! faulted, as the table predicted — it is not.
 //!
+//! Code the run writes or places at run time comes in through
+//! [`Checker::code`], as the engine decodes it: the table takes in what its
+//! code does not hold ([`PpTable::patch`]), and the checker continues on the
+//! new table from where it is — as the replay cuts the partial program it
+//! is in at a recorded code event and goes on at the same pc.
+//!
 //! The checker does not run programs itself (this crate executes
 //! nothing); the CLI's `retrace pp --check` connects it to the functional
 //! simulator.
@@ -116,6 +122,9 @@ pub struct CheckReport {
     pub return_escapes: u64,
     /// Traps taken (execution continued at the trap handler).
     pub traps: u64,
+    /// Code events: blocks the run executed that the table's code did not
+    /// hold (code copied into RAM, patched, built in a data array).
+    pub code_changes: u64,
     /// Number of mismatches.
     pub mismatches: u64,
     /// The first mismatches, for the report.
@@ -354,6 +363,69 @@ impl<'t> Checker<'t> {
     /// does, would put the checker ahead of the instruction still to come.
     pub fn call_trap(&mut self) {
         self.report.traps += 1;
+    }
+
+    /// The run is about to execute the block of `len` bytes at `pc`, just
+    /// decoded; `window` is the memory around it from `base`. If the
+    /// table's code does not hold the block, it takes in the window's
+    /// differing bytes, and the checker goes on at the same place in the
+    /// new table (return points re-resolved too).
+    pub fn code(&mut self, pc: u64, len: u64, base: u64, window: &[u8]) {
+        let off = (pc.wrapping_sub(base)) as usize;
+        let Some(block) = window.get(off..off.saturating_add(len as usize)) else {
+            return;
+        };
+        if self.table.code().holds(Addr(pc), block) {
+            return;
+        }
+        let Some((lo, hi)) = self.table.code().differs(Addr(base), window) else {
+            return;
+        };
+        let (lo, hi) = (lo & !1, ((hi + 1) & !1).min(window.len()));
+        if self
+            .table
+            .patch(Addr(base + lo as u64), &window[lo..hi])
+            .is_none()
+        {
+            return;
+        }
+        self.report.code_changes += 1;
+        for i in 0..self.stack.len() {
+            let r = self.stack.as_slice()[i];
+            if self.table.is_retired(r) {
+                let start = self.table.get(r).start;
+                match self.table.ensure(start) {
+                    Ok(id) => self.stack.as_mut_slice()[i] = id,
+                    Err(_) => {
+                        self.stack.truncate(i);
+                        break;
+                    }
+                }
+            }
+        }
+        if self.cur.is_none() && self.pending.is_some() {
+            // Execution went where the table had no code, and the run is
+            // about to execute the code it placed there.
+            if let Ok(id) = self.table.ensure(Addr(pc)) {
+                self.pending = None;
+                self.cur = Some(self.enter(id));
+            }
+        } else if let Some(c) = self.cur {
+            // As the replay: the partial program is cut here and a new one
+            // starts at the next pc (not counted as a new execution).
+            self.cur = match self.table.ensure(c.pc) {
+                Ok(id) => {
+                    if id.index() >= self.seen.len() {
+                        self.seen.resize(id.index() + 1, false);
+                    }
+                    Some(Cursor::new(self.table, id))
+                }
+                Err(error) => {
+                    self.pending = Some(Mismatch::Unresolvable { to: c.pc, error });
+                    None
+                }
+            };
+        }
     }
 
     /// Finishes the check. A target the table could not follow, with

@@ -3,7 +3,7 @@
 //! and a run followed along the partial-program table ([`check_table`],
 //! `retrace pp --check`).
 
-use crate::observer::{Observer, Retired, TrapEvent};
+use crate::observer::{CodeEvent, Observer, Retired, TrapEvent};
 use crate::{Console, HostConfig, LoadError, Machine, MachineConfig, RunResult};
 use retrace_program::{CheckReport, Checker, PpTable};
 use retrace_trace::PcSequence;
@@ -15,7 +15,7 @@ pub struct PcSequenceObserver(pub PcSequence);
 impl Observer for PcSequenceObserver {
     #[inline]
     fn retire(&mut self, ev: &Retired<'_>) {
-        self.0.push(ev.pc);
+        self.0.push(ev.pc, ev.inst.raw);
     }
 }
 
@@ -51,6 +51,12 @@ impl Observer for CheckObserver<'_, '_> {
                 Some(h) => self.checker.trap(h),
                 None => {}
             }
+        }
+    }
+    const CODE: bool = true;
+    fn code(&mut self, ev: &CodeEvent<'_>) {
+        if ev.hart == 0 {
+            self.checker.code(ev.pc, ev.len, ev.base, ev.window);
         }
     }
 }

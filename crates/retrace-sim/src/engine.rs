@@ -692,7 +692,12 @@ impl Machine {
             let id = match self.cache.lookup(pc) {
                 Some(id) => id,
                 None => match self.cache.build(pc, &mut self.memory, xlen) {
-                    Ok(id) => id,
+                    Ok(id) => {
+                        if O::ENABLED && O::CODE {
+                            self.decoded(h, id, obs);
+                        }
+                        id
+                    }
                     Err(f) => {
                         let (cause, tval) = match f {
                             Fetch::Access => (Cause::FETCH_ACCESS, pc),
@@ -777,6 +782,34 @@ impl Machine {
                 }
             }
         }
+    }
+
+    /// Tell the observer about the block `id` hart `h` just decoded, with
+    /// the memory around it ([`crate::observer::CodeEvent`]).
+    #[cold]
+    fn decoded<O: Observer>(&mut self, h: usize, id: usize, obs: &mut O) {
+        /// The window's alignment: a function copied into RAM usually
+        /// arrives whole in one event.
+        const WINDOW: u64 = 1024;
+        let b = self.cache.blocks[id];
+        let (base, size) = (self.memory.base(), self.memory.size());
+        let end = b.pc + u64::from(b.bytes);
+        let lo = (b.pc & !(WINDOW - 1)).max(base);
+        let hi = (end + 4)
+            .div_ceil(WINDOW)
+            .saturating_mul(WINDOW)
+            .min(base + size);
+        let Some(window) = self.memory.slice(lo, hi - lo) else {
+            return;
+        };
+        obs.code(&crate::observer::CodeEvent {
+            hart: h,
+            retired: self.harts[h].stats.instructions,
+            pc: b.pc,
+            len: u64::from(b.bytes),
+            base: lo,
+            window,
+        });
     }
 
     /// Take a trap on hart `h` at its pc: into the handler at `mtvec` if

@@ -36,7 +36,7 @@ pub mod semihost;
 pub use csr::{Cause, Priv};
 pub use hart::{Hart, HartStats};
 pub use memory::Memory;
-pub use observer::{HartId, Observer, Retired, TrapEvent};
+pub use observer::{CodeEvent, HartId, Observer, Retired, TrapEvent};
 pub use retrace_isa::csr::Csr;
 pub use semihost::{Console, HostConfig};
 

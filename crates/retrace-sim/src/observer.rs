@@ -50,6 +50,36 @@ pub struct TrapEvent {
     pub retired: u64,
 }
 
+/// Code the engine is about to execute, just decoded (for the first time,
+/// or again after a store to decoded code or `fence.i` emptied its cache of
+/// decodings): what a recorder compares with the code the replay will
+/// believe, to record what the program's file does not say.
+#[derive(Clone, Copy, Debug)]
+pub struct CodeEvent<'a> {
+    /// The hart about to execute it.
+    pub hart: HartId,
+    /// Instructions the hart retired before it (as [`TrapEvent::retired`]).
+    pub retired: u64,
+    /// The decoded block's first address.
+    pub pc: u64,
+    /// Its length in bytes.
+    pub len: u64,
+    /// Where [`CodeEvent::window`] starts.
+    pub base: u64,
+    /// Memory around the block as it is now: the aligned kibibytes that
+    /// hold the block and the four bytes after it (where a call returns), clipped
+    /// to memory.
+    pub window: &'a [u8],
+}
+
+impl CodeEvent<'_> {
+    /// The block's bytes (inside the window).
+    pub fn block(&self) -> &[u8] {
+        let off = (self.pc - self.base) as usize;
+        &self.window[off..off + self.len as usize]
+    }
+}
+
 /// Hooks called by the engines. All methods have empty defaults.
 pub trait Observer {
     /// `false` only for observers that ignore every hook: the engine then
@@ -119,6 +149,15 @@ pub trait Observer {
     fn keep_going(&mut self) -> bool {
         true
     }
+
+    /// `false` for observers that do not need [`Observer::code`]: the
+    /// engine then does not build its argument.
+    const CODE: bool = false;
+
+    /// A block of code was decoded, before its first instruction executes
+    /// (when [`Observer::CODE`]).
+    #[inline(always)]
+    fn code(&mut self, _ev: &CodeEvent<'_>) {}
 }
 
 /// No observer: every hook is empty.
@@ -166,6 +205,11 @@ impl<O: Observer> Observer for &mut O {
     #[inline(always)]
     fn keep_going(&mut self) -> bool {
         (**self).keep_going()
+    }
+    const CODE: bool = O::CODE;
+    #[inline(always)]
+    fn code(&mut self, ev: &CodeEvent<'_>) {
+        (**self).code(ev)
     }
 }
 
@@ -250,6 +294,16 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
         let b = self.1.keep_going();
         a && b
     }
+    const CODE: bool = (A::ENABLED && A::CODE) || (B::ENABLED && B::CODE);
+    #[inline(always)]
+    fn code(&mut self, ev: &CodeEvent<'_>) {
+        if A::ENABLED && A::CODE {
+            self.0.code(ev);
+        }
+        if B::ENABLED && B::CODE {
+            self.1.code(ev);
+        }
+    }
 }
 
 /// Any number of observers of one kind watching one run (several
@@ -310,5 +364,10 @@ impl<O: Observer> Observer for Vec<O> {
             go &= o.keep_going();
         }
         go
+    }
+    const CODE: bool = O::CODE;
+    #[inline(always)]
+    fn code(&mut self, ev: &CodeEvent<'_>) {
+        self.iter_mut().for_each(|o| o.code(ev));
     }
 }

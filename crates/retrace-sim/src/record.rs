@@ -14,8 +14,20 @@
 //! trap (an exception, whose instruction does not execute) is a trap record
 //! holding the instruction count at which the replay must cut the partial
 //! program it is in.
+//!
+//! Code the program's file does not hold — copied into RAM, patched in
+//! place, built in a data array — is recorded as the run is about to
+//! execute it. The recorder keeps a *shadow* of the code the replay will
+//! believe: the file's executable image, plus every code event recorded so
+//! far. Each block the engine decodes is compared with it; a block that
+//! differs records a code event (the instruction count, and the bytes of
+//! the memory around the block that differ from the shadow), which the
+//! shadow then takes in. Every block the engine runs equals memory (a
+//! store to decoded code or `fence.i` drops the decodings) and equals the
+//! shadow (checked when it is decoded), so every instruction the run
+//! executes is the one the replay reads.
 
-use crate::observer::{HartId, Observer, TrapEvent};
+use crate::observer::{CodeEvent, HartId, Observer, TrapEvent};
 use retrace_isa::{Flow, Inst};
 use retrace_trace::protocol::loops::{LoopEncoder, LoopStats};
 use retrace_trace::protocol::Encoder;
@@ -26,10 +38,13 @@ use std::io::Write;
 pub struct Recorder<W: Write> {
     encoder: Encoder<W>,
     harts: Vec<HartTraps>,
-    /// The program's code, to tell a breakpoint at a semihosting sequence
-    /// (taken from U-mode, where it is no semihosting call) from a plain
-    /// one, as the replay's partial-program table does.
+    /// The program's code as the replay will see it (see the module docs):
+    /// to record code the file does not hold, and to tell a breakpoint at a
+    /// semihosting sequence (taken from U-mode, where it is no semihosting
+    /// call) from a plain one, as the replay's partial-program table does.
     code: Option<retrace_program::Code>,
+    /// Code events recorded.
+    code_events: u64,
     /// Why the recording stopped the run, when it did.
     unsupported: Option<String>,
     /// Data caches simulated during the run, to measure miss rates that the
@@ -119,6 +134,7 @@ impl<W: Write> Recorder<W> {
             encoder: Encoder::new(writer, harts),
             harts: vec![HartTraps::default(); harts],
             code: None,
+            code_events: 0,
             unsupported: None,
             dcaches: None,
             loops: None,
@@ -161,6 +177,11 @@ impl<W: Write> Recorder<W> {
             }
             None => LoopStats::default(),
         }
+    }
+
+    /// Code events recorded so far (code the program's file does not hold).
+    pub fn code_events(&self) -> u64 {
+        self.code_events
     }
 
     /// Why the run could not be recorded, if the recorder stopped it
@@ -305,6 +326,35 @@ impl<W: Write> Observer for Recorder<W> {
 
     fn trap_return(&mut self, hart: HartId, pc: u64, target: u64) {
         self.encoder.trap_return(hart as u16, pc, target);
+    }
+
+    const CODE: bool = true;
+
+    fn code(&mut self, ev: &CodeEvent<'_>) {
+        let Some(shadow) = &mut self.code else { return };
+        if shadow.holds(retrace_program::Addr(ev.pc), ev.block()) {
+            return;
+        }
+        let base = retrace_program::Addr(ev.base);
+        let Some((lo, hi)) = shadow.differs(base, ev.window) else {
+            return;
+        };
+        // Whole halfwords: the replay's code starts regions at even
+        // addresses.
+        let (lo, hi) = (lo & !1, (hi + 1).min(ev.window.len()) & !1);
+        let (lo, hi) = (lo, hi.max(lo + 2).min(ev.window.len()));
+        let bytes = &ev.window[lo..hi];
+        let addr = ev.base + lo as u64;
+        shadow.patch(retrace_program::Addr(addr), bytes);
+        let calls = self.harts.get(ev.hart).map_or(0, |t| t.calls);
+        // Aggregated loops: a code event ends the execution in progress, as
+        // a trap does, so the replay's history resets at the same point.
+        if let Some(l) = &mut self.loops {
+            l.trap(&mut self.encoder, ev.hart as u16);
+        }
+        self.encoder
+            .code(ev.hart as u16, ev.retired + calls, addr, bytes);
+        self.code_events += 1;
     }
 }
 

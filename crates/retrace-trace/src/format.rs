@@ -49,6 +49,13 @@ pub enum StreamKind {
     /// hart's one table of handlers (an index from 1, or 0 and the
     /// address). See [`crate::protocol`].
     Traps = 6,
+    /// Code the program's file does not hold, learnt as the run executed
+    /// it (code copied into RAM, patched in place, built in a data array):
+    /// per event a varint count of instructions executed since the
+    /// previous one (or since the start), a varint address, a varint
+    /// length `n`, then `n` varints of one byte each — the bytes memory
+    /// held there. See [`crate::protocol`].
+    Code = 7,
     /// Aggregated loops (seed 000, embodiment 2): the plan (a layout
     /// version, the number of aggregated continue tests, then per test the
     /// address as the difference from the previous one and 1 when the taken
@@ -71,18 +78,20 @@ impl StreamKind {
             4 => StreamKind::LoopCounts,
             5 => StreamKind::Sync,
             6 => StreamKind::Traps,
+            7 => StreamKind::Code,
             8 => StreamKind::LoopRuns,
             _ => return None,
         })
     }
     /// Every kind.
-    pub const ALL: [StreamKind; 7] = [
+    pub const ALL: [StreamKind; 8] = [
         StreamKind::Branches,
         StreamKind::Indirect,
         StreamKind::Escapes,
         StreamKind::LoopCounts,
         StreamKind::Sync,
         StreamKind::Traps,
+        StreamKind::Code,
         StreamKind::LoopRuns,
     ];
     pub(crate) fn index(self) -> usize {
@@ -99,6 +108,7 @@ impl fmt::Display for StreamKind {
             StreamKind::LoopCounts => "loop counts",
             StreamKind::Sync => "sync events",
             StreamKind::Traps => "traps",
+            StreamKind::Code => "code events",
             StreamKind::LoopRuns => "loop runs",
         })
     }
@@ -351,6 +361,17 @@ pub enum TraceError {
         /// Hart of the record.
         hart: u16,
         /// The instruction count at the recorded trap.
+        recorded: u64,
+        /// The replay's own count.
+        executed: u64,
+    },
+    /// A code event was recorded after fewer instructions than the replay
+    /// has already executed: the replay is out of step with the recording.
+    #[error("hart {hart}: code was recorded after {recorded} instructions, the replay has executed {executed}")]
+    CodeBehind {
+        /// Hart of the record.
+        hart: u16,
+        /// The instruction count at the recorded code event.
         recorded: u64,
         /// The replay's own count.
         executed: u64,

@@ -45,5 +45,5 @@ pub use format::{
     FORMAT_VERSION, MAGIC, MAX_VARINT_LEN, TRAILER_LEN,
 };
 pub use pc_sequence::PcSequence;
-pub use reader::TraceReader;
+pub use reader::{rewrite_records, TraceReader};
 pub use writer::{TraceWriter, WriteSummary};

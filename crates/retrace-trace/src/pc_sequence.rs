@@ -1,8 +1,12 @@
 //! The summary of an executed instruction sequence that `--check` compares
 //! between the replay and the functional engine: a count and an
-//! order-sensitive hash of every pc. Both sides build it with this one type.
+//! order-sensitive hash of every pc and instruction word. Both sides build
+//! it with this one type. The words matter where a program writes its own
+//! code: a replay that ran a stale `nop` where the run executed a `div`
+//! has the run's pcs, not its instructions.
 
-/// A count and an order-sensitive hash of an executed pc sequence.
+/// A count and an order-sensitive hash of an executed sequence of (pc,
+/// instruction word).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PcSequence {
     /// Instructions in the sequence.
@@ -35,10 +39,13 @@ impl PcSequence {
         }
     }
 
-    /// Append one executed pc.
+    /// Append one executed instruction: its pc and its encoding (`raw`:
+    /// the 16 bits of a compressed one), folded in as one word — for a
+    /// given pc, distinct words give distinct values.
     #[inline]
-    pub fn push(&mut self, pc: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ pc).wrapping_mul(MULTIPLIER);
+    pub fn push(&mut self, pc: u64, raw: u32) {
+        let v = pc ^ u64::from(raw).rotate_left(32);
+        self.hash = (self.hash.rotate_left(5) ^ v).wrapping_mul(MULTIPLIER);
         self.instructions += 1;
     }
 }

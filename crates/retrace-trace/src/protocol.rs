@@ -27,6 +27,12 @@
 //!   targets are. The replay peeks at the next trap's count to know where
 //!   to cut the partial program it is in. (An `ecall` or `ebreak` that
 //!   traps ends its partial program, and is an indirect event instead.)
+//! - **code** the program's file does not hold (copied into RAM, patched
+//!   in place, built in a data array), recorded when the run is about to
+//!   execute it: the number of instructions executed since the previous
+//!   code event (or the start), the address, the length and the bytes.
+//!   The replay peeks at the next event's count as at a trap's, and from
+//!   that count on reads the program's code with those bytes in place.
 //!
 //! The decoder keeps the same per-site tables, built only from the trace;
 //! the replay keeps its own [`ReturnStack`] (of partial programs, with the
@@ -134,6 +140,8 @@ struct HartEncoder {
     trap_at: u64,
     /// Trap handlers in the order they were first entered.
     handlers: Vec<u64>,
+    /// Instructions executed before the previous code event.
+    code_at: u64,
     events: Events,
 }
 
@@ -147,6 +155,7 @@ impl HartEncoder {
             matched: 0,
             trap_at: 0,
             handlers: Vec::new(),
+            code_at: 0,
             events: Events::default(),
         }
     }
@@ -243,6 +252,25 @@ impl<W: Write> Encoder<W> {
         }
     }
 
+    /// Code of `hart`'s run that the replay cannot know from the program's
+    /// file: from the moment `hart` has executed `executed` instructions
+    /// (counted as [`Encoder::trap`] counts them, never decreasing), memory
+    /// at `addr` holds `bytes`. Writes to the code stream the count since
+    /// the previous code event, the address, the length and each byte.
+    pub fn code(&mut self, hart: u16, executed: u64, addr: u64, bytes: &[u8]) {
+        let h = &mut self.harts[usize::from(hart)];
+        debug_assert!(executed >= h.code_at, "code events out of order");
+        let since = executed.saturating_sub(h.code_at);
+        h.code_at = executed;
+        self.writer.record(hart, StreamKind::Code, since);
+        self.writer.record(hart, StreamKind::Code, addr);
+        self.writer
+            .record(hart, StreamKind::Code, bytes.len() as u64);
+        for &b in bytes {
+            self.writer.record(hart, StreamKind::Code, u64::from(b));
+        }
+    }
+
     /// An indirect jump or call of `hart` at `site` to `target` (without the
     /// call's push; see [`Encoder::indirect_call`]).
     #[inline]
@@ -327,6 +355,8 @@ pub struct HartDecoder {
     trap_at: u64,
     /// Trap handlers in the order they were first entered.
     handlers: Vec<u64>,
+    /// Instructions executed before the previous code event.
+    code_at: u64,
 }
 
 impl HartDecoder {
@@ -338,6 +368,7 @@ impl HartDecoder {
             recent: vec![(u64::MAX, 0, 0); DECODER_RECENT].into_boxed_slice(),
             trap_at: 0,
             handlers: Vec::new(),
+            code_at: 0,
         }
     }
 
@@ -501,6 +532,69 @@ impl HartDecoder {
                 index,
                 known: self.handlers.len(),
             })
+    }
+
+    /// Whether the loaded segment holds a code event not yet taken: the
+    /// cheap test before [`HartDecoder::next_code`].
+    #[inline(always)]
+    pub fn code_recorded<R: Read>(&self, r: &TraceReader<R>) -> bool {
+        r.has_records(self.hart, StreamKind::Code)
+    }
+
+    /// The instruction count at which the next code event takes effect, if
+    /// the loaded segment records one (as [`HartDecoder::next_trap`]: a
+    /// replay that asks after every branch bit never misses one); the
+    /// replay has executed `executed` instructions, and an event before
+    /// that is an error.
+    #[inline]
+    pub fn next_code<R: Read>(
+        &self,
+        r: &TraceReader<R>,
+        executed: u64,
+    ) -> Result<Option<u64>, TraceError> {
+        match r.peek_record(self.hart, StreamKind::Code)? {
+            None => Ok(None),
+            Some(since) => {
+                let at = self.code_at.saturating_add(since);
+                if at < executed {
+                    return Err(TraceError::CodeBehind {
+                        hart: self.hart,
+                        recorded: at,
+                        executed,
+                    });
+                }
+                Ok(Some(at))
+            }
+        }
+    }
+
+    /// Take the code event [`HartDecoder::next_code`] announced: its
+    /// address and bytes. The length is checked against the records the
+    /// segment holds before anything is allocated for it.
+    pub fn code<R: Read>(&mut self, r: &mut TraceReader<R>) -> Result<(u64, Vec<u8>), TraceError> {
+        let since = self.next(r, StreamKind::Code, "a code event")?;
+        self.code_at = self.code_at.saturating_add(since);
+        let addr = self.next(r, StreamKind::Code, "a code address")?;
+        let len = self.next(r, StreamKind::Code, "a code length")?;
+        let left = r.records_left(self.hart, StreamKind::Code);
+        if len > left {
+            return Err(TraceError::Corrupt {
+                offset: 0,
+                what: format!(
+                    "a code event at {addr:#x} of {len} bytes, with {left} records left in its segment"
+                ),
+            });
+        }
+        let mut bytes = Vec::with_capacity(len as usize);
+        for _ in 0..len {
+            let b = self.next(r, StreamKind::Code, "a code byte")?;
+            let b = u8::try_from(b).map_err(|_| TraceError::Corrupt {
+                offset: 0,
+                what: format!("a code byte of value {b} in the event at {addr:#x}"),
+            })?;
+            bytes.push(b);
+        }
+        Ok((addr, bytes))
     }
 
     /// How many more returns, `matched` having matched since the previous

@@ -256,6 +256,15 @@ impl<R: Read> TraceReader<R> {
             .is_some_and(|h| h.record_left[kind.index()] > 0)
     }
 
+    /// How many items `hart`'s `kind` record stream has left in the loaded
+    /// segment (0 for a hart the trace does not have).
+    #[inline]
+    pub fn records_left(&self, hart: u16, kind: StreamKind) -> u64 {
+        self.harts
+            .get(usize::from(hart))
+            .map_or(0, |h| h.record_left[kind.index()])
+    }
+
     /// Consume the first `bytes` bytes of [`TraceReader::record_bytes`],
     /// which hold `records` complete records.
     #[inline]
@@ -634,4 +643,107 @@ fn truncated(offset: u64, what: &str) -> TraceError {
 
 fn corrupt(offset: u64, what: String) -> TraceError {
     TraceError::Corrupt { offset, what }
+}
+
+/// A copy of the complete trace `trace` with every record stream passed
+/// through `edit(hart, kind, items)` first, segment by segment (branch bits
+/// are copied as they are): how tests damage a trace in a controlled way —
+/// one code event's bytes, one trap's count — where flipping bits of the
+/// compressed file would only break a checksum. Segments are stored again
+/// with fresh checksums; header, measurements and trailer are kept.
+pub fn rewrite_records(
+    trace: &[u8],
+    mut edit: impl FnMut(u16, StreamKind, &mut Vec<u64>),
+) -> Result<Vec<u8>, TraceError> {
+    let mut input = trace;
+    let (_, start) = read_header(&mut input)?;
+    let mut out = trace[..start as usize].to_vec();
+    let mut c = Cursor {
+        buf: trace,
+        pos: start as usize,
+    };
+    let bad = |at: usize, what: &str| corrupt(at as u64, what.to_string());
+    loop {
+        let at = c.pos;
+        match c.u8().ok_or_else(|| bad(at, "no trailer"))? {
+            SEGMENT_TAG => {
+                let head = c
+                    .bytes(SEGMENT_HEADER_LEN - 1)
+                    .ok_or_else(|| bad(at, "segment header"))?;
+                let le32 = |i: usize| u32::from_le_bytes(head[i - 1..i + 3].try_into().unwrap());
+                let (codec, seq, raw_len, stored_len) = (head[0], le32(4), le32(8), le32(12));
+                let stored = c
+                    .bytes(stored_len as usize)
+                    .ok_or_else(|| bad(at, "segment payload"))?;
+                let raw = match codec {
+                    0 => stored.to_vec(),
+                    _ => zstd::bulk::decompress(stored, raw_len.min(MAX_SEGMENT_RAW) as usize)
+                        .map_err(|e| bad(at, &format!("segment {seq}: {e}")))?,
+                };
+                let mut s = Cursor { buf: &raw, pos: 0 };
+                let mut new = Vec::with_capacity(raw.len());
+                while s.pos < raw.len() {
+                    let (hart, tag) = (s.varint(), s.u8());
+                    let (count, len) = (s.varint(), s.varint());
+                    let (Some(hart), Some(tag), Some(count), Some(len)) = (hart, tag, count, len)
+                    else {
+                        return Err(bad(at, "stream header"));
+                    };
+                    let body = s
+                        .bytes(len as usize)
+                        .ok_or_else(|| bad(at, "stream body"))?;
+                    let kind = StreamKind::from_tag(tag).ok_or_else(|| bad(at, "stream kind"))?;
+                    crate::format::put_varint(&mut new, hart);
+                    new.push(tag);
+                    if kind == StreamKind::Branches {
+                        crate::format::put_varint(&mut new, count);
+                        crate::format::put_varint(&mut new, len);
+                        new.extend_from_slice(body);
+                        continue;
+                    }
+                    let mut b = Cursor { buf: body, pos: 0 };
+                    let mut items = Vec::new();
+                    for _ in 0..count {
+                        items.push(b.varint().ok_or_else(|| bad(at, "record"))?);
+                    }
+                    edit(hart as u16, kind, &mut items);
+                    let mut enc = Vec::new();
+                    for &v in &items {
+                        crate::format::put_varint(&mut enc, v);
+                    }
+                    crate::format::put_varint(&mut new, items.len() as u64);
+                    crate::format::put_varint(&mut new, enc.len() as u64);
+                    new.extend_from_slice(&enc);
+                }
+                let packed = zstd::bulk::compress(&new, 3).map_err(TraceError::Io)?;
+                let (codec, stored) = if packed.len() < new.len() {
+                    (1u8, packed)
+                } else {
+                    (0, new.clone())
+                };
+                let mut h = [0u8; SEGMENT_HEADER_LEN];
+                h[0] = SEGMENT_TAG;
+                h[1] = codec;
+                h[4..8].copy_from_slice(&seq.to_le_bytes());
+                h[8..12].copy_from_slice(&(new.len() as u32).to_le_bytes());
+                h[12..16].copy_from_slice(&(stored.len() as u32).to_le_bytes());
+                h[16..20].copy_from_slice(&crc32fast::hash(&stored).to_le_bytes());
+                out.extend_from_slice(&h);
+                out.extend_from_slice(&stored);
+            }
+            MEASUREMENTS_TAG => {
+                let head = c.bytes(3).ok_or_else(|| bad(at, "measurements"))?;
+                let n = usize::from(u16::from_le_bytes([head[1], head[2]]));
+                c.bytes(n * MEASUREMENT_LEN + 4)
+                    .ok_or_else(|| bad(at, "measurements"))?;
+                out.extend_from_slice(&trace[at..c.pos]);
+            }
+            TRAILER_TAG => {
+                c.bytes(TRAILER_LEN - 1).ok_or_else(|| bad(at, "trailer"))?;
+                out.extend_from_slice(&trace[at..c.pos]);
+                return Ok(out);
+            }
+            _ => return Err(bad(at, "unknown record tag")),
+        }
+    }
 }

@@ -48,6 +48,23 @@ enum Event {
         executed: u64,
         handler: u64,
     },
+    /// Code placed at `addr` after the hart executed `executed`
+    /// instructions: `len` bytes made from `seed` ([`code_bytes`]).
+    Code {
+        executed: u64,
+        addr: u64,
+        seed: u64,
+        len: u8,
+    },
+}
+
+/// The bytes of a generated code event: `seed`'s bytes over and over.
+fn code_bytes(seed: u64, len: u8) -> Vec<u8> {
+    seed.to_le_bytes()
+        .into_iter()
+        .cycle()
+        .take(usize::from(len))
+        .collect()
 }
 
 /// Where a generated return goes: to the top of the stack (an ordinary
@@ -71,6 +88,13 @@ enum Plan {
     Trap {
         gap: u64,
         handler: u64,
+    },
+    /// Code `gap` instructions after the hart's previous code event.
+    Code {
+        gap: u64,
+        addr: u64,
+        seed: u64,
+        len: u8,
     },
 }
 
@@ -104,6 +128,8 @@ fn plan() -> impl Strategy<Value = Plan> {
         2 => (prop_oneof![3 => 0u64..200, 1 => Just(0u64), 1 => any::<u32>().prop_map(u64::from)],
               prop_oneof![4 => (0u64..3).prop_map(|k| 0x8000_0100 + 0x40 * k), 1 => any::<u64>()])
             .prop_map(|(gap, handler)| Plan::Trap { gap, handler }),
+        1 => (prop_oneof![3 => 0u64..200, 1 => Just(0u64)], addr(), any::<u64>(), any::<u8>())
+            .prop_map(|(gap, addr, seed, len)| Plan::Code { gap, addr, seed, len }),
     ]
 }
 
@@ -136,6 +162,8 @@ struct Program {
     stacks: Vec<Vec<u64>>,
     /// Each hart's instruction count at its previous trap.
     executed: Vec<u64>,
+    /// Each hart's instruction count at its previous code event.
+    coded: Vec<u64>,
 }
 
 impl Program {
@@ -143,6 +171,7 @@ impl Program {
         Program {
             stacks: vec![Vec::new(); usize::from(harts)],
             executed: vec![0; usize::from(harts)],
+            coded: vec![0; usize::from(harts)],
         }
     }
 
@@ -157,6 +186,21 @@ impl Program {
                 Event::Trap {
                     executed: *executed,
                     handler,
+                }
+            }
+            Plan::Code {
+                gap,
+                addr,
+                seed,
+                len,
+            } => {
+                let executed = &mut self.coded[usize::from(hart)];
+                *executed += gap;
+                Event::Code {
+                    executed: *executed,
+                    addr,
+                    seed,
+                    len,
                 }
             }
             Plan::Return(r) => {
@@ -204,6 +248,12 @@ fn encode_one<W: std::io::Write>(enc: &mut Encoder<W>, hart: u16, ev: Event) {
             enc.ret(hart, target);
         }
         Event::Trap { executed, handler } => enc.trap(hart, executed, handler),
+        Event::Code {
+            executed,
+            addr,
+            seed,
+            len,
+        } => enc.code(hart, executed, addr, &code_bytes(seed, len)),
     }
 }
 
@@ -331,6 +381,24 @@ impl Replays {
                     handler: h.decoder.trap(r)?,
                 }
             }
+            Event::Code { .. } => {
+                let executed = h.decoder.next_code(r, 0)?.ok_or(TraceError::Exhausted {
+                    hart,
+                    what: "a code event (none announced)",
+                })?;
+                let (addr, bytes) = h.decoder.code(r)?;
+                // Any bytes: the shape's seed and length stand for them.
+                let (seed, len) = match shape {
+                    Event::Code { seed, len, .. } if bytes == code_bytes(seed, len) => (seed, len),
+                    _ => (u64::MAX, u8::MAX),
+                };
+                Event::Code {
+                    executed,
+                    addr,
+                    seed,
+                    len,
+                }
+            }
         })
     }
 
@@ -347,7 +415,13 @@ impl Replays {
             Event::Trap { executed, .. } if h == hart => Some(executed),
             _ => None,
         });
-        Ok(announced.is_none() || announced == next)
+        // And the next code event likewise.
+        let code = self.0[usize::from(hart)].decoder.next_code(r, 0)?;
+        let next_code = rest.iter().find_map(|&(h, e)| match e {
+            Event::Code { executed, .. } if h == hart => Some(executed),
+            _ => None,
+        });
+        Ok((announced.is_none() || announced == next) && (code.is_none() || code == next_code))
     }
 
     fn escapes(&self) -> u64 {
@@ -427,13 +501,13 @@ proptest! {
     #[test]
     fn arbitrary_records_do_not_panic(
         (harts, plans) in run(),
-        items in prop::collection::vec((0u16..4, 0u8..3, prop_oneof![0u64..4, any::<u64>()]), 0..100),
+        items in prop::collection::vec((0u16..4, 0u8..4, prop_oneof![0u64..4, any::<u64>()]), 0..100),
         bits in prop::collection::vec((0u16..4, any::<bool>()), 0..100),
     ) {
         let mut buf = Vec::new();
         let mut w = TraceWriter::new(&mut buf, &Header::new(7, 64, 4)).unwrap();
         for (hart, kind, v) in items {
-            let kind = [StreamKind::Indirect, StreamKind::Escapes, StreamKind::Traps][usize::from(kind)];
+            let kind = [StreamKind::Indirect, StreamKind::Escapes, StreamKind::Traps, StreamKind::Code][usize::from(kind)];
             w.record(hart, kind, v);
         }
         for (hart, b) in bits {

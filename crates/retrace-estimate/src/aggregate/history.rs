@@ -136,6 +136,20 @@ impl<R: Read> History for AggregatedHistory<R> {
         }
         self.inner.trap()
     }
+
+    #[inline]
+    fn next_code(&mut self, executed: u64) -> Result<Option<u64>, ReplayError> {
+        self.inner.next_code(executed)
+    }
+
+    fn code(&mut self) -> Result<(u64, Vec<u8>), ReplayError> {
+        // A code event ends the loop execution in progress as a trap does
+        // (the recorder's rule), and the next branch is a bit.
+        if let Some(l) = &mut self.loops {
+            l.trap(self.inner.reader_mut().0)?;
+        }
+        self.inner.code()
+    }
 }
 
 /// A visitor that also tells a [`SiteTracker`] which branch ends the
@@ -198,6 +212,12 @@ impl<G: Graph, V: Visit<G>> Visit<G> for Tracked<'_, V> {
         self.visit.trap(graph, pp, executed);
         // The handler's partial program is not known here: the protocol's
         // next branch is a bit.
+        self.site.0.set(NO_SITE);
+    }
+
+    fn cut(&mut self, graph: &G, pp: G::Id, executed: u32) {
+        self.visit.cut(graph, pp, executed);
+        // As after a trap: the code event made the next branch a bit.
         self.site.0.set(NO_SITE);
     }
 }

@@ -81,6 +81,12 @@ impl History for Bits {
     fn trap(&mut self) -> Result<u64, ReplayError> {
         unreachable!("the seed's histories have no traps")
     }
+    fn next_code(&mut self, _: u64) -> Result<Option<u64>, ReplayError> {
+        Ok(None)
+    }
+    fn code(&mut self) -> Result<(u64, Vec<u8>), ReplayError> {
+        unreachable!("the seed's histories have no code events")
+    }
 }
 
 /// The executed partial programs, in order, and how each branch went.
@@ -102,6 +108,9 @@ impl Visit<SeedTable> for Trace {
     }
     fn trap(&mut self, _: &SeedTable, _: usize, _: u32) {
         unreachable!("the seed's histories have no traps")
+    }
+    fn cut(&mut self, _: &SeedTable, _: usize, _: u32) {
+        unreachable!("the seed's histories have no code events")
     }
 }
 
