@@ -26,6 +26,7 @@ fn load(op: Op, rd: u8, addr: u64) -> Step {
             next_pc: 0,
             taken: false,
             mem_addr: addr,
+            fallthrough_len: 0,
         },
     )
 }
@@ -45,6 +46,7 @@ fn branch(taken: bool, backward: bool) -> Step {
             next_pc: 0,
             taken,
             mem_addr: 0,
+            fallthrough_len: 0,
         },
     )
 }
@@ -228,6 +230,7 @@ fn rocket_latencies_and_predictor() {
         next_pc: 0x8000_0000,
         taken: true,
         mem_addr: 0,
+        fallthrough_len: 0,
     };
     core.step(0x8000_0008, &b, taken);
     g.add("bne taken, first time", core.cycles());
