@@ -223,7 +223,9 @@ fn pp_core_prints_static_cycles() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("cycles"), "{text}");
     // picorv32 charges a branch 3 cycles not taken and 5 taken, so every
-    // branch-ended PP shows a pair two cycles apart.
+    // branch-ended PP shows a pair two cycles apart — three where the
+    // fall-through is a 32-bit instruction at 2 mod 4, which a taken branch
+    // still waits to prefetch (compressed code: `[fetch]`).
     let pairs: Vec<(u64, u64)> = text
         .split_whitespace()
         .filter_map(|w| {
@@ -232,7 +234,11 @@ fn pp_core_prints_static_cycles() {
         })
         .collect();
     assert!(!pairs.is_empty(), "{text}");
-    assert!(pairs.iter().all(|&(n, t)| t == n + 2), "{pairs:?}");
+    assert!(
+        pairs.iter().all(|&(n, t)| t == n + 2 || t == n + 3),
+        "{pairs:?}"
+    );
+    assert!(pairs.iter().any(|&(n, t)| t == n + 3), "{pairs:?}");
 
     // JSON and CSV carry the same figures; on `ideal` a PP costs one cycle
     // per instruction whichever way its branch goes.

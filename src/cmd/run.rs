@@ -165,7 +165,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let progress = std::io::stderr().is_terminal();
     let mut cycle = timed
         .as_ref()
-        .map(|(core, funcs)| CycleObserver::new(core, &funcs.ranges));
+        .map(|(core, funcs)| CycleObserver::new(core, &funcs.ranges).reading_code(&elf));
     let start = Instant::now();
     let result = match &mut cycle {
         Some(obs) => {

@@ -31,8 +31,8 @@
 //! compare` reports.
 
 use crate::walk::{Graph, Leave, Visit};
-use retrace_isa::Inst;
-use retrace_program::{PpId, PpTable};
+use retrace_isa::{Flow, Inst};
+use retrace_program::{Addr, PpId, PpTable};
 use retrace_timing::{CoreModel, Events, Frontend, PathTimer, SignatureId};
 use rustc_hash::FxHashMap;
 
@@ -171,6 +171,11 @@ struct PpFacts {
     /// The end instruction enters a trap handler (an `ecall`, a plain
     /// `ebreak`): the path's time includes the trap.
     traps: bool,
+    /// For an end that is a conditional branch: the length of the
+    /// instruction at its fall-through address, read from the loaded code as
+    /// the cycle-level engine reads it (0 = none there): picorv32 waits for
+    /// its prefetch when the branch is taken ([`Events::fallthrough_len`]).
+    fallthrough_len: u8,
     ready: bool,
 }
 
@@ -233,7 +238,7 @@ pub struct Estimator {
     /// `control`, a stateless one under `fast`.
     frontend: Frontend,
     facts: Vec<PpFacts>,
-    scratch: Vec<(Inst, Events)>,
+    scratch: Vec<(u64, Inst, Events)>,
     /// The fetch misses of the partial program being timed when its path
     /// touches more than 64 I-cache lines (bit `k % 64` of word `k / 64`:
     /// the `k`-th line fetch missed): [`Estimator::fetch`]'s mask has one
@@ -418,14 +423,25 @@ impl Estimator {
         }
         let p = table.get(pp);
         let end = table.end_inst(pp);
+        let after = end.map(|e| e.fallthrough(p.last.get())).unwrap_or(0);
+        let fallthrough_len = match end.map(|e| e.flow()) {
+            Some(Flow::CondBranch) => {
+                table
+                    .code()
+                    .read_data(Addr(after), 1)
+                    .map_or(0, |b| if b & 3 == 3 { 4 } else { 2 })
+            }
+            _ => 0,
+        };
         self.facts[i] = PpFacts {
             line_starts: lines.into_boxed_slice(),
             mem_ops,
             len: p.len,
             last: p.last.get(),
             backward: end.is_some_and(|e| e.is_backward_branch()),
-            after: end.map(|e| e.fallthrough(p.last.get())).unwrap_or(0),
+            after,
             traps: p.end.traps(),
+            fallthrough_len,
             ready: true,
         };
         &self.facts[i]
@@ -510,7 +526,8 @@ impl Estimator {
         self.scratch.clear();
         let lines = &self.facts[pp.index()].line_starts;
         let mut line_k = 0usize;
-        for (k, (_, inst)) in table.insts(pp).take(n as usize).enumerate() {
+        let fallthrough_len = self.facts[pp.index()].fallthrough_len;
+        for (k, (pc, inst)) in table.insts(pp).take(n as usize).enumerate() {
             let mut ev = Events::default();
             while line_k < lines.len() && lines[line_k].0 as usize <= k {
                 if lines[line_k].0 as usize == k {
@@ -525,12 +542,13 @@ impl Estimator {
             if k + 1 == n as usize && whole {
                 ev.taken = end.taken;
                 ev.mispredict = end.mispredicted;
+                ev.fallthrough_len = fallthrough_len;
             }
-            self.scratch.push((inst, ev));
+            self.scratch.push((pc.get(), inst, ev));
         }
         let (mut c, mut next) = self
             .timer
-            .time(self.sig, self.scratch.iter().map(|(i, e)| (i, *e)));
+            .time(self.sig, self.scratch.iter().map(|(pc, i, e)| (*pc, i, *e)));
         if n == self.facts[pp.index()].len && self.facts[pp.index()].traps {
             c += self.timer.trap(next);
             next = SignatureId::IDLE;

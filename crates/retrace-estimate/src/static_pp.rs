@@ -3,7 +3,7 @@
 //! branches predicted by the core's static rule), so the figures read as
 //! "what this path costs on its own" — what `retrace pp --core` shows.
 
-use retrace_program::{End, PpId, PpTable};
+use retrace_program::{Addr, End, PpId, PpTable};
 use retrace_timing::{static_prediction, CoreModel, Events, PathTimer, SignatureId};
 
 /// One partial program's static cycles.
@@ -31,31 +31,38 @@ impl StaticCycles {
         let mut timer = PathTimer::new(core);
         let mut costs = vec![None; table.len()];
         for &id in ids {
-            let insts: Vec<_> = table.insts(id).map(|(_, i)| i).collect();
+            let insts: Vec<_> = table.insts(id).map(|(pc, i)| (pc.get(), i)).collect();
             let traps = table.get(id).end.traps();
             let mut time = |last: Events| {
                 let n = insts.len();
-                let path = insts
-                    .iter()
-                    .enumerate()
-                    .map(|(k, i)| (i, if k + 1 == n { last } else { Events::default() }));
+                let path = insts.iter().enumerate().map(|(k, (pc, i))| {
+                    (*pc, i, if k + 1 == n { last } else { Events::default() })
+                });
                 let (cycles, exit) = timer.time(SignatureId::IDLE, path);
                 // An `ecall` that enters a handler pays the trap, as it
                 // does in the replay.
                 cycles + if traps { timer.trap(exit) } else { 0 }
             };
             let branch = match (table.get(id).end, insts.last()) {
-                (End::Branch { .. }, Some(b)) => Some(b.is_backward_branch()),
+                (End::Branch { .. }, Some((pc, b))) => Some((b.is_backward_branch(), {
+                    // The fall-through's length, as the replay reads it.
+                    let after = Addr(b.fallthrough(*pc));
+                    table
+                        .code()
+                        .read_data(after, 1)
+                        .map_or(0, |x| if x & 3 == 3 { 4 } else { 2 })
+                })),
                 _ => None,
             };
             let cost = match branch {
-                Some(backward) => {
+                Some((backward, fallthrough_len)) => {
                     // The core's static prediction decides which direction
                     // pays the misprediction penalty.
                     let predicted = static_prediction(core.branch.predictor, backward);
                     let ev = |taken: bool| Events {
                         taken,
                         mispredict: predicted != taken,
+                        fallthrough_len,
                         ..Events::default()
                     };
                     PpCost {

@@ -104,7 +104,7 @@ impl Case {
                     .iter()
                     .zip(&runs)
                     .filter(|(_, &runs)| runs)
-                    .map(|(r, _)| CycleObserver::new(&r.core, &[]))
+                    .map(|(r, _)| CycleObserver::new(&r.core, &[]).reading_code(&elf))
                     .collect::<Vec<_>>(),
             );
             let mut trace = Vec::new();

@@ -527,7 +527,7 @@ fn record(
         PcSequenceObserver::default(),
         cores
             .iter()
-            .map(|c| CycleObserver::new(c, &[]))
+            .map(|c| CycleObserver::new(c, &[]).reading_code(elf))
             .collect::<Vec<_>>(),
     );
     let mut trace = Vec::new();

@@ -85,6 +85,30 @@ pub struct CycleObserver {
     /// it from the branch condition ([`Observer::branch`] comes just before
     /// that branch's [`Observer::retire`]).
     branch_taken: bool,
+    /// The length of the last conditional branch's fall-through instruction
+    /// (0 = unknown), when the core charges for it.
+    fallthrough_len: u8,
+    /// The program's loaded code, when the core's timing needs a fact of the
+    /// code beyond the instruction retired: see [`CycleObserver::reading_code`].
+    code: Option<CodeImage>,
+}
+
+/// The program's segments as loaded: `(address, bytes)`.
+#[derive(Clone, Debug, Default)]
+struct CodeImage(Vec<(u64, Vec<u8>)>);
+
+impl CodeImage {
+    /// Length of the instruction whose first halfword is at `pc`, from its
+    /// low two bits (3 = 32 bits); 0 outside the image.
+    fn inst_len(&self, pc: u64) -> u8 {
+        self.0
+            .iter()
+            .find_map(|(base, bytes)| {
+                let off = usize::try_from(pc.checked_sub(*base)?).ok()?;
+                bytes.get(off).map(|b| if b & 3 == 3 { 4 } else { 2 })
+            })
+            .unwrap_or(0)
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -116,7 +140,33 @@ impl CycleObserver {
                 insns: 0,
             },
             branch_taken: false,
+            fallthrough_len: 0,
+            code: None,
         }
+    }
+
+    /// Read the code of `elf` where the core's timing depends on more than
+    /// the instruction retired: the length of a conditional branch's
+    /// fall-through instruction, which picorv32 prefetches (its
+    /// `[fetch] taken_branch_split_fallthrough_penalty`). The replay reads
+    /// the same bytes from the same file. Without it such a core is charged
+    /// nothing for it. Code written at run time is not seen.
+    pub fn reading_code(mut self, elf: &retrace_program::Elf) -> CycleObserver {
+        if self
+            .core
+            .model()
+            .fetch
+            .taken_branch_split_fallthrough_penalty
+            != 0
+        {
+            self.code = Some(CodeImage(
+                elf.segments
+                    .iter()
+                    .map(|s| (s.vaddr, s.data.clone()))
+                    .collect(),
+            ));
+        }
+        self
     }
 
     /// The core's state (cycles, statistics).
@@ -193,8 +243,11 @@ impl CycleObserver {
 
 impl Observer for CycleObserver {
     #[inline(always)]
-    fn branch(&mut self, _hart: usize, _pc: u64, _inst: &retrace_isa::Inst, taken: bool, _: u64) {
+    fn branch(&mut self, _hart: usize, pc: u64, inst: &retrace_isa::Inst, taken: bool, _: u64) {
         self.branch_taken = taken;
+        if let Some(code) = &self.code {
+            self.fallthrough_len = code.inst_len(inst.fallthrough(pc));
+        }
     }
 
     // Inlined into the engine's loop: a call per instruction is a
@@ -209,6 +262,7 @@ impl Observer for CycleObserver {
             // although it lands on its fall-through.
             taken: self.branch_taken,
             mem_addr: ev.mem_addr.unwrap_or(0),
+            fallthrough_len: self.fallthrough_len,
         };
         if ev.pc < self.seg.lo || ev.pc >= self.seg.hi {
             self.switch_segment(Some(ev.pc));
@@ -243,7 +297,7 @@ pub fn run_cycle_level(
     funcs: &[(u64, u64)],
 ) -> Result<(crate::RunResult, CycleObserver), crate::LoadError> {
     let mut machine = crate::Machine::new(elf, &crate::MachineConfig::default(), host, console)?;
-    let mut obs = CycleObserver::new(model, funcs);
+    let mut obs = CycleObserver::new(model, funcs).reading_code(elf);
     let run = machine.run(max_insns, &mut obs);
     obs.finish();
     Ok((run, obs))

@@ -18,6 +18,10 @@ pub struct Resolved {
     pub taken: bool,
     /// For a load/store/AMO: the address accessed.
     pub mem_addr: u64,
+    /// For a conditional branch: the length in bytes of the instruction at
+    /// its fall-through address (2 or 4), read from the code; 0 when
+    /// unknown. See [`crate::Events::fallthrough_len`].
+    pub fallthrough_len: u8,
 }
 
 impl Resolved {
@@ -27,6 +31,7 @@ impl Resolved {
             next_pc,
             taken: false,
             mem_addr: 0,
+            fallthrough_len: 0,
         }
     }
 }
@@ -127,6 +132,7 @@ impl CoreState {
         match flow {
             Flow::CondBranch => {
                 ev.taken = outcome.taken;
+                ev.fallthrough_len = outcome.fallthrough_len;
                 ev.mispredict = self
                     .frontend
                     .branch(pc, inst.is_backward_branch(), outcome.taken);
@@ -141,7 +147,8 @@ impl CoreState {
             _ => {}
         }
         self.stats.instructions += 1;
-        self.pipeline.issue_op(&self.costs, &facts, inst, flow, ev);
+        self.pipeline
+            .issue_op(&self.costs, &facts, pc, inst, flow, ev);
         flow
     }
 

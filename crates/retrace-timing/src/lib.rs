@@ -43,7 +43,8 @@ pub use crate::core::{CoreState, CoreStats, Resolved};
 pub use cache::Cache;
 pub use frontend::Frontend;
 pub use model::{
-    BranchModel, CacheModel, ClassTable, CoreModel, ModelError, PredictorKind, TimingClass,
+    BranchModel, CacheModel, ClassTable, CoreModel, FetchModel, ModelError, PredictorKind,
+    TimingClass,
 };
 pub use path::{Events, PathTimer, Signature, SignatureId};
 pub use pipeline::Pipeline;

@@ -106,6 +106,39 @@ impl CacheModel {
     }
 }
 
+/// How the core fetches instructions from memory: in aligned words, so an
+/// instruction that spans two words (a 32-bit instruction at an address ≡ 2
+/// mod 4 with compressed code, on a core that fetches 4-byte words) needs a
+/// second fetch. Without the `[fetch]` table nothing is charged for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FetchModel {
+    /// Bytes of one instruction fetch, aligned to its size.
+    pub word_bytes: u32,
+    /// Extra cycles of an instruction that spans two fetch words.
+    pub split_penalty: u32,
+    /// Extra cycles of a taken conditional branch whose fall-through
+    /// instruction spans two fetch words: a core that prefetches the
+    /// fall-through while the branch executes finishes that second fetch
+    /// before it can redirect.
+    pub taken_branch_split_fallthrough_penalty: u32,
+}
+
+impl FetchModel {
+    /// No cost for instructions that span fetch words.
+    pub const FREE: FetchModel = FetchModel {
+        word_bytes: 4,
+        split_penalty: 0,
+        taken_branch_split_fallthrough_penalty: 0,
+    };
+
+    /// Whether the `len`-byte instruction at `pc` spans two fetch words.
+    #[inline(always)]
+    pub fn splits(&self, pc: u64, len: u8) -> bool {
+        // word_bytes is a power of two (validated).
+        (pc & u64::from(self.word_bytes - 1)) + u64::from(len) > u64::from(self.word_bytes)
+    }
+}
+
 /// A target core: everything the timing rules need.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CoreModel {
@@ -132,6 +165,8 @@ pub struct CoreModel {
     /// `ecall`/`ebreak` that traps), after the pipeline has drained: see
     /// [`crate::Pipeline::trap`].
     pub trap_penalty: u32,
+    /// Instruction fetch: the cost of instructions that span fetch words.
+    pub fetch: FetchModel,
 }
 
 impl CoreModel {
@@ -268,6 +303,22 @@ struct RawModel {
     branch: RawBranch,
     icache: Option<RawCache>,
     dcache: Option<RawCache>,
+    fetch: Option<RawFetch>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFetch {
+    #[serde(default = "default_word_bytes")]
+    word_bytes: u32,
+    #[serde(default)]
+    split_penalty: u32,
+    #[serde(default)]
+    taken_branch_split_fallthrough_penalty: u32,
+}
+
+fn default_word_bytes() -> u32 {
+    4
 }
 
 macro_rules! raw_classes {
@@ -456,6 +507,30 @@ impl RawModel {
                 miss_penalty: c.miss_penalty,
             }))
         };
+        let fetch = match self.fetch {
+            None => FetchModel::FREE,
+            Some(f) => {
+                if !(f.word_bytes.is_power_of_two() && (2..=64).contains(&f.word_bytes)) {
+                    return Err(invalid(
+                        "fetch.word_bytes",
+                        f.word_bytes.to_string(),
+                        "a power of two from 2 to 64 bytes",
+                    ));
+                }
+                cycles("fetch.split_penalty", f.split_penalty, 0)?;
+                cycles(
+                    "fetch.taken_branch_split_fallthrough_penalty",
+                    f.taken_branch_split_fallthrough_penalty,
+                    0,
+                )?;
+                FetchModel {
+                    word_bytes: f.word_bytes,
+                    split_penalty: f.split_penalty,
+                    taken_branch_split_fallthrough_penalty: f
+                        .taken_branch_split_fallthrough_penalty,
+                }
+            }
+        };
         Ok(CoreModel {
             name: self.name,
             description: self.description,
@@ -475,6 +550,7 @@ impl RawModel {
             icache: cache("icache", self.icache)?,
             dcache: cache("dcache", self.dcache)?,
             trap_penalty: self.trap_penalty,
+            fetch,
         })
     }
 }
@@ -555,6 +631,17 @@ mod tests {
                 "dcache.size",
             ),
             (
+                "[fetch]\nsplit_penalty = 1000001\n".into(),
+                "fetch.split_penalty",
+            ),
+            (
+                "[fetch]\ntaken_branch_split_fallthrough_penalty = 1000001\n".into(),
+                "fetch.taken_branch_split_fallthrough_penalty",
+            ),
+            ("[fetch]\nword_bytes = 3\n".into(), "fetch.word_bytes"),
+            ("[fetch]\nword_bytes = 128\n".into(), "fetch.word_bytes"),
+            ("[fetch]\nword_bytes = 1\n".into(), "fetch.word_bytes"),
+            (
                 "[icache]\nsize = 1048576\nways = 1048576\nline = 1048576\nmiss_penalty = 1\n"
                     .into(),
                 "icache.size",
@@ -596,6 +683,43 @@ mod tests {
         assert_eq!(
             CoreModel::from_toml(text, "c.toml").unwrap().trap_penalty,
             7
+        );
+    }
+
+    /// Without a `[fetch]` table nothing is charged for split fetches; with
+    /// one, the word defaults to 4 bytes and the penalties to 0; an unknown
+    /// key is refused with the line.
+    #[test]
+    fn fetch_table_defaults_and_splits() {
+        let base = "name = \"x\"\nxlen = [32]\n";
+        let m = CoreModel::from_toml(base, "c.toml").unwrap();
+        assert_eq!(m.fetch, FetchModel::FREE);
+        let m =
+            CoreModel::from_toml(&format!("{base}[fetch]\nsplit_penalty = 1\n"), "c.toml").unwrap();
+        assert_eq!(
+            m.fetch,
+            FetchModel {
+                word_bytes: 4,
+                split_penalty: 1,
+                taken_branch_split_fallthrough_penalty: 0
+            }
+        );
+        // A 32-bit instruction spans two 4-byte words only at 2 mod 4; a
+        // 16-bit one never does; with 8-byte words, only at 6 mod 8.
+        let w4 = m.fetch;
+        assert!(!w4.splits(0x1000, 4) && w4.splits(0x1002, 4) && w4.splits(0x1006, 4));
+        assert!(!w4.splits(0x1002, 2) && !w4.splits(0x1000, 2));
+        let w8 = FetchModel {
+            word_bytes: 8,
+            ..w4
+        };
+        assert!(!w8.splits(0x1002, 4) && w8.splits(0x1006, 4) && !w8.splits(0x1004, 4));
+        let msg = CoreModel::from_toml(&format!("{base}[fetch]\nsplit = 1\n"), "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.starts_with("c.toml:4:") && msg.contains("split_penalty"),
+            "{msg}"
         );
     }
 

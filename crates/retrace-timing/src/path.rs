@@ -28,6 +28,12 @@ pub struct Events {
     /// The conditional branch (direction) or return (return-address stack)
     /// was mispredicted.
     pub mispredict: bool,
+    /// For a conditional branch: the length in bytes of the instruction at
+    /// its fall-through address, which a taken branch may wait for
+    /// ([`crate::FetchModel::taken_branch_split_fallthrough_penalty`]); 0
+    /// when unknown (then nothing is charged). A fact of the code, not of the
+    /// run, but known only to whoever holds the code.
+    pub fallthrough_len: u8,
 }
 
 /// Registers whose values are still in flight, with the cycles until each is
@@ -91,16 +97,19 @@ impl PathTimer {
         id
     }
 
-    /// Issue `path` (each instruction with its events) into a pipeline in
-    /// state `entry`; returns the cycles it took and the state at its end.
+    /// Issue `path` (each instruction with its address and events) into a
+    /// pipeline in state `entry`; returns the cycles it took and the state
+    /// at its end. The addresses matter to cores that charge instructions
+    /// spanning two fetch words ([`crate::FetchModel`]); they are static, so
+    /// no fetch state crosses a path's boundary.
     pub fn time<'a>(
         &mut self,
         entry: SignatureId,
-        path: impl IntoIterator<Item = (&'a Inst, Events)>,
+        path: impl IntoIterator<Item = (u64, &'a Inst, Events)>,
     ) -> (u64, SignatureId) {
         let mut pipeline = Pipeline::from_signature(&self.signatures[entry.0 as usize]);
-        for (inst, ev) in path {
-            pipeline.issue(&self.model, inst, ev);
+        for (pc, inst, ev) in path {
+            pipeline.issue(&self.model, pc, inst, ev);
         }
         let exit = self.intern(pipeline.signature());
         (pipeline.cycle(), exit)

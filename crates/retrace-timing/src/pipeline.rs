@@ -2,7 +2,7 @@
 //! clock. [`Pipeline::issue`] is *the* timing rule of retrace — the
 //! cycle-level engine and the replay's path timing both end here.
 
-use crate::model::{BranchModel, CoreModel};
+use crate::model::{BranchModel, CoreModel, FetchModel};
 use crate::path::{Events, Signature};
 use retrace_isa::{Flow, Inst, Op};
 
@@ -37,15 +37,17 @@ impl Pipeline {
     /// Issue one instruction.
     ///
     /// It issues when the issue stage is free (after a fetch stall on an
-    /// instruction-cache miss) and every register it reads is ready; its
+    /// instruction-cache miss, and after the second fetch of an instruction
+    /// at `pc` that spans two fetch words) and every register it reads is
+    /// ready; its
     /// result is ready `latency` cycles later (plus a data-cache miss); the
     /// next instruction may issue `occupancy` cycles later, plus any
     /// data-cache miss stall and control-flow penalty.
     #[inline]
-    pub fn issue(&mut self, model: &CoreModel, inst: &Inst, ev: Events) {
+    pub fn issue(&mut self, model: &CoreModel, pc: u64, inst: &Inst, ev: Events) {
         let costs = Costs::of(model);
         let facts = OpFacts::of(model, inst.op);
-        self.issue_op(&costs, &facts, inst, facts.flow(inst), ev);
+        self.issue_op(&costs, &facts, pc, inst, facts.flow(inst), ev);
     }
 
     /// [`Pipeline::issue`] with the per-model and per-operation facts
@@ -56,6 +58,7 @@ impl Pipeline {
         &mut self,
         costs: &Costs,
         facts: &OpFacts,
+        pc: u64,
         inst: &Inst,
         flow: Flow,
         ev: Events,
@@ -63,6 +66,11 @@ impl Pipeline {
         let mut start = self.cycle;
         if ev.fetch_miss {
             start += costs.fetch_miss;
+        }
+        // The second fetch of an instruction that spans two words comes
+        // before it can start (picorv32 with compressed code).
+        if costs.fetch.split_penalty != 0 && costs.fetch.splits(pc, inst.len) {
+            start += u64::from(costs.fetch.split_penalty);
         }
         // x0 is never written (see below), so `ready[0]` stays 0 and reading
         // it never delays; the facts say which fields are really registers.
@@ -79,7 +87,8 @@ impl Pipeline {
         self.cycle = start
             + u64::from(facts.occupancy)
             + mem_stall
-            + control_penalty(&costs.branch, flow, ev);
+            + control_penalty(&costs.branch, flow, ev)
+            + taken_split_fallthrough(&costs.fetch, pc, inst, flow, ev);
     }
 
     /// Enter a trap handler (an exception, or an `ecall`/`ebreak` that
@@ -137,6 +146,8 @@ pub(crate) struct Costs {
     pub branch: BranchModel,
     /// Cycles of entering a trap handler after the drain.
     pub trap: u64,
+    /// The cost of instructions that span fetch words.
+    pub fetch: FetchModel,
 }
 
 impl Costs {
@@ -146,6 +157,7 @@ impl Costs {
             data_miss: model.dcache.map_or(0, |c| u64::from(c.miss_penalty)),
             branch: model.branch,
             trap: u64::from(model.trap_penalty),
+            fetch: model.fetch,
         }
     }
 }
@@ -232,6 +244,31 @@ impl OpTable {
     }
 }
 
+/// Extra cycles of a taken conditional branch whose fall-through instruction
+/// spans two fetch words: picorv32 prefetches the fall-through while the
+/// branch executes and, when it is taken, still waits for that prefetch's
+/// second word before fetching the target.
+#[inline(always)]
+fn taken_split_fallthrough(
+    fetch: &FetchModel,
+    pc: u64,
+    inst: &Inst,
+    flow: Flow,
+    ev: Events,
+) -> u64 {
+    let penalty = fetch.taken_branch_split_fallthrough_penalty;
+    if penalty != 0
+        && flow == Flow::CondBranch
+        && ev.taken
+        && ev.fallthrough_len != 0
+        && fetch.splits(inst.fallthrough(pc), ev.fallthrough_len)
+    {
+        u64::from(penalty)
+    } else {
+        0
+    }
+}
+
 /// Extra cycles that control flow costs after an instruction issues.
 #[inline]
 fn control_penalty(b: &BranchModel, flow: Flow, ev: Events) -> u64 {
@@ -263,6 +300,48 @@ fn control_penalty(b: &BranchModel, flow: Flow, ev: Events) -> u64 {
 mod tests {
     use super::*;
     use crate::presets::{preset, PRESETS};
+
+    /// `[fetch]`: an instruction that spans two fetch words waits
+    /// `split_penalty` before it starts; a taken conditional branch whose
+    /// fall-through spans two words pays the other penalty, a not-taken
+    /// one or one whose fall-through is unknown (length 0) does not.
+    #[test]
+    fn split_fetches_cost_what_the_model_says() {
+        let text = "name = \"x\"\nxlen = [32]\n[fetch]\nword_bytes = 8\nsplit_penalty = 2\ntaken_branch_split_fallthrough_penalty = 5\n";
+        let m = CoreModel::from_toml(text, "c.toml").unwrap();
+        let add = retrace_testkit::asm::inst(Op::Add, 1, 2, 3, 0);
+        let c_add = Inst { len: 2, ..add };
+        let cycles = |pc: u64, inst: &Inst, ev: Events| {
+            let mut p = Pipeline::new();
+            p.issue(&m, pc, inst, ev);
+            p.cycle()
+        };
+        let none = Events::default();
+        // 8-byte words: a 4-byte instruction splits only at 6 mod 8.
+        assert_eq!(cycles(0x1002, &add, none), 1);
+        assert_eq!(cycles(0x1004, &add, none), 1);
+        assert_eq!(cycles(0x1006, &add, none), 3);
+        assert_eq!(cycles(0x1006, &c_add, none), 1);
+        let beq = retrace_testkit::asm::inst(Op::Beq, 0, 1, 2, 64);
+        let taken = |len| Events {
+            taken: true,
+            fallthrough_len: len,
+            ..Events::default()
+        };
+        // The branch at 0x1002 falls through to 0x1006: split if 4 bytes.
+        assert_eq!(cycles(0x1002, &beq, taken(4)), 6);
+        assert_eq!(cycles(0x1002, &beq, taken(2)), 1);
+        assert_eq!(cycles(0x1002, &beq, taken(0)), 1);
+        assert_eq!(cycles(0x1000, &beq, taken(4)), 1);
+        let not_taken = Events {
+            fallthrough_len: 4,
+            ..Events::default()
+        };
+        assert_eq!(cycles(0x1002, &beq, not_taken), 1);
+        // A jump does not prefetch its fall-through.
+        let jal = retrace_testkit::asm::inst(Op::Jal, 0, 0, 0, 64);
+        assert_eq!(cycles(0x1002, &jal, taken(4)), 1);
+    }
 
     /// The tabulated facts agree with the instruction's own answers for
     /// every operation and a spread of operand values, x0 included.

@@ -26,6 +26,7 @@ fn load(op: Op, rd: u8, addr: u64) -> Step {
             next_pc: 0,
             taken: false,
             mem_addr: addr,
+            fallthrough_len: 0,
         },
     )
 }
@@ -45,6 +46,7 @@ fn branch(taken: bool, backward: bool) -> Step {
             next_pc: 0,
             taken,
             mem_addr: 0,
+            fallthrough_len: 0,
         },
     )
 }
@@ -189,6 +191,141 @@ fn picorv32_follows_the_cpi_table() {
     g.assert();
 }
 
+/// Cycles of a sequence at explicit addresses (compressed code: each step
+/// says where its instruction is and how long it is).
+fn cycles_at(model: &CoreModel, steps: &[(u64, Step)]) -> u64 {
+    let mut core = CoreState::new(model);
+    for (pc, Step(inst, out)) in steps {
+        core.step(*pc, inst, *out);
+    }
+    core.cycles()
+}
+
+/// A 16-bit (compressed) form of a step.
+fn c(Step(inst, out): Step) -> Step {
+    Step(Inst { len: 2, ..inst }, out)
+}
+
+/// A conditional branch taken or not, whose fall-through instruction is
+/// `fallthrough_len` bytes long (as the code says).
+fn branch_ft(taken: bool, fallthrough_len: u8) -> Step {
+    Step(
+        i(Op::Beq, 0, A0, A1, 0x7e),
+        Resolved {
+            next_pc: 0,
+            taken,
+            mem_addr: 0,
+            fallthrough_len,
+        },
+    )
+}
+
+/// PicoRV32 with `COMPRESSED_ISA`: a 32-bit instruction at an address ≡ 2
+/// (mod 4) spans two memory words and costs one cycle more, however it is
+/// reached; a taken conditional branch whose fall-through is such an
+/// instruction costs one more again (the core finishes prefetching it).
+/// Every total below was measured on the RTL (Verilator, the preset's
+/// configuration), from the start of the first instruction to the start of
+/// the next one after the last, which is never split: the RTL charges a
+/// split instruction's second fetch before it starts, the model to the
+/// instruction itself, and the two agree on such a span.
+#[test]
+fn picorv32_compressed_fetch() {
+    let mut g = golden("picorv32_compressed_fetch");
+    let m = preset("picorv32").unwrap();
+    let add = || alu(Op::Add, A0, A1, A2);
+    let b = 0x8000_0000u64;
+    // c.add @0, add @2 (split: 4), add @6 (split: 4), c.add @a: RTL 14.
+    let seq = [
+        (b, c(add())),
+        (b + 2, add()),
+        (b + 6, add()),
+        (b + 0xa, c(add())),
+    ];
+    g.add("c.add, two split adds, c.add", cycles_at(&m, &seq));
+    // Compressed instructions cost what their 32-bit forms do, at either
+    // alignment: c.add @2, c.add @4, add @6 (split): RTL 3 + 3 + 4 = 10.
+    let seq = [(b + 2, c(add())), (b + 4, c(add())), (b + 6, add())];
+    g.add("c.add @2, c.add @4, split add", cycles_at(&m, &seq));
+    // c.add @0, lw @2 (split: 6), sw @6 (split: 6), c.add @a: RTL 18.
+    let seq = [
+        (b, c(add())),
+        (b + 2, load(Op::Lw, A0, 0x8020_0000)),
+        (
+            b + 6,
+            Step(i(Op::Sw, 0, SP, A0, 0), Resolved::fall_through(0)),
+        ),
+        (b + 0xa, c(add())),
+    ];
+    g.add("c.add, split lw, split sw, c.add", cycles_at(&m, &seq));
+    // The second fetch is not hidden under a long operation: c.add @0,
+    // mul @2 (split: 41), add @6 (split: 4): RTL 48.
+    let seq = [
+        (b, c(add())),
+        (b + 2, alu(Op::Mul, A0, A2, A3)),
+        (b + 6, add()),
+    ];
+    g.add("c.add, split mul, split add", cycles_at(&m, &seq));
+    // Landing on a split instruction: jal 3 + add 4 = 7; jalr 6 + 4 = 10;
+    // a taken branch (aligned, aligned fall-through) 5 + 4 = 9.
+    g.add(
+        "jal to a split add",
+        cycles_at(&m, &[(b, jal(b + 0x102)), (b + 0x102, add())]),
+    );
+    g.add(
+        "jalr to a split add",
+        cycles_at(&m, &[(b, ret(b + 0x102)), (b + 0x102, add())]),
+    );
+    g.add(
+        "taken branch to a split add",
+        cycles_at(&m, &[(b, branch_ft(true, 4)), (b + 0x102, add())]),
+    );
+    // Landing on a compressed instruction at 2 mod 4 costs nothing more:
+    // jal 3 + c.add 3 = 6.
+    g.add(
+        "jal to c.add @2",
+        cycles_at(&m, &[(b, jal(b + 0x102)), (b + 0x102, c(add()))]),
+    );
+    // A taken branch whose fall-through is split waits for its prefetch:
+    // c.add @0 3, beq @2 (split, taken: 5 + 1 + 1), add @0x100 3: RTL 13.
+    let seq = [
+        (b, c(add())),
+        (b + 2, branch_ft(true, 4)),
+        (b + 0x100, add()),
+    ];
+    g.add("split beq taken, split fall-through", cycles_at(&m, &seq));
+    // The same branch to its own fall-through (`beq x0, x0, .+4`): the
+    // two penalties and the target's: c.add 3 + beq 7 + add @6 4 = 14.
+    let seq = [(b, c(add())), (b + 2, branch_ft(true, 4)), (b + 6, add())];
+    g.add(
+        "split beq taken to its split fall-through",
+        cycles_at(&m, &seq),
+    );
+    // A compressed branch @0 taken, the fall-through @2 a 32-bit
+    // instruction: c.beqz 5 + 1, add @0x100 3: RTL 9. With a compressed
+    // fall-through, no wait: 8.
+    let seq = [(b, c(branch_ft(true, 4))), (b + 0x100, add())];
+    g.add("c.beqz taken, split fall-through", cycles_at(&m, &seq));
+    let seq = [(b, c(branch_ft(true, 2))), (b + 0x100, add())];
+    g.add("c.beqz taken, compressed fall-through", cycles_at(&m, &seq));
+    // Not taken, the split fall-through is simply the next instruction:
+    // c.add 3, bne @2 (split) 4, add @6 (split) 4, c.add @a 3: RTL 14.
+    let seq = [
+        (b, c(add())),
+        (b + 2, branch_ft(false, 4)),
+        (b + 6, add()),
+        (b + 0xa, c(add())),
+    ];
+    g.add(
+        "split beq not taken, split fall-through",
+        cycles_at(&m, &seq),
+    );
+    // jal does not prefetch: c.add 3 + jal @2 (split) 4 + add @0x100 3 = 10.
+    let seq = [(b, c(add())), (b + 2, jal(b + 0x100)), (b + 0x100, add())];
+    g.add("split jal, split fall-through", cycles_at(&m, &seq));
+    g.assert();
+}
+
 #[test]
 fn rocket_latencies_and_predictor() {
     let mut g = golden("rocket_latencies_and_predictor");
@@ -228,6 +365,7 @@ fn rocket_latencies_and_predictor() {
         next_pc: 0x8000_0000,
         taken: true,
         mem_addr: 0,
+        fallthrough_len: 0,
     };
     core.step(0x8000_0008, &b, taken);
     g.add("bne taken, first time", core.cycles());
