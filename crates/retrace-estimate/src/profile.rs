@@ -117,19 +117,34 @@ impl Profiler {
     }
 
     /// The function of the code at `pp`'s start.
-    fn function_at(&self, table: &PpTable, pp: PpId) -> Option<usize> {
+    fn function_at(&mut self, table: &PpTable, pp: PpId) -> Option<usize> {
         if pp == crate::machine::INVALID {
             return None;
         }
-        self.map.lookup(table.get(pp).start.get())
+        // From the pieces, which the partial program needs next anyway: a
+        // call or return costs no range search.
+        match self.pieces(table, pp) {
+            Pieces::One(f) => *f,
+            Pieces::Many(list) => list[0].1,
+        }
     }
 
+    #[inline]
     fn pieces(&mut self, table: &PpTable, pp: PpId) -> &Pieces {
+        let i = pp.index();
+        if !matches!(self.pieces.get(i), Some(Some(_))) {
+            self.make_pieces(table, pp);
+        }
+        self.pieces[i].as_ref().expect("made above")
+    }
+
+    #[cold]
+    fn make_pieces(&mut self, table: &PpTable, pp: PpId) {
         let i = pp.index();
         if i >= self.pieces.len() {
             self.pieces.resize(table.len().max(i + 1), None);
         }
-        if self.pieces[i].is_none() {
+        {
             let mut list: Vec<(u32, Option<usize>)> = Vec::new();
             for (k, (pc, _)) in table.insts(pp).enumerate() {
                 let f = self.map.lookup(pc.get());
@@ -143,12 +158,12 @@ impl Profiler {
                 _ => Pieces::Many(list.into_boxed_slice()),
             });
         }
-        self.pieces[i].as_ref().expect("made above")
     }
 
     /// `executed` instructions of `pp` ran, from `before` cycles and
     /// pipeline signature `entry`: tell the tracker of every function
     /// change among them, at the cycle it happened.
+    #[inline]
     fn ran(&mut self, table: &PpTable, pp: PpId, executed: u32, before: u64, entry: SignatureId) {
         if pp == crate::machine::INVALID || executed == 0 {
             return;

@@ -148,6 +148,7 @@ impl FrameTracker {
     /// The next instruction lies in `func` (or outside every function),
     /// after `cycles` cycles and `insns` instructions. Calling it with the
     /// function already executing changes nothing.
+    #[inline]
     pub fn enter(&mut self, func: Option<usize>, cycles: u64, insns: u64) {
         self.charge(cycles, insns);
         self.current = func;
@@ -167,12 +168,14 @@ impl FrameTracker {
 
     /// A call retired after `cycles` cycles, to `callee`'s code (or to code
     /// outside every function).
+    #[inline]
     pub fn call(&mut self, callee: Option<usize>, cycles: u64) {
         self.open(callee, cycles, true);
     }
 
     /// A return retired after `cycles` cycles, to `to`'s code (or to code
     /// outside every function).
+    #[inline]
     pub fn ret(&mut self, to: Option<usize>, cycles: u64) {
         if let Some(top) = self.frames.pop_back() {
             self.close(top, cycles);
@@ -201,6 +204,7 @@ impl FrameTracker {
         }
     }
 
+    #[inline]
     fn charge(&mut self, cycles: u64, insns: u64) {
         if let Some(f) = self.current {
             let pf = &mut self.per_function[f];
@@ -211,6 +215,7 @@ impl FrameTracker {
         self.since_insns = insns;
     }
 
+    #[inline]
     fn open(&mut self, func: Option<usize>, cycles: u64, counted: bool) {
         if let Some(f) = func {
             self.per_function[f].calls += u64::from(counted);
@@ -226,6 +231,7 @@ impl FrameTracker {
         }
     }
 
+    #[inline]
     fn close(&mut self, frame: Option<usize>, cycles: u64) {
         if let Some(f) = frame {
             self.active[f] -= 1;
