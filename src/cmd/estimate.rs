@@ -497,16 +497,20 @@ fn unmeasured_warning(
 /// The command lines the recording may have given the program, in the
 /// order to try them. With arguments, the line is the arguments, which the
 /// trace stores: exactly one candidate. Without, it was the program path
-/// as `retrace record` was given it, and the trace stores only the
-/// program's file name (`Header::program`): the path given here comes
-/// first, then that name if it is spelled differently.
+/// as `retrace record` was given it, which the trace stores
+/// (`Header::program`), so how the path is spelled here does not matter.
+/// Traces written before that stored only the file name: for them the path
+/// given here is tried as well.
 fn recorded_cmdlines(header: &retrace_trace::Header, shown: &str) -> Vec<String> {
     if !header.args.is_empty() {
         return vec![HostConfig::qemu_cmdline(shown, &header.args)];
     }
-    let mut out = vec![HostConfig::qemu_cmdline(shown, &[])];
-    if !header.program.is_empty() && header.program != shown {
+    let mut out = Vec::new();
+    if !header.program.is_empty() {
         out.push(HostConfig::qemu_cmdline(&header.program, &[]));
+    }
+    if header.program != shown {
+        out.push(HostConfig::qemu_cmdline(shown, &[]));
     }
     out
 }
@@ -547,10 +551,14 @@ fn check(
         }
         tried.push((cmdline, functional));
     }
-    let (cmdline, functional) = &tried[0];
-    let hint = if header.args.is_empty() {
+    let (_, functional) = &tried[0];
+    // Only a trace from before the path was stored leaves a doubt about
+    // the command line: say so, with what was tried.
+    let hint = if tried.len() > 1 {
+        let lines: Vec<String> = tried.iter().map(|(c, _)| format!("{c:?}")).collect();
         format!(
-            "; the program ran with command line {cmdline:?}: a program recorded without arguments gets the program path as spelled to `retrace record`, which the trace does not store (only the file name {:?}), so spell the path as it was recorded",
+            "; the program ran with command line {}: this trace stores only the program's file name {:?} (written by an older retrace), so record it again, or spell the path as it was recorded",
+            lines.join(" and "),
             header.program
         )
     } else {

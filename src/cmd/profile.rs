@@ -15,9 +15,20 @@ use std::process::ExitCode;
 
 /// Arguments of `retrace profile`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:\n  \
+#[command(
+    after_help = "Cycles per function (docs/TIMING.md, \"Per-function cycles\"):\n  \
+    exclusive  cycles of the instructions that lie in the function\n  \
+    inclusive  from its entry to its exit, callees included; recursion counts once;\n             \
+    a tail call (`j g`) ends the caller's frame and enters g's\n  \
+    calls      entries: calls, tail calls and jumps in from another function\n  \
+    The rule is `retrace run --core`'s, and on a core the estimate times exactly the\n  \
+    figures are the cycle-level engine's. The data-cache term is estimated for the\n  \
+    whole run, not per function: the header gives it, and percentages are of the\n  \
+    header's total.\n\n\
+    Examples:\n  \
     retrace profile prog.elf prog.rtrace\n  \
-    retrace profile prog.elf prog.rtrace --core rocket --top 20 --format json")]
+    retrace profile prog.elf prog.rtrace --core rocket --top 20 --format json"
+)]
 pub struct Args {
     /// The program the trace was recorded from.
     pub program: PathBuf,
@@ -42,11 +53,11 @@ pub struct Args {
 pub struct FunctionRow {
     /// The function's name.
     pub name: String,
-    /// Cycles in the function itself.
+    /// Cycles of the instructions in the function.
     pub exclusive_cycles: u64,
-    /// Cycles in the function and its callees.
+    /// Cycles from its entry to its exit, callees included.
     pub inclusive_cycles: u64,
-    /// Calls.
+    /// Entries: calls, tail calls and jumps in from another function.
     pub calls: u64,
     /// Instructions executed in the function itself.
     pub instructions: u64,
@@ -96,8 +107,16 @@ pub struct ProfileReport {
     /// The fidelity of the replay.
     #[serde(serialize_with = "display")]
     pub fidelity: Fidelity,
-    /// Estimated cycles.
+    /// Estimated cycles, the data-cache term included: what the
+    /// percentages are of.
     pub cycles: u64,
+    /// Of `cycles`, the data-cache term, estimated for the whole run and not
+    /// attributed to functions; null on a core without a data cache, or
+    /// when the trace has no miss rate for it.
+    pub dcache_cycles: Option<u64>,
+    /// The core has a data cache the trace has no miss rate for: `cycles`
+    /// leaves it out.
+    pub dcache_unmeasured: bool,
     /// Instructions replayed.
     pub instructions: u64,
     /// The hottest functions.
@@ -106,24 +125,35 @@ pub struct ProfileReport {
     pub branches: Vec<BranchRow>,
     /// The partial programs with the most cycles.
     pub hottest_partial_programs: Vec<HotRow>,
-    /// The cycles the percentages are of: what control flow decides
-    /// (the data-cache term is not attributed to functions).
-    #[serde(skip)]
-    pub attributed_cycles: u64,
 }
 
 impl Report for ProfileReport {
     fn text(&self) -> String {
-        let total = self.attributed_cycles.max(1) as f64;
+        let total = self.cycles.max(1) as f64;
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "{} on {}: {} cycles, {} instructions\n",
+            "{} on {}: {} cycles, {} instructions",
             self.program,
             self.core,
             thousands(self.cycles),
             thousands(self.instructions)
         );
+        if let Some(d) = self.dcache_cycles {
+            let _ = writeln!(
+                o,
+                "  of which {} cycles ({:.2}%) are the data cache's, estimated for the whole run from the recorded miss rate; no function's cycles include them",
+                thousands(d),
+                d as f64 * 100.0 / total
+            );
+        }
+        if self.dcache_unmeasured {
+            let _ = writeln!(
+                o,
+                "  without the data cache: the trace has no miss rate for this core's (`retrace estimate` gives the `retrace record --dcache` that measures it)"
+            );
+        }
+        let _ = writeln!(o, "  percentages are of this total\n");
         let _ = writeln!(
             o,
             "{:<28} {:>14} {:>7} {:>14} {:>7} {:>10}",
@@ -192,6 +222,8 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         core: core.name.clone(),
         fidelity,
         cycles: e.cycles,
+        dcache_cycles: (core.dcache.is_some() && e.dcache_measured).then_some(e.dcache_cycles),
+        dcache_unmeasured: core.dcache.is_some() && !e.dcache_measured,
         instructions: e.instructions,
         functions: p
             .functions
@@ -229,7 +261,6 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                 cycles: h.cycles,
             })
             .collect(),
-        attributed_cycles: e.control_cycles,
     };
     print(&report, args.output.get())?;
     Ok(ExitCode::SUCCESS)

@@ -216,11 +216,10 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let partial = builder.tempfile_in(dir).map_err(cannot_create)?;
     let file = partial.as_file().try_clone().map_err(cannot_create)?;
     let mut header = retrace_trace::Header::new(0, 32, 1);
-    header.program = args
-        .program
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    // The path as given: without arguments it is the command line the
+    // program sees (QEMU's `-kernel` fallback), which `estimate --check`
+    // must give it again whatever the path is spelled there.
+    header.program = shown.clone();
     header.args = args.program_args.args.clone();
     let mut dcaches = if args.no_dcache {
         Vec::new()

@@ -69,7 +69,9 @@ pub struct Args {
     /// Time the run on this core (a preset name, or a TOML core
     /// description; `retrace cores` lists the presets) with the cycle-level
     /// engine, and report cycles, CPI, mispredictions, cache hits and misses
-    /// and cycles per function.
+    /// and cycles per function (counted as `retrace profile` counts them,
+    /// data-cache misses included where they happen; docs/TIMING.md,
+    /// "Per-function cycles").
     #[arg(long, value_name = "NAME|FILE.toml")]
     pub core: Option<String>,
     /// With --core: how many functions to report, hottest (most exclusive
@@ -380,7 +382,7 @@ impl TimedReport {
         top: usize,
     ) -> TimedReport {
         let mut ran: Vec<(String, u64, FunctionCycles)> = obs
-            .per_function
+            .per_function()
             .iter()
             .enumerate()
             .filter(|(_, f)| f.instructions > 0 || f.calls > 0)

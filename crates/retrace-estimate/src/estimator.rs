@@ -244,6 +244,9 @@ pub struct Estimator {
     /// the `k`-th line fetch missed): [`Estimator::fetch`]'s mask has one
     /// bit per line only up to 64, and then just says whether any missed.
     long_misses: Vec<u64>,
+    /// The fetch-miss mask of the last partial program timed (with
+    /// `long_misses`): what [`Estimator::prefix_cycles`] splits.
+    last_misses: u64,
     /// Executions and cycles of partial programs outside the node graph
     /// (slow steps), indexed by [`PpId`].
     extra: Vec<(u64, u64)>,
@@ -276,6 +279,7 @@ impl Estimator {
             facts: Vec::new(),
             scratch: Vec::new(),
             long_misses: Vec::new(),
+            last_misses: 0,
             extra: Vec::new(),
             result: Estimate::default(),
             span_stats: Default::default(),
@@ -493,6 +497,45 @@ impl Estimator {
         }
     }
 
+    /// Fill `scratch` with the first `n` instructions of `pp` and their
+    /// events: the line fetches that missed (`fetch_misses`, or
+    /// `long_misses` for a path of more than 64 lines) and, when the whole
+    /// path runs, `end`'s outcome on its end instruction.
+    fn path_events(
+        &mut self,
+        table: &PpTable,
+        pp: PpId,
+        n: u32,
+        end: EndOutcome,
+        fetch_misses: u64,
+    ) {
+        let long = self.facts[pp.index()].line_starts.len() > 64;
+        let whole = n == self.facts[pp.index()].len;
+        self.scratch.clear();
+        let lines = &self.facts[pp.index()].line_starts;
+        let mut line_k = 0usize;
+        let fallthrough_len = self.facts[pp.index()].fallthrough_len;
+        for (k, (pc, inst)) in table.insts(pp).take(n as usize).enumerate() {
+            let mut ev = Events::default();
+            while line_k < lines.len() && lines[line_k].0 as usize <= k {
+                if lines[line_k].0 as usize == k {
+                    ev.fetch_miss = if long {
+                        self.long_misses[line_k / 64] >> (line_k % 64) & 1 != 0
+                    } else {
+                        fetch_misses >> line_k & 1 != 0
+                    };
+                }
+                line_k += 1;
+            }
+            if k + 1 == n as usize && whole {
+                ev.taken = end.taken;
+                ev.mispredict = end.mispredicted;
+                ev.fallthrough_len = fallthrough_len;
+            }
+            self.scratch.push((pc.get(), inst, ev));
+        }
+    }
+
     /// Time `n` instructions of `pp` from the current signature with the
     /// given end outcome and fetch misses (memo, then pipeline); all of a
     /// path that ends by trapping (an `ecall`) includes the trap.
@@ -523,29 +566,7 @@ impl Estimator {
                 return c;
             }
         }
-        self.scratch.clear();
-        let lines = &self.facts[pp.index()].line_starts;
-        let mut line_k = 0usize;
-        let fallthrough_len = self.facts[pp.index()].fallthrough_len;
-        for (k, (pc, inst)) in table.insts(pp).take(n as usize).enumerate() {
-            let mut ev = Events::default();
-            while line_k < lines.len() && lines[line_k].0 as usize <= k {
-                if lines[line_k].0 as usize == k {
-                    ev.fetch_miss = if long {
-                        self.long_misses[line_k / 64] >> (line_k % 64) & 1 != 0
-                    } else {
-                        fetch_misses >> line_k & 1 != 0
-                    };
-                }
-                line_k += 1;
-            }
-            if k + 1 == n as usize && whole {
-                ev.taken = end.taken;
-                ev.mispredict = end.mispredicted;
-                ev.fallthrough_len = fallthrough_len;
-            }
-            self.scratch.push((pc.get(), inst, ev));
-        }
+        self.path_events(table, pp, n, end, fetch_misses);
         let (mut c, mut next) = self
             .timer
             .time(self.sig, self.scratch.iter().map(|(pc, i, e)| (*pc, i, *e)));
@@ -625,6 +646,7 @@ impl Visit<PpTable> for Estimator {
         } else {
             0
         };
+        self.last_misses = misses;
         let mut end = EndOutcome::default();
         match how {
             Leave::Branch(taken) => {
@@ -742,8 +764,47 @@ impl Estimator {
             self.sig = self.nodes[self.node as usize].sig;
         }
         let misses = self.fetch(pp, executed);
+        self.last_misses = misses;
         self.result.icache_misses += self.miss_count(pp, misses);
         self.result.instructions += u64::from(executed);
         self.slow_step(table, pp, executed, EndOutcome::default(), misses);
+    }
+}
+
+/// What a per-function profile needs to split a partial program whose
+/// instructions lie in more than one function (a tail call `j f` inside
+/// it, a fall-through into the next symbol): the cycles of its first
+/// instructions, as the cycle-level engine's clock would show them.
+impl Estimator {
+    /// The pipeline signature `pp` is about to be timed from: call before
+    /// [`Visit::pp`] (or `trap`, `last`) for that partial program.
+    pub(crate) fn entry_signature(&self, pp: PpId) -> SignatureId {
+        if self.node != NO_NODE && self.nodes[self.node as usize].pp == pp {
+            self.nodes[self.node as usize].sig
+        } else {
+            self.sig
+        }
+    }
+
+    /// Whether the partial program just timed missed the I-cache (its
+    /// prefixes' times then depend on which lines did).
+    pub(crate) fn last_step_missed(&self) -> bool {
+        self.last_misses != 0
+    }
+
+    /// Cycles of the first `k` instructions of the partial program just
+    /// timed (`k` below its length), entered with signature `entry`, with
+    /// the line fetches that missed in that step.
+    pub(crate) fn prefix_cycles(
+        &mut self,
+        table: &PpTable,
+        pp: PpId,
+        entry: SignatureId,
+        k: u32,
+    ) -> u64 {
+        debug_assert!(k < self.facts[pp.index()].len);
+        self.path_events(table, pp, k, EndOutcome::default(), self.last_misses);
+        self.timer
+            .cycles(entry, self.scratch.iter().map(|(pc, i, e)| (*pc, i, *e)))
     }
 }

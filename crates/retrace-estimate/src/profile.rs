@@ -1,10 +1,21 @@
 //! The seed's by-products of a replay (embodiment 1, step 5): cycles per
 //! function, inclusive and exclusive, call counts, each branch's taken
 //! probability, and the hottest partial programs — for one core.
+//!
+//! Cycles go to functions by the one rule of [`retrace_sim::functions`],
+//! through the same [`FrameTracker`] the cycle-level engine drives, over
+//! the same function ranges; so on a core the replay times exactly, each
+//! function's figures are the cycle-level engine's. A partial program can
+//! run through more than one function (a tail call `j f` inside it, a
+//! fall-through into the next symbol): the tracker is then told of each
+//! change at the cycle the engine's clock shows there, from the time of the
+//! partial program's first instructions.
 
 use crate::estimator::Estimator;
 use crate::walk::{Leave, Visit};
-use retrace_program::{FuncId, PpId, PpTable, Program};
+use retrace_program::{FunctionRanges, PpId, PpTable, Program};
+use retrace_sim::functions::{FrameTracker, FunctionMap};
+use retrace_timing::SignatureId;
 use rustc_hash::FxHashMap;
 
 /// Per-function figures.
@@ -12,12 +23,14 @@ use rustc_hash::FxHashMap;
 pub struct FunctionProfile {
     /// Function name.
     pub name: String,
-    /// Cycles in its own partial programs.
+    /// Entry address.
+    pub entry: u64,
+    /// Cycles of its own instructions.
     pub exclusive: u64,
-    /// Cycles from entry to return, callees included (outermost
-    /// activations, so recursion is not counted twice).
+    /// Cycles from entry to exit, callees included (outermost frames, so
+    /// recursion is not counted twice; a tail call ends the caller's).
     pub inclusive: u64,
-    /// Calls into it.
+    /// Entries: calls, tail calls and other entries from another function.
     pub calls: u64,
     /// Instructions executed in it.
     pub instructions: u64,
@@ -58,89 +71,180 @@ pub struct Profile {
     pub hottest: Vec<PpProfile>,
 }
 
-/// A visitor that times (through an [`Estimator`]) and profiles.
-pub struct Profiler<'p> {
-    /// The estimator doing the timing.
-    pub estimator: Estimator,
-    program: &'p Program,
-    pp_function: Vec<Option<FuncId>>,
-    branches: FxHashMap<u64, (u64, u64)>,
-    frames: Vec<(usize, u64)>,
-    active: Vec<u32>,
-    inclusive: Vec<u64>,
-    calls: Vec<u64>,
-    cycles: u64,
+/// The functions a partial program's instructions lie in: one for all,
+/// or from which instruction on each holds (`None`: outside every
+/// function).
+#[derive(Clone, Debug)]
+enum Pieces {
+    One(Option<usize>),
+    Many(Box<[(u32, Option<usize>)]>),
 }
 
-impl<'p> Profiler<'p> {
+/// A visitor that times (through an [`Estimator`]) and profiles.
+pub struct Profiler {
+    /// The estimator doing the timing.
+    pub estimator: Estimator,
+    functions: FunctionRanges,
+    map: FunctionMap,
+    /// Per partial program, made on first use (the table can grow during
+    /// the replay).
+    pieces: Vec<Option<Pieces>>,
+    tracker: FrameTracker,
+    /// Cycles of a partial program's first instructions, by (entry
+    /// signature, partial program, instructions), for steps without I-cache
+    /// misses (with misses they depend on which lines missed).
+    prefixes: FxHashMap<(SignatureId, PpId, u32), u64>,
+    instructions: u64,
+    branches: FxHashMap<u64, (u64, u64)>,
+}
+
+impl Profiler {
     /// Profile `program` while `estimator` times it.
-    pub fn new(estimator: Estimator, program: &'p Program) -> Profiler<'p> {
-        let n = program.functions.len();
+    pub fn new(estimator: Estimator, program: &Program) -> Profiler {
+        let functions = FunctionRanges::of_program(program);
+        let map = FunctionMap::new(&functions.ranges);
+        let tracker = FrameTracker::new(functions.ranges.len());
         Profiler {
             estimator,
-            program,
-            pp_function: Vec::new(),
+            functions,
+            map,
+            pieces: Vec::new(),
+            tracker,
+            prefixes: FxHashMap::default(),
+            instructions: 0,
             branches: FxHashMap::default(),
-            frames: Vec::new(),
-            active: vec![0; n],
-            inclusive: vec![0; n],
-            calls: vec![0; n],
-            cycles: 0,
         }
     }
 
-    fn function_of(&mut self, table: &PpTable, pp: PpId) -> Option<FuncId> {
+    /// The function of the code at `pp`'s start.
+    fn function_at(&mut self, table: &PpTable, pp: PpId) -> Option<usize> {
         if pp == crate::machine::INVALID {
             return None;
         }
+        // From the pieces, which the partial program needs next anyway: a
+        // call or return costs no range search.
+        match self.pieces(table, pp) {
+            Pieces::One(f) => *f,
+            Pieces::Many(list) => list[0].1,
+        }
+    }
+
+    #[inline]
+    fn pieces(&mut self, table: &PpTable, pp: PpId) -> &Pieces {
         let i = pp.index();
-        if i >= self.pp_function.len() {
-            // Resolve lazily: the table can grow during the replay.
-            self.pp_function.resize(table.len().max(i + 1), None);
-            for (id, p) in table.iter().skip(i) {
-                self.pp_function[id.index()] = self.program.function_containing(p.start);
+        if !matches!(self.pieces.get(i), Some(Some(_))) {
+            self.make_pieces(table, pp);
+        }
+        self.pieces[i].as_ref().expect("made above")
+    }
+
+    #[cold]
+    fn make_pieces(&mut self, table: &PpTable, pp: PpId) {
+        let i = pp.index();
+        if i >= self.pieces.len() {
+            self.pieces.resize(table.len().max(i + 1), None);
+        }
+        {
+            let mut list: Vec<(u32, Option<usize>)> = Vec::new();
+            for (k, (pc, _)) in table.insts(pp).enumerate() {
+                let f = self.map.lookup(pc.get());
+                if list.last().is_none_or(|&(_, g)| g != f) {
+                    list.push((k as u32, f));
+                }
             }
-        }
-        self.pp_function[i]
-    }
-
-    fn leave(&mut self, f: usize, start: u64) {
-        self.active[f] -= 1;
-        if self.active[f] == 0 {
-            self.inclusive[f] += self.cycles - start;
+            self.pieces[i] = Some(match list.as_slice() {
+                [] => Pieces::One(None),
+                [(_, f)] => Pieces::One(*f),
+                _ => Pieces::Many(list.into_boxed_slice()),
+            });
         }
     }
 
-    fn elapsed(&self) -> u64 {
-        self.estimator.cycles()
+    /// `executed` instructions of `pp` ran, from `before` cycles and
+    /// pipeline signature `entry`: tell the tracker of every function
+    /// change among them, at the cycle it happened.
+    #[inline]
+    fn ran(&mut self, table: &PpTable, pp: PpId, executed: u32, before: u64, entry: SignatureId) {
+        if pp == crate::machine::INVALID || executed == 0 {
+            return;
+        }
+        let insns = self.instructions;
+        self.instructions += u64::from(executed);
+        let n = match self.pieces(table, pp) {
+            Pieces::One(f) => {
+                let f = *f;
+                if f != self.tracker.current() {
+                    self.tracker.enter(f, before, insns);
+                }
+                return;
+            }
+            Pieces::Many(list) => list.len(),
+        };
+        for i in 0..n {
+            let Some(Pieces::Many(list)) = &self.pieces[pp.index()] else {
+                unreachable!("a partial program's pieces do not change")
+            };
+            let (k, f) = list[i];
+            if k >= executed {
+                break;
+            }
+            if f == self.tracker.current() {
+                continue;
+            }
+            let at = if k == 0 {
+                before
+            } else {
+                before + self.prefix(table, pp, entry, k)
+            };
+            self.tracker.enter(f, at, insns + u64::from(k));
+        }
+    }
+
+    /// Cycles of the first `k` instructions of the partial program just
+    /// timed.
+    fn prefix(&mut self, table: &PpTable, pp: PpId, entry: SignatureId, k: u32) -> u64 {
+        if self.estimator.last_step_missed() {
+            return self.estimator.prefix_cycles(table, pp, entry, k);
+        }
+        if let Some(&c) = self.prefixes.get(&(entry, pp, k)) {
+            return c;
+        }
+        let c = self.estimator.prefix_cycles(table, pp, entry, k);
+        self.prefixes.insert((entry, pp, k), c);
+        c
     }
 
     /// Build the profile after the walk (closes frames still open).
     pub fn finish(mut self, table: &PpTable) -> (Profile, Estimator) {
-        self.cycles = self.elapsed();
-        while let Some((f, start)) = self.frames.pop() {
-            self.leave(f, start);
-        }
-        let n = self.program.functions.len();
-        let mut funcs: Vec<FunctionProfile> = (0..n)
-            .map(|f| FunctionProfile {
-                name: self.program.functions[f].name.clone(),
-                inclusive: self.inclusive[f],
-                calls: self.calls[f],
-                ..FunctionProfile::default()
+        self.tracker
+            .finish(self.estimator.cycles(), self.instructions);
+        let mut funcs: Vec<FunctionProfile> = self
+            .tracker
+            .per_function()
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.instructions > 0 || f.calls > 0)
+            .map(|(i, f)| FunctionProfile {
+                name: self.functions.names[i].clone(),
+                entry: self.functions.ranges[i].0,
+                exclusive: f.exclusive,
+                inclusive: f.inclusive,
+                calls: f.calls,
+                instructions: f.instructions,
             })
             .collect();
+        // As `retrace run --core` orders them.
+        funcs.sort_by(|a, b| {
+            (b.exclusive, b.inclusive)
+                .cmp(&(a.exclusive, a.inclusive))
+                .then(a.entry.cmp(&b.entry))
+        });
         let mut hottest = Vec::new();
         let per_pp = self.estimator.per_pp();
         for (id, p) in table.iter() {
-            let i = id.index();
-            let (executed, cycles) = per_pp.get(i).copied().unwrap_or((0, 0));
+            let (executed, cycles) = per_pp.get(id.index()).copied().unwrap_or((0, 0));
             if executed == 0 {
                 continue;
-            }
-            if let Some(f) = self.pp_function.get(i).copied().flatten() {
-                funcs[f.index()].exclusive += cycles;
-                funcs[f.index()].instructions += executed * u64::from(p.len);
             }
             hottest.push(PpProfile {
                 pp: id,
@@ -149,8 +253,6 @@ impl<'p> Profiler<'p> {
                 cycles,
             });
         }
-        funcs.retain(|f| f.exclusive > 0 || f.calls > 0);
-        funcs.sort_by(|a, b| b.exclusive.cmp(&a.exclusive).then(a.name.cmp(&b.name)));
         hottest.sort_by(|a, b| b.cycles.cmp(&a.cycles).then(a.start.cmp(&b.start)));
         let mut branches: Vec<BranchProfile> = self
             .branches
@@ -173,10 +275,13 @@ impl<'p> Profiler<'p> {
     }
 }
 
-impl Visit<PpTable> for Profiler<'_> {
+impl Visit<PpTable> for Profiler {
     fn pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
+        let before = self.estimator.cycles();
+        let entry = self.estimator.entry_signature(pp);
         self.estimator.pp(table, pp, how, next);
-        self.cycles = self.elapsed();
+        self.ran(table, pp, table.get(pp).len, before, entry);
+        let after = self.estimator.cycles();
         match how {
             Leave::Branch(taken) => {
                 let e = self
@@ -187,36 +292,37 @@ impl Visit<PpTable> for Profiler<'_> {
                 e.1 += u64::from(taken);
             }
             Leave::Call => {
-                if let Some(f) = self.function_of(table, next) {
-                    let f = f.index();
-                    self.calls[f] += 1;
-                    self.active[f] += 1;
-                    self.frames.push((f, self.cycles));
-                }
+                let to = self.function_at(table, next);
+                self.tracker.call(to, after);
             }
             Leave::Return { .. } => {
-                if let Some((f, start)) = self.frames.pop() {
-                    self.leave(f, start);
-                }
+                let to = self.function_at(table, next);
+                self.tracker.ret(to, after);
             }
-            _ => {}
+            Leave::Indirect | Leave::Continue => {}
         }
-        // Make sure the function of every executed PP is known for `finish`.
-        self.function_of(table, pp);
     }
 
     fn last(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        let before = self.estimator.cycles();
+        let entry = self.estimator.entry_signature(pp);
         self.estimator.last(table, pp, executed);
-        self.function_of(table, pp);
+        self.ran(table, pp, executed, before, entry);
     }
 
     fn trap(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        let before = self.estimator.cycles();
+        let entry = self.estimator.entry_signature(pp);
         self.estimator.trap(table, pp, executed);
-        self.function_of(table, pp);
+        // The trap's own cost goes to the function executing: the next
+        // change charges it there, as the cycle-level engine does.
+        self.ran(table, pp, executed, before, entry);
     }
 
     fn cut(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        let before = self.estimator.cycles();
+        let entry = self.estimator.entry_signature(pp);
         self.estimator.cut(table, pp, executed);
-        self.function_of(table, pp);
+        self.ran(table, pp, executed, before, entry);
     }
 }

@@ -320,13 +320,17 @@ pub fn profile_trace<S: TraceSource + ?Sized>(
     let mut prof = crate::profile::Profiler::new(Estimator::new(core, fidelity, 0.0), program);
     let (_, _, measured) = replay(&mut table, program.entry, trace, &mut prof)?;
     let (profile, mut est) = prof.finish(&table);
+    let mut measured_rate = false;
     if let Some(dc) = &core.dcache {
         if let Some(m) = measured
             .iter()
             .find(|m| (m.size, m.ways, m.line) == (dc.size, dc.ways, dc.line))
         {
             est.set_dcache_miss_rate(m.miss_rate());
+            measured_rate = true;
         }
     }
-    Ok((profile, est.estimate()))
+    let mut e = est.estimate();
+    e.dcache_measured = core.dcache.is_none() || measured_rate;
+    Ok((profile, e))
 }

@@ -12,7 +12,11 @@
 //! - `exact::PROG::CORE` (`ideal`, `picorv32`, `inorder5`, `rocket`,
 //!   `rocket-dcache`): estimate against the cycle-level engine; on
 //!   `picorv32` and `inorder5` also the memoised `fast` replay against the
-//!   step-by-step one;
+//!   step-by-step one; on the exact rows, the profile's cycles per function
+//!   (exclusive, inclusive, calls, instructions) against the cycle-level
+//!   engine's, function by function, with exclusive ≤ inclusive;
+//! - `exact::tail-calls`: the sweep covers functions entered by a tail
+//!   call (`j`), which count as entered and hold their cycles;
 //! - `exact::PROG::memo-rocket`: the same on rocket, whose `fast` estimate
 //!   is not its cycle-level one (static prediction instead of its
 //!   predictor).
@@ -23,11 +27,13 @@
 //! stays in memory.
 //! `cargo test --test exact -- sort-rv32` runs one program's rows.
 
-use retrace_estimate::{estimate_trace, estimate_trace_stepwise, replay_check, Fidelity};
+use retrace_estimate::{
+    estimate_trace, estimate_trace_stepwise, profile_trace, replay_check, Fidelity,
+};
 use retrace_isa::Xlen;
-use retrace_program::{Addr, Elf, Program};
+use retrace_program::{Addr, Elf, FunctionRanges, Program};
 use retrace_sim::check::PcSequenceObserver;
-use retrace_sim::cycle::CycleObserver;
+use retrace_sim::cycle::{CycleObserver, FunctionCycles};
 use retrace_sim::record::record_run_watched;
 use retrace_sim::{Console, HostConfig};
 use retrace_testkit::programs::{example_programs, ExampleProgram};
@@ -71,6 +77,11 @@ struct Pass {
     /// The cycle-level engine's cycles for each row's core (`None` when
     /// the core does not run the program's XLEN).
     cycles: Vec<Option<u64>>,
+    /// The functions cycles are attributed to.
+    functions: FunctionRanges,
+    /// The cycle-level engine's cycles per function, for each row's core
+    /// (as `cycles`).
+    per_function: Vec<Option<Vec<FunctionCycles>>>,
 }
 
 fn host(path: &Path) -> HostConfig {
@@ -89,6 +100,7 @@ impl Case {
             let path = &self.prog.path;
             let elf = Elf::parse(&self.prog.bytes()).unwrap();
             let program = Program::analyse(&elf).unwrap();
+            let functions = FunctionRanges::of_program(&program);
             let geometries: Vec<_> = retrace_timing::PRESETS
                 .iter()
                 .filter_map(|(n, _)| preset(n).unwrap().dcache)
@@ -104,7 +116,7 @@ impl Case {
                     .iter()
                     .zip(&runs)
                     .filter(|(_, &runs)| runs)
-                    .map(|(r, _)| CycleObserver::new(&r.core, &[]).reading_code(&elf))
+                    .map(|(r, _)| CycleObserver::new(&r.core, &functions.ranges).reading_code(&elf))
                     .collect::<Vec<_>>(),
             );
             let mut trace = Vec::new();
@@ -119,12 +131,21 @@ impl Case {
                 &mut watchers,
             )
             .unwrap();
-            let (pcs, cores) = watchers;
-            let mut cores = cores.iter();
-            let cycles = runs
+            let (pcs, mut cores) = watchers;
+            for c in &mut cores {
+                c.finish();
+            }
+            let mut each = cores.iter();
+            let (cycles, per_function) = runs
                 .iter()
-                .map(|&runs| runs.then(|| cores.next().unwrap().core().cycles()))
-                .collect();
+                .map(|&runs| match runs {
+                    true => {
+                        let c = each.next().unwrap();
+                        (Some(c.core().cycles()), Some(c.per_function().to_vec()))
+                    }
+                    false => (None, None),
+                })
+                .unzip();
             Pass {
                 elf,
                 program,
@@ -132,6 +153,8 @@ impl Case {
                 instructions: rec.run.instructions,
                 pcs: pcs.0,
                 cycles,
+                functions,
+                per_function,
             }
         })
     }
@@ -226,7 +249,103 @@ fn core_row(case: &Case, row: usize) -> Result<(), Failed> {
         let memoised = (fidelity == Fidelity::Fast).then_some(est[0].0);
         memo_matches_stepwise(case, core, memoised)?;
     }
+    if exact {
+        functions_match(case, row)?;
+    }
     Ok(())
+}
+
+/// The profile's cycles per function equal the cycle-level engine's,
+/// function by function, and no function's exclusive cycles exceed its
+/// inclusive ones.
+fn functions_match(case: &Case, row: usize) -> Result<(), Failed> {
+    let r = case.pass();
+    let Row { core, fidelity, .. } = &case.rows[row];
+    let name = case.prog.file_name();
+    let (profile, est) = profile_trace(&r.program, &r.trace[..], core, *fidelity).unwrap();
+    let reference = r.per_function[row].as_ref().expect("a row that ran");
+    let mut bad = Vec::new();
+    if Some(est.cycles) != r.cycles[row] {
+        bad.push(format!(
+            "{name} on {}: profile total {}, cycle-level {:?}",
+            core.name, est.cycles, r.cycles[row]
+        ));
+    }
+    let mut expected: Vec<(u64, &str, FunctionCycles)> = reference
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.instructions > 0 || f.calls > 0)
+        .map(|(i, f)| (r.functions.ranges[i].0, r.functions.names[i].as_str(), *f))
+        .collect();
+    expected.sort_by_key(|e| e.0);
+    let mut got: Vec<(u64, &str, FunctionCycles)> = profile
+        .functions
+        .iter()
+        .map(|f| {
+            let c = FunctionCycles {
+                exclusive: f.exclusive,
+                inclusive: f.inclusive,
+                calls: f.calls,
+                instructions: f.instructions,
+            };
+            (f.entry, f.name.as_str(), c)
+        })
+        .collect();
+    got.sort_by_key(|e| e.0);
+    if got.len() != expected.len() {
+        bad.push(format!(
+            "{name} on {}: the profile has {} functions, the cycle-level engine {}",
+            core.name,
+            got.len(),
+            expected.len()
+        ));
+    }
+    for (e, g) in expected.iter().zip(&got) {
+        if e != g {
+            bad.push(format!(
+                "{name} on {}: {} cycle-level {:?}, profile {} {:?}",
+                core.name, e.1, e.2, g.1, g.2
+            ));
+        }
+    }
+    for (_, f, c) in expected.iter().chain(&got) {
+        if c.exclusive > c.inclusive {
+            bad.push(format!(
+                "{name} on {}: {f} exclusive {} > inclusive {}",
+                core.name, c.exclusive, c.inclusive
+            ));
+        }
+    }
+    bad.truncate(12);
+    all_ok(bad)
+}
+
+/// The sweep's programs have functions entered only by a tail call: in
+/// `sort-rv32-O2`, `_start` ends with `j _cstart`, and functions return
+/// through `j __riscv_restore_0` (GCC's -msave-restore epilogue). Each is
+/// entered, and its cycles lie inside its frames.
+fn tail_calls(cases: &[Arc<Case>]) -> Result<(), Failed> {
+    let case = cases
+        .iter()
+        .find(|c| c.name() == "sort-rv32-O2")
+        .ok_or("sort-rv32-O2 is not among the example programs")?;
+    let r = case.pass();
+    let row = case.rows.iter().position(|r| r.name == "ideal").unwrap();
+    let per = r.per_function[row].as_ref().unwrap();
+    let mut bad = Vec::new();
+    for name in ["_cstart", "__riscv_restore_0"] {
+        let i = r
+            .functions
+            .names
+            .iter()
+            .position(|n| n == name)
+            .ok_or_else(|| format!("no function {name}"))?;
+        let f = per[i];
+        if f.calls == 0 || f.exclusive == 0 || f.exclusive > f.inclusive {
+            bad.push(format!("{name}: {f:?}"));
+        }
+    }
+    all_ok(bad)
 }
 
 /// The memoised replay (`fast`) gives the step-by-step replay's numbers
@@ -329,5 +448,7 @@ fn main() {
             move || replay_check_row(&case),
         ));
     }
+    let all = cases.clone();
+    trials.push(Trial::test("exact::tail-calls", move || tail_calls(&all)));
     trials::run(trials, || {})
 }

@@ -51,19 +51,32 @@ impl FunctionRanges {
     /// symbols. A function of unknown size extends to the next function's
     /// entry (the last one to 4 bytes).
     pub fn of(elf: &Elf) -> FunctionRanges {
-        let mut list: Vec<(u64, u64, String)> = match Program::analyse(elf) {
-            Ok(p) => p
+        match Program::analyse(elf) {
+            Ok(p) => FunctionRanges::of_program(&p),
+            Err(_) => FunctionRanges::of_list(
+                elf.symbols
+                    .iter()
+                    .filter(|s| s.is_function)
+                    .map(|s| (s.addr, s.size, s.name.clone()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The analysed program's functions, as [`FunctionRanges::of`] gives
+    /// them (the replay's profile attributes to the same ranges as the
+    /// cycle-level engine).
+    pub fn of_program(program: &Program) -> FunctionRanges {
+        FunctionRanges::of_list(
+            program
                 .functions
                 .iter()
                 .map(|f| (f.entry.0, f.size.unwrap_or(0), f.name.clone()))
                 .collect(),
-            Err(_) => elf
-                .symbols
-                .iter()
-                .filter(|s| s.is_function)
-                .map(|s| (s.addr, s.size, s.name.clone()))
-                .collect(),
-        };
+        )
+    }
+
+    fn of_list(mut list: Vec<(u64, u64, String)>) -> FunctionRanges {
         list.sort_by_key(|f| f.0);
         list.dedup_by_key(|f| f.0);
         let entries: Vec<u64> = list.iter().map(|f| f.0).collect();

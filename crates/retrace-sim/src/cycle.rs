@@ -6,78 +6,24 @@ use crate::observer::{Observer, Retired, TrapEvent};
 use retrace_isa::Flow;
 use retrace_timing::{CoreModel, CoreState, Resolved};
 
-/// Cycles of one function.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FunctionCycles {
-    /// Cycles of instructions inside the function.
-    pub exclusive: u64,
-    /// Cycles from entry to return, callees included (outermost activation
-    /// only, so recursion is not counted twice).
-    pub inclusive: u64,
-    /// Calls into it.
-    pub calls: u64,
-    /// Instructions inside it.
-    pub instructions: u64,
-}
-
-/// Maps a pc to a function index through sorted `(start, end)` ranges.
-#[derive(Clone, Debug, Default)]
-pub struct FunctionMap {
-    ranges: Vec<(u64, u64, usize)>,
-}
-
-impl FunctionMap {
-    /// Functions as `(start, size)`, indexed by position in `funcs`.
-    pub fn new(funcs: &[(u64, u64)]) -> FunctionMap {
-        let mut ranges: Vec<_> = funcs
-            .iter()
-            .enumerate()
-            .map(|(i, &(s, n))| (s, s + n.max(1), i))
-            .collect();
-        ranges.sort_unstable();
-        FunctionMap { ranges }
-    }
-    /// The function containing `pc`.
-    #[inline]
-    pub fn lookup(&self, pc: u64) -> Option<usize> {
-        self.range(pc).map(|r| r.2)
-    }
-
-    /// The `(start, end, function)` range containing `pc`.
-    fn range(&self, pc: u64) -> Option<(u64, u64, usize)> {
-        let i = self.ranges.partition_point(|r| r.0 <= pc);
-        let r = *self.ranges.get(i.checked_sub(1)?)?;
-        (pc < r.1).then_some(r)
-    }
-
-    /// The widest `[lo, hi)` around `pc` in which every address maps to the
-    /// same function as `pc` (or to none): a function's range cut at the next
-    /// function's start, or the gap between two functions.
-    fn segment(&self, pc: u64) -> (u64, u64, Option<usize>) {
-        let i = self.ranges.partition_point(|r| r.0 <= pc);
-        let next = self.ranges.get(i).map_or(u64::MAX, |r| r.0);
-        match i.checked_sub(1).map(|k| self.ranges[k]) {
-            Some((start, end, f)) if pc < end => (start, end.min(next), Some(f)),
-            Some((_, end, _)) => (end, next, None),
-            None => (0, next, None),
-        }
-    }
-}
+use crate::functions::FrameTracker;
+pub use crate::functions::{FunctionCycles, FunctionMap};
 
 /// The observer of a cycle-level run.
 ///
-/// Exclusive cycles are attributed per *segment*: a stretch of consecutive
-/// instructions inside one function is charged when execution leaves it, so
-/// the common step costs one range check. [`CycleObserver::per_function`] is
-/// complete after [`CycleObserver::finish`].
+/// Cycles go to functions by the rule of [`crate::functions`], the one the
+/// replay's profile follows. The tracker hears of a *segment* change only: a
+/// stretch of consecutive instructions inside one function is charged when
+/// execution leaves it, so the common step costs one range check.
+/// [`CycleObserver::per_function`] is complete after
+/// [`CycleObserver::finish`].
 pub struct CycleObserver {
     core: CoreState,
     funcs: FunctionMap,
     /// Per function, indexed like the `funcs` given to [`CycleObserver::new`].
-    pub per_function: Vec<FunctionCycles>,
-    /// Active call frames: (function, cycles at entry).
-    frames: Vec<(usize, u64)>,
-    active: Vec<u32>,
+    tracker: FrameTracker,
+    /// Whether there are functions to attribute to.
+    attributing: bool,
     /// The current segment: pcs in `[lo, hi)` belong to `func`; it began at
     /// `cycles` cycles and `insns` instructions.
     seg: Segment,
@@ -115,9 +61,6 @@ impl CodeImage {
 struct Segment {
     lo: u64,
     hi: u64,
-    func: Option<usize>,
-    cycles: u64,
-    insns: u64,
 }
 
 impl CycleObserver {
@@ -127,17 +70,13 @@ impl CycleObserver {
         CycleObserver {
             core: CoreState::new(model),
             funcs: FunctionMap::new(funcs),
-            per_function: vec![FunctionCycles::default(); funcs.len()],
-            frames: Vec::new(),
-            active: vec![0; funcs.len()],
+            tracker: FrameTracker::new(funcs.len()),
+            attributing: !funcs.is_empty(),
             // Without functions the segment covers every address, so the
             // range check never fails.
             seg: Segment {
                 lo: if funcs.is_empty() { 0 } else { 1 },
                 hi: if funcs.is_empty() { u64::MAX } else { 0 },
-                func: None,
-                cycles: 0,
-                insns: 0,
             },
             branch_taken: false,
             fallthrough_len: 0,
@@ -174,48 +113,29 @@ impl CycleObserver {
         &self.core
     }
 
-    /// Charge the current segment to its function and start a new one at
-    /// `pc` (or, with `pc` `None`, at the end of the run).
+    /// Cycles per function, indexed like the `funcs` given to
+    /// [`CycleObserver::new`] (complete after [`CycleObserver::finish`]).
+    pub fn per_function(&self) -> &[FunctionCycles] {
+        self.tracker.per_function()
+    }
+
+    /// Start a new segment at `pc`: the tracker charges the one left.
     #[cold]
     #[inline(never)]
-    fn switch_segment(&mut self, pc: Option<u64>) {
-        let cycles = self.core.cycles();
-        let insns = self.core.stats().instructions;
-        if let Some(f) = self.seg.func {
-            let pf = &mut self.per_function[f];
-            pf.exclusive += cycles - self.seg.cycles;
-            pf.instructions += insns - self.seg.insns;
-        }
-        let (lo, hi, func) = match pc {
-            Some(pc) => self.funcs.segment(pc),
-            None => (self.seg.lo, self.seg.hi, self.seg.func),
-        };
-        self.seg = Segment {
-            lo,
-            hi,
-            func,
-            cycles,
-            insns,
-        };
+    fn switch_segment(&mut self, pc: u64) {
+        let (lo, hi, func) = self.funcs.segment(pc);
+        self.tracker
+            .enter(func, self.core.cycles(), self.core.stats().instructions);
+        self.seg = Segment { lo, hi };
     }
 
     /// Charge the open segment and close every open frame (at the end of the
     /// run) so inclusive times of functions that never returned (`main`
     /// calling `exit`) are counted. Calling it again adds nothing.
     pub fn finish(&mut self) {
-        if !self.per_function.is_empty() {
-            self.switch_segment(None);
-        }
-        let now = self.core.cycles();
-        while let Some((f, start)) = self.frames.pop() {
-            self.leave(f, start, now);
-        }
-    }
-
-    fn leave(&mut self, f: usize, start: u64, now: u64) {
-        self.active[f] -= 1;
-        if self.active[f] == 0 {
-            self.per_function[f].inclusive += now - start;
+        if self.attributing {
+            self.tracker
+                .finish(self.core.cycles(), self.core.stats().instructions);
         }
     }
 
@@ -223,19 +143,10 @@ impl CycleObserver {
     #[inline(never)]
     fn call_or_return(&mut self, flow: Flow, next_pc: u64) {
         let now = self.core.cycles();
+        let to = self.funcs.lookup(next_pc);
         match flow {
-            Flow::Call | Flow::IndirectCall => {
-                if let Some(callee) = self.funcs.lookup(next_pc) {
-                    self.per_function[callee].calls += 1;
-                    self.active[callee] += 1;
-                    self.frames.push((callee, now));
-                }
-            }
-            Flow::Return => {
-                if let Some((f, start)) = self.frames.pop() {
-                    self.leave(f, start, now);
-                }
-            }
+            Flow::Call | Flow::IndirectCall => self.tracker.call(to, now),
+            Flow::Return => self.tracker.ret(to, now),
             _ => {}
         }
     }
@@ -265,12 +176,10 @@ impl Observer for CycleObserver {
             fallthrough_len: self.fallthrough_len,
         };
         if ev.pc < self.seg.lo || ev.pc >= self.seg.hi {
-            self.switch_segment(Some(ev.pc));
+            self.switch_segment(ev.pc);
         }
         let flow = self.core.step(ev.pc, inst, outcome);
-        if matches!(flow, Flow::Call | Flow::IndirectCall | Flow::Return)
-            && !self.per_function.is_empty()
-        {
+        if matches!(flow, Flow::Call | Flow::IndirectCall | Flow::Return) && self.attributing {
             self.call_or_return(flow, ev.next_pc);
         }
     }

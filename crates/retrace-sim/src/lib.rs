@@ -27,6 +27,7 @@ pub mod check;
 pub mod csr;
 pub mod cycle;
 mod engine;
+pub mod functions;
 pub mod hart;
 pub mod memory;
 pub mod observer;

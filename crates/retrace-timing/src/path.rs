@@ -115,6 +115,21 @@ impl PathTimer {
         (pipeline.cycle(), exit)
     }
 
+    /// The cycles [`PathTimer::time`] would give, without interning the
+    /// state at the end (for a path's prefix, whose end state no path
+    /// starts from: per-function profiles split a partial program there).
+    pub fn cycles<'a>(
+        &self,
+        entry: SignatureId,
+        path: impl IntoIterator<Item = (u64, &'a Inst, Events)>,
+    ) -> u64 {
+        let mut pipeline = Pipeline::from_signature(&self.signatures[entry.0 as usize]);
+        for (pc, inst, ev) in path {
+            pipeline.issue(&self.model, pc, inst, ev);
+        }
+        pipeline.cycle()
+    }
+
     /// The cycles of entering a trap handler from a pipeline in state
     /// `entry` ([`Pipeline::trap`]); the state after it is always
     /// [`SignatureId::IDLE`].

@@ -125,7 +125,8 @@ pub struct Header {
     pub harts: u16,
     /// Recording option flags (reserved; 0).
     pub options: u32,
-    /// The program's file name, for messages.
+    /// The program path as given to the recorder: for messages, and the
+    /// command line a program recorded without arguments saw.
     pub program: String,
     /// The program's arguments (after its name).
     pub args: Vec<String>,
