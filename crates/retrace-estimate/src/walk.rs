@@ -682,19 +682,20 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
     }
 }
 
+/// SEEDS.md, embodiment 1: the reconstructed table of Fig. 4/5, the one
+/// graph the seed's worked examples run on (here and in the aggregation
+/// planner's tests).
 #[cfg(test)]
-mod seed_tests {
-    //! SEEDS.md, embodiment 1: the reconstructed table of Fig. 4/5 with
-    //! symbolic times, replayed from the document's bit sequences.
-    use super::*;
+pub(crate) mod seed_table {
+    use super::{Exit, Graph, History, ReplayError};
 
     /// The seed's table. The call PP 6 is split at the call as the document
     /// splits its time: `T6a` before the call, `T6b` after the return.
-    struct SeedTable;
-    const NAMES: [&str; 13] = [
+    pub(crate) struct SeedTable;
+    pub(crate) const NAMES: [&str; 13] = [
         "T1", "T2", "T3", "T4", "T5", "T6a", "T6b", "T7", "T8", "T9", "T10", "T11", "T12",
     ];
-    fn id(name: &str) -> usize {
+    pub(crate) fn id(name: &str) -> usize {
         NAMES.iter().position(|n| *n == name).unwrap()
     }
 
@@ -744,7 +745,8 @@ mod seed_tests {
         }
     }
 
-    struct Bits(Vec<bool>, usize);
+    /// A history of branch bits only (the seed's); `.1` counts the bits asked for.
+    pub(crate) struct Bits(pub(crate) Vec<bool>, pub(crate) usize);
     impl History for Bits {
         fn bit(&mut self) -> Result<Option<bool>, ReplayError> {
             self.1 += 1;
@@ -769,6 +771,15 @@ mod seed_tests {
             unreachable!("the seed's histories have no code events")
         }
     }
+}
+
+#[cfg(test)]
+mod seed_tests {
+    //! SEEDS.md, embodiment 1: the reconstructed table of Fig. 4/5 with
+    //! symbolic times, replayed from the document's bit sequences.
+    use super::*;
+
+    use super::seed_table::{id, Bits, SeedTable, NAMES};
 
     /// Sums symbolic times: the estimate as a string of terms.
     struct Terms(Vec<&'static str>);

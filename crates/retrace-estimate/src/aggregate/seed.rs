@@ -4,90 +4,8 @@
 //! the partial programs it stands for.
 
 use super::formula::*;
-use crate::walk::{walk, Exit, Graph, History, Leave, ReplayError, Visit};
-
-/// The seed's table: PP 6 is split at the call as the document splits its
-/// time, `T6a` before the call and `T6b` after the return. (The same table
-/// as `walk`'s seed tests.)
-struct SeedTable;
-const NAMES: [&str; 13] = [
-    "T1", "T2", "T3", "T4", "T5", "T6a", "T6b", "T7", "T8", "T9", "T10", "T11", "T12",
-];
-fn id(name: &str) -> usize {
-    NAMES.iter().position(|n| *n == name).unwrap()
-}
-
-impl Graph for SeedTable {
-    type Id = usize;
-    fn exit(&self, pp: usize) -> Result<Exit<usize>, ReplayError> {
-        let branch = |t, f| Exit::Branch {
-            taken: id(t),
-            not_taken: id(f),
-        };
-        let a = branch("T2", "T3");
-        Ok(match NAMES[pp] {
-            "T1" | "T4" | "T7" | "T6b" => a,
-            "T2" => branch("T4", "T5"),
-            "T5" => branch("T6a", "T7"),
-            "T6a" => Exit::Call {
-                target: id("T8"),
-                ret: id("T6b"),
-            },
-            "T8" | "T9" => branch("T9", "T10"),
-            "T10" => branch("T11", "T12"),
-            "T11" | "T12" => Exit::Return,
-            "T3" => Exit::Stop,
-            _ => unreachable!(),
-        })
-    }
-    fn len(&self, _: usize) -> u32 {
-        1
-    }
-    fn start(&self, pp: usize) -> u64 {
-        pp as u64
-    }
-    fn resolve(&mut self, addr: u64) -> Result<usize, ReplayError> {
-        Ok(addr as usize)
-    }
-    fn index(&self, pp: usize) -> usize {
-        pp
-    }
-    fn pc_at(&self, pp: usize, _: u32) -> u64 {
-        pp as u64
-    }
-    fn unexecutable(&self) -> usize {
-        usize::MAX
-    }
-}
-
-struct Bits(Vec<bool>);
-impl History for Bits {
-    fn bit(&mut self) -> Result<Option<bool>, ReplayError> {
-        Ok(if self.0.is_empty() {
-            None
-        } else {
-            Some(self.0.remove(0))
-        })
-    }
-    fn indirect(&mut self, _: u64) -> Result<u64, ReplayError> {
-        unreachable!("the seed table has no indirect jumps")
-    }
-    fn escape(&mut self, _: u64) -> Result<Option<u64>, ReplayError> {
-        Ok(None)
-    }
-    fn next_trap(&mut self, _: u64) -> Result<Option<u64>, ReplayError> {
-        Ok(None)
-    }
-    fn trap(&mut self) -> Result<u64, ReplayError> {
-        unreachable!("the seed's histories have no traps")
-    }
-    fn next_code(&mut self, _: u64) -> Result<Option<u64>, ReplayError> {
-        Ok(None)
-    }
-    fn code(&mut self) -> Result<(u64, Vec<u8>), ReplayError> {
-        unreachable!("the seed's histories have no code events")
-    }
-}
+use crate::walk::seed_table::{id, Bits, SeedTable, NAMES};
+use crate::walk::{walk, Leave, Visit};
 
 /// The executed partial programs, in order, and how each branch went.
 #[derive(Default)]
@@ -116,7 +34,7 @@ impl Visit<SeedTable> for Trace {
 
 fn replay(bits: &str) -> Trace {
     let mut t = Trace::default();
-    let mut h = Bits(bits.chars().map(|c| c == '1').collect());
+    let mut h = Bits(bits.chars().map(|c| c == '1').collect(), 0);
     walk(&mut SeedTable, &mut h, &mut t, id("T1"), u64::MAX).unwrap();
     t
 }
