@@ -1,4 +1,4 @@
-//! `retrace aggregate`: seed 000's aggregation ladder for one program —
+//! `retrace aggregate`: the aggregation ladder of US patent 8,448,140 for one program —
 //! recorded at each level (none, loops, …), each trace replayed on one
 //! core — in one table: bits recorded, trace bytes, replay time and the
 //! error against the unaggregated replay. Levels not built yet are listed

@@ -44,7 +44,7 @@ pub struct Args {
     /// 32768:8:64), for a core of your own. Repeatable.
     #[arg(long, value_name = "SIZE:WAYS:LINE", value_parser = parse_geometry)]
     pub dcache: Vec<retrace_timing::CacheModel>,
-    /// Aggregate regions of the program (seed 000): `loops` records, for
+    /// Aggregate regions of the program (US patent 8,448,140): `loops` records, for
     /// every loop whose body has no other branch and no call, each
     /// execution's trip count instead of one bit per pass. The estimate
     /// from the trace is the same, cycle for cycle (docs/AGGREGATION.md).
