@@ -39,11 +39,9 @@ use retrace_sim::check::{check_table, functional_pc_sequence, PcSequenceObserver
 use retrace_sim::cycle::CycleObserver;
 use retrace_sim::record::record_run_watched;
 use retrace_sim::{Console, HostConfig, StopReason};
-use retrace_testkit::asm::{self, A0, A1, RA, S0, T0, T1};
-use retrace_testkit::elf::ElfImage;
+use retrace_testkit::asm::{self, Labelled, A0, A1, RA, S0, T0, T1};
 use retrace_timing::{preset, CoreModel, PRESETS};
 use retrace_trace::{PcSequence, TraceReader};
-use std::collections::HashMap;
 use std::path::Path;
 
 const T2: u8 = 7;
@@ -58,72 +56,16 @@ const DEEP: i32 = 3 * RETURN_STACK_BOUND as i32 + 12_345;
 /// many of others), 1.2 times the bound.
 const FOREVER_BUDGET: u64 = 1_000_000;
 
-/// A label's use, patched when the program is laid out.
-#[derive(Clone, Copy)]
-enum Fix {
-    /// A conditional branch `op rs1, rs2, label`.
-    Branch(Op, u8, u8),
-    /// `jal rd, label`.
-    Jal(u8),
-    /// `auipc rd, 0; addi rd, rd, label - here`.
-    La(u8),
+/// The testkit's assembler, with the routines these programs share.
+type Asm = Labelled;
+
+/// `ret` and the exit.
+trait Routines {
+    fn ret(&mut self) -> &mut Asm;
+    fn exit(&mut self) -> &mut Asm;
 }
 
-/// Labels and the instructions that use them, patched when laid out.
-struct Asm {
-    xlen: Xlen,
-    words: Vec<u32>,
-    labels: HashMap<&'static str, usize>,
-    fixups: Vec<(usize, Fix, &'static str)>,
-}
-
-impl Asm {
-    fn new(xlen: Xlen) -> Asm {
-        Asm {
-            xlen,
-            words: Vec::new(),
-            labels: HashMap::new(),
-            fixups: Vec::new(),
-        }
-    }
-
-    fn i(&mut self, op: Op, rd: u8, rs1: u8, rs2: u8, imm: i32) -> &mut Asm {
-        self.words.push(asm::word(self.xlen, op, rd, rs1, rs2, imm));
-        self
-    }
-
-    fn label(&mut self, name: &'static str) -> &mut Asm {
-        assert!(self.labels.insert(name, self.words.len()).is_none());
-        self
-    }
-
-    fn b(&mut self, op: Op, rs1: u8, rs2: u8, label: &'static str) -> &mut Asm {
-        self.fixups
-            .push((self.words.len(), Fix::Branch(op, rs1, rs2), label));
-        self.words.push(0);
-        self
-    }
-
-    fn jal(&mut self, rd: u8, label: &'static str) -> &mut Asm {
-        self.fixups.push((self.words.len(), Fix::Jal(rd), label));
-        self.words.push(0);
-        self
-    }
-
-    /// `rd` = the address of `label` (`auipc`, then an `addi` patched like
-    /// a `jal`'s offset, from the `auipc`).
-    fn la(&mut self, rd: u8, label: &'static str) -> &mut Asm {
-        self.fixups.push((self.words.len(), Fix::La(rd), label));
-        self.words.extend([0, 0]);
-        self
-    }
-
-    /// `rd` = `v` (`lui` and `addi`).
-    fn li(&mut self, rd: u8, v: i32) -> &mut Asm {
-        let hi = (v + 0x800) & !0xfff;
-        self.i(Op::Lui, rd, 0, 0, hi).i(Op::Addi, rd, rd, 0, v - hi)
-    }
-
+impl Routines for Asm {
     /// `ret`: `jalr x0, 0(ra)`.
     fn ret(&mut self) -> &mut Asm {
         self.i(Op::Jalr, 0, RA, 0, 0)
@@ -143,29 +85,7 @@ impl Asm {
             .i(store, 0, A1, T0, 0)
             .i(store, 0, A1, 0, w)
             .i(Op::Addi, A0, 0, 0, 0x20);
-        self.words
-            .extend([asm::SEMI_PRE, asm::EBREAK, asm::SEMI_POST]);
-        self
-    }
-
-    fn build(mut self) -> Vec<u8> {
-        for (at, fix, label) in std::mem::take(&mut self.fixups) {
-            let off = (self.labels[label] as i32 - at as i32) * 4;
-            let x = self.xlen;
-            match fix {
-                Fix::La(rd) => {
-                    self.words[at] = asm::word(x, Op::Auipc, rd, 0, 0, 0);
-                    self.words[at + 1] = asm::word(x, Op::Addi, rd, rd, 0, off);
-                }
-                Fix::Branch(op, rs1, rs2) => self.words[at] = asm::word(x, op, 0, rs1, rs2, off),
-                Fix::Jal(rd) => self.words[at] = asm::word(x, Op::Jal, rd, 0, 0, off),
-            }
-        }
-        let image = match self.xlen {
-            Xlen::Rv32 => ElfImage::riscv32(),
-            Xlen::Rv64 => ElfImage::riscv64(),
-        };
-        image.build(&asm::bytes(&self.words))
+        self.raw(asm::SEMI_PRE).raw(asm::EBREAK).raw(asm::SEMI_POST)
     }
 }
 
@@ -207,8 +127,8 @@ fn leaf(a: &mut Asm) {
 /// (`s0`).
 fn deep(xlen: Xlen) -> Vec<u8> {
     let mut a = Asm::new(xlen);
-    a.li(A0, DEEP)
-        .li(S1, DEEP)
+    a.li(A0, DEEP as u32)
+        .li(S1, DEEP as u32)
         .i(Op::Addi, A1, 0, 0, 0)
         .la(S0, "after")
         .jal(RA, "f")

@@ -40,13 +40,11 @@ use retrace_sim::check::{check_table, functional_pc_sequence, PcSequenceObserver
 use retrace_sim::cycle::CycleObserver;
 use retrace_sim::record::record_run_watched;
 use retrace_sim::{Console, HostConfig, StopReason};
-use retrace_testkit::asm::{self, A0, A1, A2, A3, RA, S0, T0, T1};
-use retrace_testkit::elf::ElfImage;
+use retrace_testkit::asm::{self, Labelled, A0, A1, A2, A3, RA, S0, T0, T1};
 use retrace_testkit::tools;
 use retrace_testkit::trials::{self, all_ok, Failed, Trial};
 use retrace_timing::{preset, CoreModel, PRESETS};
 use retrace_trace::{rewrite_records, PcSequence, StreamKind};
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 const T2: u8 = 7;
@@ -59,85 +57,17 @@ const S4: u8 = 20;
 /// Far more than any of these programs runs.
 const BUDGET: u64 = 1_000_000;
 
-/// A label's use, patched when the program is laid out.
-#[derive(Clone, Copy)]
-enum Fix {
-    Branch(Op, u8, u8),
-    Jal(u8),
-    /// `auipc rd, 0; addi rd, rd, label - here`.
-    La(u8),
-    /// `jal rd` to the label's address plus a byte offset.
-    JalPast(u8, i32),
+/// The testkit's assembler, with the routines these programs share.
+type Asm = Labelled;
+
+/// Data addresses, `fence.i` and the exit.
+trait Routines {
+    fn data(&mut self, rd: u8) -> &mut Asm;
+    fn fence_i(&mut self) -> &mut Asm;
+    fn exit(&mut self) -> &mut Asm;
 }
 
-/// Just enough of an assembler: the ISA's encoder, labels, `la`, `li`.
-struct Asm {
-    xlen: Xlen,
-    words: Vec<u32>,
-    labels: HashMap<&'static str, usize>,
-    fixups: Vec<(usize, Fix, &'static str)>,
-}
-
-impl Asm {
-    fn new(xlen: Xlen) -> Asm {
-        Asm {
-            xlen,
-            words: Vec::new(),
-            labels: HashMap::new(),
-            fixups: Vec::new(),
-        }
-    }
-
-    fn w(&self, op: Op, rd: u8, rs1: u8, rs2: u8, imm: i32) -> u32 {
-        asm::word(self.xlen, op, rd, rs1, rs2, imm)
-    }
-
-    fn i(&mut self, op: Op, rd: u8, rs1: u8, rs2: u8, imm: i32) -> &mut Asm {
-        let w = self.w(op, rd, rs1, rs2, imm);
-        self.raw(w)
-    }
-
-    fn raw(&mut self, w: u32) -> &mut Asm {
-        self.words.push(w);
-        self
-    }
-
-    fn label(&mut self, name: &'static str) -> &mut Asm {
-        assert!(self.labels.insert(name, self.words.len()).is_none());
-        self
-    }
-
-    fn fix(&mut self, fix: Fix, label: &'static str, words: usize) -> &mut Asm {
-        self.fixups.push((self.words.len(), fix, label));
-        self.words.extend(std::iter::repeat_n(0, words));
-        self
-    }
-
-    fn b(&mut self, op: Op, rs1: u8, rs2: u8, label: &'static str) -> &mut Asm {
-        self.fix(Fix::Branch(op, rs1, rs2), label, 1)
-    }
-
-    fn jal(&mut self, rd: u8, label: &'static str) -> &mut Asm {
-        self.fix(Fix::Jal(rd), label, 1)
-    }
-
-    /// `jal rd` to `offset` bytes past `label`.
-    fn jal_past(&mut self, rd: u8, label: &'static str, offset: i32) -> &mut Asm {
-        self.fix(Fix::JalPast(rd, offset), label, 1)
-    }
-
-    fn la(&mut self, rd: u8, label: &'static str) -> &mut Asm {
-        self.fix(Fix::La(rd), label, 2)
-    }
-
-    /// `rd` = the 32-bit `value` (sign-extended on RV64): `lui; addi`.
-    fn li(&mut self, rd: u8, value: u32) -> &mut Asm {
-        let lo = ((value & 0xfff) as i32) << 20 >> 20;
-        let hi = value.wrapping_sub(lo as u32) & 0xffff_f000;
-        self.i(Op::Lui, rd, 0, 0, hi as i32)
-            .i(Op::Addi, rd, rd, 0, lo)
-    }
-
+impl Routines for Asm {
     /// `rd` = an address in RAM 64 KiB past this instruction: outside the
     /// program's one ELF segment.
     fn data(&mut self, rd: u8) -> &mut Asm {
@@ -164,30 +94,6 @@ impl Asm {
             .i(st, 0, A1, T0, w)
             .i(Op::Addi, A0, 0, 0, 0x20);
         self.raw(asm::SEMI_PRE).raw(asm::EBREAK).raw(asm::SEMI_POST)
-    }
-
-    fn build(mut self) -> Vec<u8> {
-        for (at, fix, label) in std::mem::take(&mut self.fixups) {
-            let to = *self
-                .labels
-                .get(label)
-                .unwrap_or_else(|| panic!("no {label}"));
-            let off = (to as i32 - at as i32) * 4;
-            match fix {
-                Fix::Branch(op, rs1, rs2) => self.words[at] = self.w(op, 0, rs1, rs2, off),
-                Fix::Jal(rd) => self.words[at] = self.w(Op::Jal, rd, 0, 0, off),
-                Fix::JalPast(rd, extra) => self.words[at] = self.w(Op::Jal, rd, 0, 0, off + extra),
-                Fix::La(rd) => {
-                    self.words[at] = self.w(Op::Auipc, rd, 0, 0, 0);
-                    self.words[at + 1] = self.w(Op::Addi, rd, rd, 0, off);
-                }
-            }
-        }
-        let image = match self.xlen {
-            Xlen::Rv32 => ElfImage::riscv32(),
-            Xlen::Rv64 => ElfImage::riscv64(),
-        };
-        image.build(&asm::bytes(&self.words))
     }
 }
 
@@ -248,9 +154,9 @@ fn ramfunc(a: &mut Asm) {
 /// alternates between `nop` and `div t1, s0, t3`; the immediate of the
 /// `addi` at `bound` (an inner loop's trip count) becomes `s0`.
 fn patch(a: &mut Asm) {
-    let nop = a.w(Op::Addi, 0, 0, 0, 0);
-    let div = a.w(Op::Div, T1, S0, T3, 0);
-    let bound = a.w(Op::Addi, T1, 0, 0, 0);
+    let nop = asm::word(a.xlen, Op::Addi, 0, 0, 0, 0);
+    let div = asm::word(a.xlen, Op::Div, T1, S0, T3, 0);
+    let bound = asm::word(a.xlen, Op::Addi, T1, 0, 0, 0);
     a.la(S2, "slot")
         .la(S3, "bound")
         .la(S4, "words")
@@ -290,9 +196,9 @@ fn patch(a: &mut Asm) {
 /// segment — `addi a0, a0, k; slli a0, a0, 1; ret` — and called there; `k`
 /// rewritten (with `fence.i`) before each of eight calls.
 fn datacode(a: &mut Asm) {
-    let add = a.w(Op::Addi, A0, A0, 0, 0);
-    let shift = a.w(Op::Slli, A0, A0, 0, 1);
-    let ret = a.w(Op::Jalr, 0, RA, 0, 0);
+    let add = asm::word(a.xlen, Op::Addi, A0, A0, 0, 0);
+    let shift = asm::word(a.xlen, Op::Slli, A0, A0, 0, 1);
+    let ret = asm::word(a.xlen, Op::Jalr, 0, RA, 0, 0);
     a.data(S2)
         .i(Op::Addi, S2, S2, 0, 0x400)
         .li(T0, shift)
@@ -318,8 +224,8 @@ fn datacode(a: &mut Asm) {
 /// `fence.i`: the store hits decoded code, which the functional engine
 /// notices at once; the next turn runs the new instruction.
 fn nofence(a: &mut Asm) {
-    let nop = a.w(Op::Addi, 0, 0, 0, 0);
-    let add = a.w(Op::Addi, S1, S1, 0, 5);
+    let nop = asm::word(a.xlen, Op::Addi, 0, 0, 0, 0);
+    let add = asm::word(a.xlen, Op::Addi, S1, S1, 0, 5);
     a.la(S2, "top")
         .li(S3, nop)
         .li(S4, add)
@@ -343,8 +249,8 @@ fn nofence(a: &mut Asm) {
 /// which take different times): the return point changes while it is on
 /// the replay's return stack.
 fn callee(a: &mut Asm) {
-    let one = a.w(Op::Addi, S1, S1, 0, 1);
-    let seven = a.w(Op::Mul, S1, S1, A3, 0);
+    let one = asm::word(a.xlen, Op::Addi, S1, S1, 0, 1);
+    let seven = asm::word(a.xlen, Op::Mul, S1, S1, A3, 0);
     a.i(Op::Addi, A3, 0, 0, 3)
         .la(S2, "return-point")
         .la(S3, "own")

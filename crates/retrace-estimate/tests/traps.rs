@@ -37,12 +37,10 @@ use retrace_sim::check::{check_table, functional_pc_sequence, PcSequenceObserver
 use retrace_sim::cycle::CycleObserver;
 use retrace_sim::record::record_run_watched;
 use retrace_sim::{Console, HostConfig, StopReason};
-use retrace_testkit::asm::{self, A0, A1, A2, RA, S0, T0, T1};
-use retrace_testkit::elf::ElfImage;
+use retrace_testkit::asm::{self, Labelled, A0, A1, A2, RA, S0, T0, T1};
 use retrace_testkit::trials::{self, all_ok, Failed, Trial};
 use retrace_timing::{preset, CoreModel, PRESETS};
 use retrace_trace::PcSequence;
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 const T2: u8 = 7;
@@ -54,91 +52,18 @@ const A7: u8 = 17;
 /// Far more than any of these programs runs.
 const BUDGET: u64 = 1_000_000;
 
-/// A label's use, patched when the program is laid out.
-#[derive(Clone, Copy)]
-enum Fix {
-    /// A conditional branch `op rs1, rs2, label`.
-    Branch(Op, u8, u8),
-    /// `jal rd, label`.
-    Jal(u8),
-    /// `auipc rd, 0; addi rd, rd, label - here` (the programs are small).
-    La(u8),
+/// The testkit's assembler, with the routines these programs share.
+type Asm = Labelled;
+
+/// Data addresses, the handler every program installs, and the exit.
+trait Routines {
+    fn data(&mut self, rd: u8, offset: i32) -> &mut Asm;
+    fn prologue(&mut self) -> &mut Asm;
+    fn exit(&mut self) -> &mut Asm;
+    fn handler(&mut self) -> &mut Asm;
 }
 
-/// Just enough of an assembler: instructions through the ISA's encoder,
-/// labels, and the few pseudo-instructions the programs use.
-struct Asm {
-    xlen: Xlen,
-    words: Vec<u32>,
-    labels: HashMap<&'static str, usize>,
-    fixups: Vec<(usize, Fix, &'static str)>,
-}
-
-impl Asm {
-    fn new(xlen: Xlen) -> Asm {
-        Asm {
-            xlen,
-            words: Vec::new(),
-            labels: HashMap::new(),
-            fixups: Vec::new(),
-        }
-    }
-
-    fn i(&mut self, op: Op, rd: u8, rs1: u8, rs2: u8, imm: i32) -> &mut Asm {
-        self.words.push(asm::word(self.xlen, op, rd, rs1, rs2, imm));
-        self
-    }
-
-    /// A raw word (an instruction that does not decode).
-    fn raw(&mut self, w: u32) -> &mut Asm {
-        self.words.push(w);
-        self
-    }
-
-    fn label(&mut self, name: &'static str) -> &mut Asm {
-        assert!(
-            self.labels.insert(name, self.words.len()).is_none(),
-            "{name} twice"
-        );
-        self
-    }
-
-    fn fix(&mut self, fix: Fix, label: &'static str, words: usize) -> &mut Asm {
-        self.fixups.push((self.words.len(), fix, label));
-        self.words.extend(std::iter::repeat_n(0, words));
-        self
-    }
-
-    fn b(&mut self, op: Op, rs1: u8, rs2: u8, label: &'static str) -> &mut Asm {
-        self.fix(Fix::Branch(op, rs1, rs2), label, 1)
-    }
-
-    fn jal(&mut self, rd: u8, label: &'static str) -> &mut Asm {
-        self.fix(Fix::Jal(rd), label, 1)
-    }
-
-    fn la(&mut self, rd: u8, label: &'static str) -> &mut Asm {
-        self.fix(Fix::La(rd), label, 2)
-    }
-
-    fn csrr(&mut self, rd: u8, csr: csr::Csr) -> &mut Asm {
-        self.i(Op::Csrrs, rd, 0, 0, i32::from(csr))
-    }
-
-    fn csrw(&mut self, csr: csr::Csr, rs: u8) -> &mut Asm {
-        self.i(Op::Csrrw, 0, rs, 0, i32::from(csr))
-    }
-
-    /// A store of the register width.
-    fn store(&mut self, base: u8, value: u8, offset: i32) -> &mut Asm {
-        let op = if self.xlen == Xlen::Rv64 {
-            Op::Sd
-        } else {
-            Op::Sw
-        };
-        self.i(op, 0, base, value, offset)
-    }
-
+impl Routines for Asm {
     /// `rd` = an address in RAM 64 KiB past here, `+ offset`: data that no
     /// code shares.
     fn data(&mut self, rd: u8, offset: i32) -> &mut Asm {
@@ -191,31 +116,6 @@ impl Asm {
             .i(Op::Mret, 0, 0, 0, 0)
             .label("handler-exit")
             .exit()
-    }
-
-    fn build(mut self) -> Vec<u8> {
-        for (at, fix, label) in std::mem::take(&mut self.fixups) {
-            let to = *self
-                .labels
-                .get(label)
-                .unwrap_or_else(|| panic!("no {label}"));
-            let off = (to as i32 - at as i32) * 4;
-            match fix {
-                Fix::Branch(op, rs1, rs2) => {
-                    self.words[at] = asm::word(self.xlen, op, 0, rs1, rs2, off)
-                }
-                Fix::Jal(rd) => self.words[at] = asm::word(self.xlen, Op::Jal, rd, 0, 0, off),
-                Fix::La(rd) => {
-                    self.words[at] = asm::word(self.xlen, Op::Auipc, rd, 0, 0, 0);
-                    self.words[at + 1] = asm::word(self.xlen, Op::Addi, rd, rd, 0, off);
-                }
-            }
-        }
-        let image = match self.xlen {
-            Xlen::Rv32 => ElfImage::riscv32(),
-            Xlen::Rv64 => ElfImage::riscv64(),
-        };
-        image.build(&asm::bytes(&self.words))
     }
 }
 

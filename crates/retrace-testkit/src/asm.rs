@@ -84,3 +84,142 @@ mod tests {
         );
     }
 }
+
+/// A label's use, patched when [`Labelled::build`] lays the program out.
+#[derive(Clone, Copy)]
+enum Fix {
+    /// A conditional branch `op rs1, rs2, label`.
+    Branch(Op, u8, u8),
+    /// `jal rd, label`.
+    Jal(u8),
+    /// `jal rd` to the label's address plus a byte offset.
+    JalPast(u8, i32),
+    /// `auipc rd, 0; addi rd, rd, label - here` (the programs are small).
+    La(u8),
+}
+
+/// Just enough of an assembler for hand-written test programs: instructions
+/// through the ISA's encoder, labels, and the few pseudo-instructions the
+/// programs use; [`Labelled::build`] gives a one-segment ELF at the image's
+/// base. Tests add their own routines (a trap handler, an exit sequence)
+/// through extension traits.
+pub struct Labelled {
+    /// The register width the program is assembled for.
+    pub xlen: Xlen,
+    words: Vec<u32>,
+    labels: std::collections::HashMap<&'static str, usize>,
+    fixups: Vec<(usize, Fix, &'static str)>,
+}
+
+impl Labelled {
+    /// An empty program for `xlen`.
+    pub fn new(xlen: Xlen) -> Labelled {
+        Labelled {
+            xlen,
+            words: Vec::new(),
+            labels: std::collections::HashMap::new(),
+            fixups: Vec::new(),
+        }
+    }
+
+    /// One instruction.
+    pub fn i(&mut self, op: Op, rd: u8, rs1: u8, rs2: u8, imm: i32) -> &mut Labelled {
+        self.words.push(word(self.xlen, op, rd, rs1, rs2, imm));
+        self
+    }
+
+    /// A raw word (an instruction that does not decode, or data).
+    pub fn raw(&mut self, w: u32) -> &mut Labelled {
+        self.words.push(w);
+        self
+    }
+
+    /// Name the next instruction's address.
+    pub fn label(&mut self, name: &'static str) -> &mut Labelled {
+        assert!(
+            self.labels.insert(name, self.words.len()).is_none(),
+            "{name} twice"
+        );
+        self
+    }
+
+    fn fix(&mut self, fix: Fix, label: &'static str, words: usize) -> &mut Labelled {
+        self.fixups.push((self.words.len(), fix, label));
+        self.words.extend(std::iter::repeat_n(0, words));
+        self
+    }
+
+    /// A conditional branch `op rs1, rs2, label`.
+    pub fn b(&mut self, op: Op, rs1: u8, rs2: u8, label: &'static str) -> &mut Labelled {
+        self.fix(Fix::Branch(op, rs1, rs2), label, 1)
+    }
+
+    /// `jal rd, label`.
+    pub fn jal(&mut self, rd: u8, label: &'static str) -> &mut Labelled {
+        self.fix(Fix::Jal(rd), label, 1)
+    }
+
+    /// `jal rd` to `offset` bytes past `label`.
+    pub fn jal_past(&mut self, rd: u8, label: &'static str, offset: i32) -> &mut Labelled {
+        self.fix(Fix::JalPast(rd, offset), label, 1)
+    }
+
+    /// `rd` = the address of `label` (`auipc; addi`).
+    pub fn la(&mut self, rd: u8, label: &'static str) -> &mut Labelled {
+        self.fix(Fix::La(rd), label, 2)
+    }
+
+    /// `rd` = the 32-bit `value` (sign-extended on RV64): `lui; addi`.
+    pub fn li(&mut self, rd: u8, value: u32) -> &mut Labelled {
+        let lo = ((value & 0xfff) as i32) << 20 >> 20;
+        let hi = value.wrapping_sub(lo as u32) & 0xffff_f000;
+        self.i(Op::Lui, rd, 0, 0, hi as i32)
+            .i(Op::Addi, rd, rd, 0, lo)
+    }
+
+    /// `csrr rd, csr`.
+    pub fn csrr(&mut self, rd: u8, csr: retrace_isa::csr::Csr) -> &mut Labelled {
+        self.i(Op::Csrrs, rd, 0, 0, i32::from(csr))
+    }
+
+    /// `csrw csr, rs`.
+    pub fn csrw(&mut self, csr: retrace_isa::csr::Csr, rs: u8) -> &mut Labelled {
+        self.i(Op::Csrrw, 0, rs, 0, i32::from(csr))
+    }
+
+    /// A store of the register width.
+    pub fn store(&mut self, base: u8, value: u8, offset: i32) -> &mut Labelled {
+        let op = if self.xlen == Xlen::Rv64 {
+            Op::Sd
+        } else {
+            Op::Sw
+        };
+        self.i(op, 0, base, value, offset)
+    }
+
+    /// The program as an ELF image: every label resolved.
+    pub fn build(mut self) -> Vec<u8> {
+        for (at, fix, label) in std::mem::take(&mut self.fixups) {
+            let to = *self
+                .labels
+                .get(label)
+                .unwrap_or_else(|| panic!("no {label}"));
+            let off = (to as i32 - at as i32) * 4;
+            let x = self.xlen;
+            match fix {
+                Fix::Branch(op, rs1, rs2) => self.words[at] = word(x, op, 0, rs1, rs2, off),
+                Fix::Jal(rd) => self.words[at] = word(x, Op::Jal, rd, 0, 0, off),
+                Fix::JalPast(rd, extra) => self.words[at] = word(x, Op::Jal, rd, 0, 0, off + extra),
+                Fix::La(rd) => {
+                    self.words[at] = word(x, Op::Auipc, rd, 0, 0, 0);
+                    self.words[at + 1] = word(x, Op::Addi, rd, rd, 0, off);
+                }
+            }
+        }
+        let image = match self.xlen {
+            Xlen::Rv32 => crate::elf::ElfImage::riscv32(),
+            Xlen::Rv64 => crate::elf::ElfImage::riscv64(),
+        };
+        image.build(&bytes(&self.words))
+    }
+}
