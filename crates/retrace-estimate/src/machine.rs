@@ -168,8 +168,8 @@ impl<R: Read> TraceHistory<R> {
 
     /// See [`HartDecoder::returns_before_escape`].
     #[inline]
-    pub(crate) fn returns_before_escape(&self, matched: u64) -> Option<u64> {
-        self.decoder.returns_before_escape(&self.reader, matched)
+    pub(crate) fn returns_before_escape(&mut self, matched: u64) -> Option<u64> {
+        self.decoder.returns_before_escape(&mut self.reader, matched)
     }
 
     /// Consume what a memoised stretch read: `bits` branch bits and
@@ -189,7 +189,7 @@ impl<R: Read> TraceHistory<R> {
     #[inline(never)]
     fn next_trap_recorded(&mut self, executed: u64) -> Result<Option<u64>, ReplayError> {
         self.decoder
-            .next_trap(&self.reader, executed)
+            .next_trap(&mut self.reader, executed)
             .map_err(replay_error)
     }
 }
@@ -257,7 +257,7 @@ impl<R: Read> History for TraceHistory<R> {
     #[inline(always)]
     fn next_trap(&mut self, executed: u64) -> Result<Option<u64>, ReplayError> {
         // Asked at every partial program: the common answer without a call.
-        if !self.decoder.trap_recorded(&self.reader) {
+        if !self.decoder.trap_recorded(&mut self.reader)? {
             return Ok(None);
         }
         self.next_trap_recorded(executed)
@@ -270,7 +270,7 @@ impl<R: Read> History for TraceHistory<R> {
     #[inline(always)]
     fn next_code(&mut self, executed: u64) -> Result<Option<u64>, ReplayError> {
         // Asked at every partial program: the common answer without a call.
-        if !self.decoder.code_recorded(&self.reader) {
+        if !self.decoder.code_recorded(&mut self.reader)? {
             return Ok(None);
         }
         self.next_code_recorded(executed)
@@ -287,7 +287,7 @@ impl<R: Read> TraceHistory<R> {
     #[inline(never)]
     fn next_code_recorded(&mut self, executed: u64) -> Result<Option<u64>, ReplayError> {
         self.decoder
-            .next_code(&self.reader, executed)
+            .next_code(&mut self.reader, executed)
             .map_err(replay_error)
     }
 }

@@ -275,7 +275,7 @@ pub(crate) fn walk_spans<R: Read>(
 /// (none recorded: no limit). `None` when the trace is damaged or already
 /// out of step — the walker then reports it.
 #[inline]
-fn escape_limit<R: Read>(history: &TraceHistory<R>, matched: u64) -> Option<u64> {
+fn escape_limit<R: Read>(history: &mut TraceHistory<R>, matched: u64) -> Option<u64> {
     history.returns_before_escape(matched)
 }
 

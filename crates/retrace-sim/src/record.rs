@@ -173,7 +173,7 @@ impl<W: Write> Recorder<W> {
         match &mut self.loops {
             Some(l) => {
                 l.finish(&mut self.encoder);
-                l.stats()
+                l.stats(&self.encoder)
             }
             None => LoopStats::default(),
         }

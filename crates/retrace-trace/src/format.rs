@@ -17,6 +17,12 @@ pub const SEGMENT_TAG: u8 = b'S';
 pub const TRAILER_TAG: u8 = b'T';
 /// Tag byte of the optional measurements block (before the trailer).
 pub const MEASUREMENTS_TAG: u8 = b'M';
+/// Segment header flag (byte 2): the writer closed the segment before an
+/// event other than a branch bit (its records had grown large with no bit
+/// to close before). A reader that has drained such a segment must load
+/// the next before it answers that a stream has nothing more before the
+/// next bit. No other flag is defined; a reader refuses unknown ones.
+pub const SEGMENT_MID_GAP: u8 = 1;
 /// Size of a segment's fixed header.
 pub const SEGMENT_HEADER_LEN: usize = 20;
 /// Size of the trailer including the end magic.

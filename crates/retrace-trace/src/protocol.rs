@@ -62,9 +62,9 @@
 //! let target = dec.escape(&mut r, 0).unwrap().unwrap();
 //! stack.unwind(target, |&a| a);
 //! assert_eq!(target, 0x5000);
-//! assert_eq!(dec.next_trap(&r, 10).unwrap(), Some(12));
+//! assert_eq!(dec.next_trap(&mut r, 10).unwrap(), Some(12));
 //! assert_eq!(dec.trap(&mut r).unwrap(), 0x8000_0100);
-//! assert_eq!(dec.next_trap(&r, 12).unwrap(), None);
+//! assert_eq!(dec.next_trap(&mut r, 12).unwrap(), None);
 //! ```
 
 pub mod loops;
@@ -166,6 +166,9 @@ impl HartEncoder {
 pub struct Encoder<W: Write> {
     writer: TraceWriter<W>,
     harts: Vec<HartEncoder>,
+    /// Aggregated loops' state ([`loops`]), kept here because a segment's
+    /// close ends the executions in progress and writes the pending runs.
+    loops: loops::LoopState,
 }
 
 impl<W: Write> Encoder<W> {
@@ -181,6 +184,7 @@ impl<W: Write> Encoder<W> {
         Encoder {
             writer,
             harts: (0..harts).map(|_| HartEncoder::new(bound)).collect(),
+            loops: loops::LoopState::default(),
         }
     }
 
@@ -195,7 +199,33 @@ impl<W: Write> Encoder<W> {
     /// A conditional branch of `hart`, taken or not.
     #[inline(always)]
     pub fn branch(&mut self, hart: u16, taken: bool) {
+        if self.writer.closes_before_next_bit() {
+            // The segment closes before this bit: the aggregated loops'
+            // pending runs go into it first.
+            self.loops.flush(&mut self.writer);
+        }
         self.writer.branch(hart, taken);
+    }
+
+    /// Before each event other than a branch bit: where the writer may
+    /// close a segment whose records grew large with no bit to close
+    /// before ([`TraceWriter::event_boundary`]). The aggregated loops'
+    /// executions in progress end there and their runs are written first,
+    /// as the replay ends them where it crosses that close.
+    #[inline(always)]
+    fn event(&mut self) {
+        if self.writer.closes_before_next_bit() {
+            self.event_full();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn event_full(&mut self) {
+        if self.writer.closes_at_event_boundary() {
+            self.loops.cut(&mut self.writer);
+            self.writer.event_boundary();
+        }
     }
 
     /// A direct call of `hart` that will return to `return_addr`.
@@ -237,6 +267,7 @@ impl<W: Write> Encoder<W> {
     /// trap, then the handler's number in the hart's table of handlers (0
     /// and the address for a new one).
     pub fn trap(&mut self, hart: u16, executed: u64, handler: u64) {
+        self.event();
         let h = &mut self.harts[usize::from(hart)];
         debug_assert!(executed >= h.trap_at, "traps out of order");
         let since = executed.saturating_sub(h.trap_at);
@@ -258,6 +289,7 @@ impl<W: Write> Encoder<W> {
     /// at `addr` holds `bytes`. Writes to the code stream the count since
     /// the previous code event, the address, the length and each byte.
     pub fn code(&mut self, hart: u16, executed: u64, addr: u64, bytes: &[u8]) {
+        self.event();
         let h = &mut self.harts[usize::from(hart)];
         debug_assert!(executed >= h.code_at, "code events out of order");
         let since = executed.saturating_sub(h.code_at);
@@ -275,6 +307,7 @@ impl<W: Write> Encoder<W> {
     /// call's push; see [`Encoder::indirect_call`]).
     #[inline]
     pub fn indirect(&mut self, hart: u16, site: u64, target: u64) {
+        self.event();
         let h = &mut self.harts[usize::from(hart)];
         h.events.indirect += 1;
         let slot =
@@ -308,6 +341,7 @@ impl<W: Write> Encoder<W> {
         let matched = std::mem::take(&mut h.matched);
         h.stack.unwind(target, |&a| a);
         h.events.escapes += 1;
+        self.event();
         self.writer.record(hart, StreamKind::Escapes, matched);
         self.writer.record(hart, StreamKind::Escapes, target);
         true
@@ -478,14 +512,13 @@ impl HartDecoder {
     /// the instruction after that many does not execute — if the loaded
     /// segment records one; the replay has executed `executed` instructions
     /// and an announced trap before that is an error (the replay is out of
-    /// step). `None` when the segment records none: then no trap comes
-    /// before the next branch bit, which lies in a later segment (segments
-    /// close only before a bit), so a replay that asks again after each
-    /// branch bit it reads never misses one.
+    /// step). `None` when none comes before the next branch bit
+    /// ([`TraceReader::peek_record`]), so a replay that asks again after
+    /// each branch bit it reads never misses one.
     #[inline]
     pub fn next_trap<R: Read>(
         &self,
-        r: &TraceReader<R>,
+        r: &mut TraceReader<R>,
         executed: u64,
     ) -> Result<Option<u64>, TraceError> {
         match r.peek_record(self.hart, StreamKind::Traps)? {
@@ -509,7 +542,7 @@ impl HartDecoder {
     /// [`HartDecoder::next_trap`] (almost every segment of almost every
     /// run has none).
     #[inline(always)]
-    pub fn trap_recorded<R: Read>(&self, r: &TraceReader<R>) -> bool {
+    pub fn trap_recorded<R: Read>(&self, r: &mut TraceReader<R>) -> Result<bool, TraceError> {
         r.has_records(self.hart, StreamKind::Traps)
     }
 
@@ -537,7 +570,7 @@ impl HartDecoder {
     /// Whether the loaded segment holds a code event not yet taken: the
     /// cheap test before [`HartDecoder::next_code`].
     #[inline(always)]
-    pub fn code_recorded<R: Read>(&self, r: &TraceReader<R>) -> bool {
+    pub fn code_recorded<R: Read>(&self, r: &mut TraceReader<R>) -> Result<bool, TraceError> {
         r.has_records(self.hart, StreamKind::Code)
     }
 
@@ -549,7 +582,7 @@ impl HartDecoder {
     #[inline]
     pub fn next_code<R: Read>(
         &self,
-        r: &TraceReader<R>,
+        r: &mut TraceReader<R>,
         executed: u64,
     ) -> Result<Option<u64>, TraceError> {
         match r.peek_record(self.hart, StreamKind::Code)? {
@@ -604,7 +637,11 @@ impl HartDecoder {
     /// `None` when the trace is damaged or out of step; `escape` then says
     /// how.
     #[inline]
-    pub fn returns_before_escape<R: Read>(&self, r: &TraceReader<R>, matched: u64) -> Option<u64> {
+    pub fn returns_before_escape<R: Read>(
+        &self,
+        r: &mut TraceReader<R>,
+        matched: u64,
+    ) -> Option<u64> {
         match r.peek_record(self.hart, StreamKind::Escapes) {
             Ok(None) => Some(u64::MAX),
             Ok(Some(recorded)) if recorded >= matched => Some(recorded - matched),

@@ -5,7 +5,7 @@
 use crate::format::STREAM_SLOTS;
 use crate::format::{
     decode_varint, Cursor, Header, StreamKind, Totals, TraceError, FORMAT_VERSION, MAGIC,
-    MAX_SEGMENT_RAW, SEGMENT_HEADER_LEN, SEGMENT_TAG, TRAILER_LEN, TRAILER_TAG,
+    MAX_SEGMENT_RAW, SEGMENT_HEADER_LEN, SEGMENT_MID_GAP, SEGMENT_TAG, TRAILER_LEN, TRAILER_TAG,
 };
 use crate::format::{DcacheMeasurement, MEASUREMENTS_TAG, MEASUREMENT_LEN};
 use std::io::Read;
@@ -55,6 +55,13 @@ pub struct TraceReader<R: Read> {
     harts: Vec<HartStreams>,
     /// Sequence number of the segment currently loaded (`u32::MAX`: none yet).
     segment: u32,
+    /// The loaded segment was closed before an event other than a branch
+    /// bit ([`SEGMENT_MID_GAP`]): once drained, the next must be loaded
+    /// before a peek may answer "nothing before the next bit".
+    mid_gap: bool,
+    /// Segments loaded after a mid-gap one: the replay's clock of those
+    /// closes, which end an aggregated loop's execution on both sides.
+    mid_gap_crossings: u64,
     totals: Option<(Totals, u32)>,
     dcache: Vec<DcacheMeasurement>,
     /// Buffers reused from segment to segment: the stored (compressed)
@@ -92,6 +99,8 @@ impl<R: Read> TraceReader<R> {
             harts: (0..header.harts).map(|_| HartStreams::default()).collect(),
             header,
             segment: u32::MAX,
+            mid_gap: false,
+            mid_gap_crossings: 0,
             totals: None,
             dcache: Vec::new(),
             stored: Vec::new(),
@@ -247,13 +256,51 @@ impl<R: Read> TraceReader<R> {
         }
     }
 
-    /// Whether `hart`'s `kind` record stream has items left in the loaded
-    /// segment.
+    /// Whether `hart`'s `kind` record stream has items left before the
+    /// next branch bit: in the loaded segment, or — when that segment is
+    /// drained and was closed mid-gap — in the next one, which this loads
+    /// ([`TraceReader::cross_mid_gap`]).
     #[inline(always)]
-    pub fn has_records(&self, hart: u16, kind: StreamKind) -> bool {
-        self.harts
-            .get(usize::from(hart))
-            .is_some_and(|h| h.record_left[kind.index()] > 0)
+    pub fn has_records(&mut self, hart: u16, kind: StreamKind) -> Result<bool, TraceError> {
+        let has = |r: &Self| {
+            r.harts
+                .get(usize::from(hart))
+                .is_some_and(|h| h.record_left[kind.index()] > 0)
+        };
+        if has(self) {
+            return Ok(true);
+        }
+        Ok(self.cross_mid_gap()? && has(self))
+    }
+
+    /// If the loaded segment was closed mid-gap (before an event other
+    /// than a branch bit) and every stream of it is drained, load the next
+    /// one: the consumer has reached the instant the writer closed it, so
+    /// what comes next is there. `true` when it loaded one. Costs one test
+    /// for every other segment.
+    #[inline(always)]
+    pub fn cross_mid_gap(&mut self) -> Result<bool, TraceError> {
+        if !self.mid_gap {
+            return Ok(false);
+        }
+        self.cross_mid_gap_slow()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn cross_mid_gap_slow(&mut self) -> Result<bool, TraceError> {
+        if self.totals.is_some() || self.harts.iter().any(|h| h.leftover().is_some()) {
+            return Ok(false);
+        }
+        self.load_next()?;
+        Ok(self.totals.is_none())
+    }
+
+    /// How many mid-gap closes the consumer has crossed so far: a loop
+    /// execution in progress at one ends there (the writer ended it there).
+    #[inline]
+    pub fn mid_gap_crossings(&self) -> u64 {
+        self.mid_gap_crossings
     }
 
     /// How many items `hart`'s `kind` record stream has left in the loaded
@@ -308,22 +355,31 @@ impl<R: Read> TraceReader<R> {
         Ok(Some(v))
     }
 
-    /// The next varint item of a record stream of `hart` *within the current
-    /// segment*, without consuming it; `None` when the current segment has no
-    /// more. Because segments close only before a branch bit, a consumer that
-    /// asks between two bits sees every item recorded before the next bit —
-    /// so `None` means "not before the next branch", which is what a replay
-    /// needs to test for a sparse event (a return escape) without reading
-    /// ahead.
+    /// The next varint item of a record stream of `hart`, without consuming
+    /// it; `None` when none comes before the next branch bit. Segments close
+    /// before a branch bit, or — when records grew large with no bit to
+    /// close before — mid-gap, before another event ([`SEGMENT_MID_GAP`]);
+    /// a mid-gap segment that is drained makes this load the next
+    /// ([`TraceReader::cross_mid_gap`]). So a consumer that asks between two
+    /// bits sees every item recorded before the next bit, and `None` means
+    /// "not before the next branch", which is what a replay needs to test
+    /// for a sparse event (a return escape) without reading ahead.
     ///
     /// Inlined, with its errors built out of line: a replay peeks at the
     /// escape stream at every return.
     #[inline]
-    pub fn peek_record(&self, hart: u16, kind: StreamKind) -> Result<Option<u64>, TraceError> {
+    pub fn peek_record(&mut self, hart: u16, kind: StreamKind) -> Result<Option<u64>, TraceError> {
+        let k = kind.index();
+        if self
+            .harts
+            .get(usize::from(hart))
+            .is_some_and(|h| h.record_left[k] == 0)
+        {
+            self.cross_mid_gap()?;
+        }
         let Some(h) = self.harts.get(usize::from(hart)) else {
             return Err(self.no_such_hart(hart));
         };
-        let k = kind.index();
         if h.record_left[k] == 0 {
             return Ok(None);
         }
@@ -496,12 +552,24 @@ impl<R: Read> TraceReader<R> {
             return Err(truncated(at, &format!("header of segment {seq_expected}")));
         }
         let le32 = |r: std::ops::Range<usize>| u32::from_le_bytes(head[r].try_into().unwrap());
-        let (codec, seq, raw_len, stored_len, crc) =
-            (head[1], le32(4..8), le32(8..12), le32(12..16), le32(16..20));
+        let (codec, flags, seq, raw_len, stored_len, crc) = (
+            head[1],
+            head[2],
+            le32(4..8),
+            le32(8..12),
+            le32(12..16),
+            le32(16..20),
+        );
         if seq != seq_expected {
             return Err(corrupt(
                 at,
                 format!("segment number {seq} where {seq_expected} was expected"),
+            ));
+        }
+        if flags & !SEGMENT_MID_GAP != 0 || head[3] != 0 {
+            return Err(corrupt(
+                at,
+                format!("segment {seq} has flags this retrace does not know (written by a newer retrace?)"),
             ));
         }
         if raw_len > MAX_SEGMENT_RAW || stored_len > MAX_SEGMENT_RAW || codec > 1 {
@@ -537,6 +605,10 @@ impl<R: Read> TraceReader<R> {
         }
         self.offset += (SEGMENT_HEADER_LEN + stored_len as usize) as u64;
         self.segment = seq;
+        if self.mid_gap {
+            self.mid_gap_crossings += 1;
+        }
+        self.mid_gap = flags & SEGMENT_MID_GAP != 0;
         for h in &mut self.harts {
             h.clear();
         }

@@ -15,6 +15,10 @@ use std::thread::JoinHandle;
 const SEGMENT_BITS: usize = 8 << 20;
 /// Bytes in one record stream that close a segment.
 const SEGMENT_RECORD_BYTES: usize = 1 << 20;
+/// Record bytes buffered (over every hart and stream) at which a full
+/// segment closes before the next event even though no branch bit came:
+/// the mid-gap close, for runs that write records and no bits for long.
+const MID_GAP_RECORD_BYTES: usize = 4 << 20;
 /// zstd level: fast; branch bits compress well at any level.
 const ZSTD_LEVEL: i32 = 3;
 
@@ -41,6 +45,7 @@ impl HartBuffers {
 
 struct Compressed {
     seq: u32,
+    flags: u8,
     raw_len: u32,
     codec: u8,
     stored: Vec<u8>,
@@ -64,7 +69,7 @@ pub struct TraceWriter<W: Write> {
     out: W,
     harts: Vec<HartBuffers>,
     seq: u32,
-    to_compressor: Option<SyncSender<(u32, Vec<u8>)>>,
+    to_compressor: Option<SyncSender<(u32, u8, Vec<u8>)>>,
     from_compressor: Receiver<Compressed>,
     compressor: Option<JoinHandle<()>>,
     summary: WriteSummary,
@@ -86,12 +91,12 @@ impl<W: Write> TraceWriter<W> {
     pub fn new(mut out: W, header: &Header) -> Result<Self, TraceError> {
         let head = header.encode();
         out.write_all(&head)?;
-        let (to_compressor, jobs) = sync_channel::<(u32, Vec<u8>)>(2);
+        let (to_compressor, jobs) = sync_channel::<(u32, u8, Vec<u8>)>(2);
         let (done, from_compressor) = std::sync::mpsc::channel();
         let compressor = std::thread::Builder::new()
             .name("rtrace-zstd".into())
             .spawn(move || {
-                for (seq, raw) in jobs {
+                for (seq, flags, raw) in jobs {
                     let packed = zstd::bulk::compress(&raw, ZSTD_LEVEL).ok();
                     let (codec, stored) = match packed {
                         Some(p) if p.len() < raw.len() => (1, p),
@@ -99,6 +104,7 @@ impl<W: Write> TraceWriter<W> {
                     };
                     let c = Compressed {
                         seq,
+                        flags,
                         raw_len: raw.len() as u32,
                         codec,
                         stored,
@@ -126,14 +132,15 @@ impl<W: Write> TraceWriter<W> {
 
     /// Append one conditional-branch outcome of `hart` (1 = taken).
     ///
-    /// Segments are closed only here, *before* a bit: so everything recorded
+    /// A full segment closes here, *before* a bit: so everything recorded
     /// between two bits lies in the segment of the earlier bit, and a reader
     /// that has not yet asked for the next bit is still in the right segment
     /// to peek at record streams (see [`crate::TraceReader::peek_record`]).
+    /// The one exception is [`TraceWriter::event_boundary`].
     #[inline]
     pub fn branch(&mut self, hart: u16, taken: bool) {
         if self.segment_full {
-            self.flush_segment();
+            self.flush_segment(0);
         }
         let h = &mut self.harts[usize::from(hart)];
         h.word |= u64::from(taken) << h.nbits;
@@ -156,6 +163,45 @@ impl<W: Write> TraceWriter<W> {
         self.segment_full
     }
 
+    /// Whether [`TraceWriter::event_boundary`] would close the segment: it
+    /// is full and its records have grown to [`MID_GAP_RECORD_BYTES`]
+    /// without a branch bit to close it before. What an encoder that holds
+    /// records back (aggregated loops' runs) must write first.
+    #[inline]
+    pub fn closes_at_event_boundary(&self) -> bool {
+        self.segment_full && self.record_bytes() >= MID_GAP_RECORD_BYTES
+    }
+
+    /// Between two events (never inside one event's records): close the
+    /// segment if [`TraceWriter::closes_at_event_boundary`]. The segment
+    /// is marked [`SEGMENT_MID_GAP`](crate::format::SEGMENT_MID_GAP), so
+    /// a reader that has drained it loads the next before it answers that a
+    /// record stream has nothing more before the next bit. Without this, a
+    /// run that writes records and no branch bits (an endless loop of
+    /// indirect calls) would grow one segment without bound.
+    #[inline]
+    pub fn event_boundary(&mut self) {
+        if self.segment_full {
+            self.event_boundary_full();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn event_boundary_full(&mut self) {
+        if self.record_bytes() >= MID_GAP_RECORD_BYTES {
+            self.flush_segment(crate::format::SEGMENT_MID_GAP);
+        }
+    }
+
+    /// Record bytes buffered over every hart and stream.
+    fn record_bytes(&self) -> usize {
+        self.harts
+            .iter()
+            .flat_map(|h| h.records.iter().map(Vec::len))
+            .sum()
+    }
+
     /// Branch bits recorded so far, over all harts.
     pub fn branches(&self) -> u64 {
         self.summary.bits + self.harts.iter().map(HartBuffers::bit_count).sum::<u64>()
@@ -173,9 +219,9 @@ impl<W: Write> TraceWriter<W> {
         }
     }
 
-    /// Pack the buffered items of every hart into one segment and hand it to
-    /// the compressor.
-    fn flush_segment(&mut self) {
+    /// Pack the buffered items of every hart into one segment with `flags`
+    /// in its header and hand it to the compressor.
+    fn flush_segment(&mut self, flags: u8) {
         self.segment_full = false;
         if self.harts.iter().all(HartBuffers::is_empty) {
             return;
@@ -218,7 +264,7 @@ impl<W: Write> TraceWriter<W> {
         self.seq += 1;
         if let Some(tx) = &self.to_compressor {
             // Blocks while two segments are already queued: bounded memory.
-            let _ = tx.send((seq, raw));
+            let _ = tx.send((seq, flags, raw));
         }
         while let Ok(c) = self.from_compressor.try_recv() {
             self.write_compressed(c);
@@ -232,6 +278,7 @@ impl<W: Write> TraceWriter<W> {
         let mut head = [0u8; crate::format::SEGMENT_HEADER_LEN];
         head[0] = SEGMENT_TAG;
         head[1] = c.codec;
+        head[2] = c.flags;
         head[4..8].copy_from_slice(&c.seq.to_le_bytes());
         head[8..12].copy_from_slice(&c.raw_len.to_le_bytes());
         head[12..16].copy_from_slice(&(c.stored.len() as u32).to_le_bytes());
@@ -261,7 +308,7 @@ impl<W: Write> TraceWriter<W> {
         totals: &Totals,
         dcache: &[crate::DcacheMeasurement],
     ) -> Result<WriteSummary, TraceError> {
-        self.flush_segment();
+        self.flush_segment(0);
         drop(self.to_compressor.take());
         if let Some(h) = self.compressor.take() {
             let _ = h.join();

@@ -13,6 +13,9 @@ use retrace_trace::{Header, Totals, TraceReader, TraceWriter};
 enum Ev {
     Branch(u64, bool),
     Trap,
+    /// An indirect jump at a site to a target (a loop body's call through
+    /// a table): records, and no bit.
+    Indirect(u64, u64),
 }
 
 const LOOP_A: u64 = 0x100;
@@ -31,6 +34,12 @@ fn execution(site: u64, count: u64) -> Vec<Ev> {
 
 /// Record `events`, replay them; returns (bits written, loop stats runs).
 fn round_trip(events: &[Ev]) -> (u64, u64) {
+    let (bits, runs, _) = round_trip_segments(events);
+    (bits, runs)
+}
+
+/// [`round_trip`], with the segments written too.
+fn round_trip_segments(events: &[Ev]) -> (u64, u64, u32) {
     let mut buf = Vec::new();
     let w = TraceWriter::new(&mut buf, &Header::new(1, 64, 1)).unwrap();
     let mut enc = Encoder::new(w, 1);
@@ -42,12 +51,13 @@ fn round_trip(events: &[Ev]) -> (u64, u64) {
                 loops.trap(&mut enc, 0);
                 enc.trap(0, n as u64, 0x8000);
             }
+            Ev::Indirect(site, target) => enc.indirect(0, site, target),
         }
     }
     loops.finish(&mut enc);
-    let stats = loops.stats();
+    let stats = loops.stats(&enc);
     let bits = enc.branches();
-    enc.finish(Totals::default(), &[]).unwrap();
+    let segments = enc.finish(Totals::default(), &[]).unwrap().segments;
 
     let mut r = TraceReader::new(&buf[..]).unwrap();
     let mut dec = LoopDecoder::read_plan(&mut r, 0).unwrap().expect("a plan");
@@ -60,8 +70,11 @@ fn round_trip(events: &[Ev]) -> (u64, u64) {
             }
             Ev::Trap => {
                 dec.trap(&r).unwrap();
-                assert_eq!(hd.next_trap(&r, n as u64).unwrap(), Some(n as u64));
+                assert_eq!(hd.next_trap(&mut r, n as u64).unwrap(), Some(n as u64));
                 hd.trap(&mut r).unwrap();
+            }
+            Ev::Indirect(site, target) => {
+                assert_eq!(hd.indirect(&mut r, site).unwrap(), target, "event {n}")
             }
         }
     }
@@ -74,7 +87,7 @@ fn round_trip(events: &[Ev]) -> (u64, u64) {
         .count() as u64;
     assert_eq!(stats.tests + bits, branches);
     assert_eq!(dec.tests(), stats.tests);
-    (bits, stats.runs)
+    (bits, stats.runs, segments)
 }
 
 #[test]
@@ -114,6 +127,29 @@ fn runs_split_at_segment_boundaries() {
     }
     let (bits, _) = round_trip(&ev);
     assert_eq!(bits, 2_200 * 4000);
+}
+
+#[test]
+fn mid_gap_closes_cut_executions_on_both_sides() {
+    // Aggregated loops whose bodies call through a table, and no other
+    // branch: no bit at all, so segments close mid-gap (their records grew
+    // past a few MiB), in the middle of executions. The recorder ends the
+    // execution in progress at such a close and the replay ends it where
+    // it crosses the close, so every outcome comes back.
+    let mut ev = Vec::new();
+    let mut i = 0u64;
+    for e in 0..3_500u64 {
+        let (site, count) = if e % 3 == 0 { (LOOP_B, 7) } else { (LOOP_A, 1_000 + e % 5) };
+        for step in execution(site, count) {
+            ev.push(step);
+            // A new target each time: six bytes of records per call.
+            i += 1;
+            ev.push(Ev::Indirect(0x4000, 0x8000_0000 + i * 2));
+        }
+    }
+    let (bits, _, segments) = round_trip_segments(&ev);
+    assert_eq!(bits, 0);
+    assert!(segments >= 3, "{segments} segments");
 }
 
 #[test]
@@ -162,6 +198,7 @@ fn event() -> impl Strategy<Value = Vec<Ev>> {
         }),
         any::<bool>().prop_map(|b| vec![Ev::Branch(OTHER, b)]),
         any::<bool>().prop_map(|b| vec![Ev::Branch(LOOP_B, b)]),
+        (0u64..4).prop_map(|t| vec![Ev::Indirect(0x4000, 0x8000 + 2 * t)]),
     ];
     prop::collection::vec(one, 0..60).prop_map(|v| v.concat())
 }

@@ -406,7 +406,7 @@ impl Replays {
     /// trap in `rest` (the hart's events still to come), with its count.
     fn announced_correctly(
         &self,
-        r: &TraceReader<&[u8]>,
+        r: &mut TraceReader<&[u8]>,
         hart: u16,
         rest: &[(u16, Event)],
     ) -> Result<bool, TraceError> {
@@ -606,4 +606,60 @@ fn calls_deeper_than_the_bound_round_trip() {
     }
     assert_eq!(replays.escapes(), totals.escapes);
     r.finish().unwrap();
+}
+
+/// A run that writes records and not a single branch bit — an endless loop
+/// of indirect calls through a table, returns that escape, traps — cut
+/// after millions of events: segments close mid-gap (before an event other
+/// than a bit) once their records pass a few MiB, so the trace has many
+/// segments of bounded size, where one segment used to grow with the run
+/// until the reader refused it. Every event decodes as recorded, each trap
+/// announced before it is taken, and the reader holds a few MiB.
+#[test]
+fn a_run_without_branches_still_closes_segments() {
+    const EVENTS: u64 = 3_000_000;
+    let run = || {
+        let mut program = Program::new(1);
+        (0..EVENTS).map(move |i| {
+            // Targets all over memory: a new one at almost every event, so
+            // the records are long (a 0 and a five-byte address).
+            let far = 0x8000_0000 + (i.wrapping_mul(0x9e37_79b9) % (1 << 30)) * 2;
+            let plan = match i % 16 {
+                0 => Plan::Event(Event::Call { ret: far }),
+                1 => Plan::Return(Ret::Elsewhere(far + 2)),
+                2 if i % 1024 == 2 => Plan::Trap {
+                    gap: 7,
+                    handler: 0x8000_0100,
+                },
+                _ => Plan::Event(Event::Indirect {
+                    site: 0x8000_1000 + (i % 8) * 4,
+                    target: far,
+                }),
+            };
+            (0, program.event(0, plan))
+        })
+    };
+    let (buf, totals, segments) = encode(1, RETURN_STACK_BOUND, run());
+    assert_eq!(totals.branches, 0);
+    assert!(segments >= 3, "{segments} segments for {} bytes", buf.len());
+    let mut r = TraceReader::new(&buf[..]).unwrap();
+    let mut replays = Replays::new(1, RETURN_STACK_BOUND);
+    let events: Vec<_> = run().collect();
+    let mut most = 0;
+    for (i, &(hart, ev)) in events.iter().enumerate() {
+        // Traps are announced before they are taken (checked at the event
+        // before each one: scanning ahead from every event is quadratic).
+        if matches!(events.get(i + 1), Some((_, Event::Trap { .. }))) {
+            assert!(
+                replays.announced_correctly(&mut r, hart, &events[i + 1..]).unwrap(),
+                "event {i}"
+            );
+        }
+        let got = replays.step(&mut r, hart, ev).unwrap();
+        assert_eq!(got, ev, "event {i}");
+        most = most.max(r.buffered_bytes());
+    }
+    assert_eq!(replays.escapes(), totals.escapes);
+    r.finish().unwrap();
+    assert!(most < 24 << 20, "the reader held {most} bytes");
 }

@@ -12,8 +12,10 @@
 //! at its site; its *count* is how many of them continued. It ends at the
 //! outcome that leaves, or — when something else comes first — at a
 //! branch elsewhere, at a trap taken in the middle of a partial program,
-//! or at the end of the run (then it ended after `count` continues and no
-//! exit). The first branch after such a trap is always written as a bit
+//! at a segment's mid-gap close (see `docs/FORMATS.md`, "Closing rule"; the
+//! replay ends it where it crosses that close), or at the end of the run
+//! (then it ended after `count` continues and no exit). The first branch
+//! after a trap is always written as a bit
 //! (the replay cannot tell which partial program a trap handler starts
 //! with before it has walked it). Executions of one loop that follow each
 //! other with equal counts form a *run* `(loop, count, repeats)`; a run is
@@ -27,7 +29,7 @@
 //! stream: `SEEDS.md`, executions 8, 8, 4).
 
 use super::Encoder;
-use crate::{StreamKind, TraceError, TraceReader};
+use crate::{StreamKind, TraceError, TraceReader, TraceWriter};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -52,7 +54,7 @@ fn site_map(sites: &[(u64, bool)]) -> FxHashMap<u64, (u32, bool)> {
 
 /// One hart's aggregation state while recording.
 #[derive(Clone, Default)]
-struct HartLoops {
+pub(super) struct HartLoops {
     /// The execution in progress: loop index and continues so far.
     open: Option<(u32, u64)>,
     /// Per loop, the run not yet written: `(count, repeats)`.
@@ -73,12 +75,45 @@ pub struct LoopStats {
     pub runs: u64,
 }
 
+/// Every hart's aggregation state while recording, kept in the
+/// [`Encoder`] (empty when no loop is aggregated): the encoder's segment
+/// closes end the executions in progress and write the pending runs.
+#[derive(Clone, Default)]
+pub(super) struct LoopState {
+    harts: Vec<HartLoops>,
+    stats: LoopStats,
+}
+
+impl LoopState {
+    /// Write every pending run of every hart (before a segment closes
+    /// before a branch bit).
+    pub(super) fn flush<W: Write>(&mut self, w: &mut TraceWriter<W>) {
+        for (hart, h) in self.harts.iter_mut().enumerate() {
+            for (i, p) in h.pending.iter_mut().enumerate() {
+                if let Some((count, repeats)) = p.take() {
+                    write_run(w, &mut self.stats, hart as u16, i as u32, count, repeats);
+                }
+            }
+        }
+    }
+
+    /// A segment closes mid-gap: every execution in progress ends here (the
+    /// replay ends it where it crosses this close), and every pending run
+    /// is written.
+    pub(super) fn cut<W: Write>(&mut self, w: &mut TraceWriter<W>) {
+        for (hart, h) in self.harts.iter_mut().enumerate() {
+            if let Some((j, c)) = h.open.take() {
+                end(w, h, &mut self.stats, hart as u16, j, c);
+            }
+        }
+        self.flush(w);
+    }
+}
+
 /// The recorder's side: sits in front of [`Encoder::branch`] and decides,
 /// per branch, whether it writes a bit or counts towards a loop.
 pub struct LoopEncoder {
     sites: FxHashMap<u64, (u32, bool)>,
-    harts: Vec<HartLoops>,
-    stats: LoopStats,
 }
 
 impl LoopEncoder {
@@ -102,7 +137,7 @@ impl LoopEncoder {
                 prev = s;
             }
         }
-        LoopEncoder {
+        enc.loops = LoopState {
             harts: vec![
                 HartLoops {
                     pending: vec![None; sorted.len()],
@@ -110,27 +145,34 @@ impl LoopEncoder {
                 };
                 harts
             ],
-            sites: site_map(&sorted),
             stats: LoopStats::default(),
+        };
+        LoopEncoder {
+            sites: site_map(&sorted),
         }
     }
 
-    /// What was aggregated so far.
-    pub fn stats(&self) -> LoopStats {
-        self.stats
+    /// What was aggregated so far in `enc`'s run.
+    pub fn stats<W: Write>(&self, enc: &Encoder<W>) -> LoopStats {
+        enc.loops.stats
     }
 
     /// A conditional branch of `hart` at `site`, taken or not.
     #[inline]
     pub fn branch<W: Write>(&mut self, enc: &mut Encoder<W>, hart: u16, site: u64, taken: bool) {
-        let h = &mut self.harts[usize::from(hart)];
         match self.sites.get(&site) {
-            Some(&(i, cont)) if !h.raw_next => {
-                self.stats.tests += 1;
+            Some(&(i, cont)) if !enc.loops.harts[usize::from(hart)].raw_next => {
+                // A test at an aggregated site is an event: its run may be
+                // written, so a mid-gap close may come first.
+                enc.event();
+                let LoopState { harts, stats } = &mut enc.loops;
+                let h = &mut harts[usize::from(hart)];
+                let w = &mut enc.writer;
+                stats.tests += 1;
                 let count = match h.open.take() {
                     Some((j, c)) if j == i => c,
                     Some((j, c)) => {
-                        end(enc, h, &mut self.stats, hart, j, c);
+                        end(w, h, stats, hart, j, c);
                         0
                     }
                     None => 0,
@@ -138,17 +180,17 @@ impl LoopEncoder {
                 if taken == cont {
                     h.open = Some((i, count + 1));
                 } else {
-                    end(enc, h, &mut self.stats, hart, i, count);
+                    end(w, h, stats, hart, i, count);
                 }
             }
             _ => {
+                let LoopState { harts, stats } = &mut enc.loops;
+                let h = &mut harts[usize::from(hart)];
                 h.raw_next = false;
                 if let Some((j, c)) = h.open.take() {
-                    end(enc, h, &mut self.stats, hart, j, c);
+                    end(&mut enc.writer, h, stats, hart, j, c);
                 }
-                if enc.writer.closes_before_next_bit() {
-                    self.flush(enc);
-                }
+                // Writes the pending runs first if the segment closes.
                 enc.branch(hart, taken);
             }
         }
@@ -158,9 +200,10 @@ impl LoopEncoder {
     /// [`Encoder::trap`]): ends the execution in progress, and the next
     /// branch writes a bit.
     pub fn trap<W: Write>(&mut self, enc: &mut Encoder<W>, hart: u16) {
-        let h = &mut self.harts[usize::from(hart)];
+        let LoopState { harts, stats } = &mut enc.loops;
+        let h = &mut harts[usize::from(hart)];
         if let Some((j, c)) = h.open.take() {
-            end(enc, h, &mut self.stats, hart, j, c);
+            end(&mut enc.writer, h, stats, hart, j, c);
         }
         h.raw_next = true;
     }
@@ -168,30 +211,14 @@ impl LoopEncoder {
     /// The end of the run: ends the executions in progress and writes every
     /// run not yet written. Call before [`Encoder::finish`].
     pub fn finish<W: Write>(&mut self, enc: &mut Encoder<W>) {
-        for (hart, h) in self.harts.iter_mut().enumerate() {
-            if let Some((j, c)) = h.open.take() {
-                end(enc, h, &mut self.stats, hart as u16, j, c);
-            }
-        }
-        self.flush(enc);
-    }
-
-    /// Write every pending run of every hart (before a segment closes).
-    fn flush<W: Write>(&mut self, enc: &mut Encoder<W>) {
-        for (hart, h) in self.harts.iter_mut().enumerate() {
-            for (i, p) in h.pending.iter_mut().enumerate() {
-                if let Some((count, repeats)) = p.take() {
-                    write_run(enc, &mut self.stats, hart as u16, i as u32, count, repeats);
-                }
-            }
-        }
+        enc.loops.cut(&mut enc.writer);
     }
 }
 
 /// An execution of loop `i` ended after `count` continues: extend its
 /// pending run, or write that run and start another.
 fn end<W: Write>(
-    enc: &mut Encoder<W>,
+    w: &mut TraceWriter<W>,
     h: &mut HartLoops,
     stats: &mut LoopStats,
     hart: u16,
@@ -204,14 +231,14 @@ fn end<W: Write>(
         Some((c, r)) if *c == count => *r += 1,
         _ => {
             if let Some((c, r)) = p.replace((count, 1)) {
-                write_run(enc, stats, hart, i, c, r);
+                write_run(w, stats, hart, i, c, r);
             }
         }
     }
 }
 
 fn write_run<W: Write>(
-    enc: &mut Encoder<W>,
+    w: &mut TraceWriter<W>,
     stats: &mut LoopStats,
     hart: u16,
     i: u32,
@@ -219,9 +246,9 @@ fn write_run<W: Write>(
     repeats: u64,
 ) {
     stats.runs += 1;
-    enc.writer.record(hart, KIND, u64::from(i));
-    enc.writer.record(hart, KIND, count);
-    enc.writer.record(hart, KIND, repeats);
+    w.record(hart, KIND, u64::from(i));
+    w.record(hart, KIND, count);
+    w.record(hart, KIND, repeats);
 }
 
 /// The replay's side, for one hart: the plan read from the trace, and the
@@ -234,6 +261,9 @@ pub struct LoopDecoder {
     queues: Vec<VecDeque<(u64, u64)>>,
     /// The execution in progress: loop, its count, continues given so far.
     open: Option<(u32, u64, u64)>,
+    /// The reader's mid-gap crossings when the execution in progress
+    /// started: one more ends it ([`TraceReader::mid_gap_crossings`]).
+    open_crossings: u64,
     /// The next branch is a bit whatever its site (the first after a trap).
     raw_next: bool,
     /// Outcomes given at aggregated sites (bits the trace does not hold).
@@ -292,6 +322,7 @@ impl LoopDecoder {
             queues: vec![VecDeque::new(); plan.len()],
             plan,
             open: None,
+            open_crossings: 0,
             raw_next: false,
             tests: 0,
         }))
@@ -334,12 +365,21 @@ impl LoopDecoder {
         i: u32,
         cont: bool,
     ) -> Result<bool, TraceError> {
+        // A segment closed mid-gap since the execution began (the replay
+        // is at that close once the segment is drained): it ended there.
+        r.cross_mid_gap()?;
+        if self.open.is_some() && r.mid_gap_crossings() != self.open_crossings {
+            self.end_open(r, "a segment's mid-gap close")?;
+        }
         if self.open.is_some_and(|(j, _, _)| j != i) {
             self.end_open(r, "another aggregated loop")?;
         }
         let (j, count, done) = match self.open {
             Some(o) => o,
-            None => (i, self.start(r, i)?, 0),
+            None => {
+                self.open_crossings = r.mid_gap_crossings();
+                (i, self.start(r, i)?, 0)
+            }
         };
         self.tests += 1;
         if done < count {
@@ -354,7 +394,7 @@ impl LoopDecoder {
     /// A new execution of loop `i`: its count, from the loop's runs (read
     /// from the loaded segment first if it holds runs not yet read).
     fn start<R: Read>(&mut self, r: &mut TraceReader<R>, i: u32) -> Result<u64, TraceError> {
-        while r.has_records(self.hart, KIND) {
+        while r.has_records(self.hart, KIND)? {
             let mut next = || {
                 r.next_record(self.hart, KIND)?
                     .ok_or(TraceError::Exhausted {
