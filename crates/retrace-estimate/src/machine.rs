@@ -169,7 +169,8 @@ impl<R: Read> TraceHistory<R> {
     /// See [`HartDecoder::returns_before_escape`].
     #[inline]
     pub(crate) fn returns_before_escape(&mut self, matched: u64) -> Option<u64> {
-        self.decoder.returns_before_escape(&mut self.reader, matched)
+        self.decoder
+            .returns_before_escape(&mut self.reader, matched)
     }
 
     /// Consume what a memoised stretch read: `bits` branch bits and

@@ -139,7 +139,11 @@ fn mid_gap_closes_cut_executions_on_both_sides() {
     let mut ev = Vec::new();
     let mut i = 0u64;
     for e in 0..3_500u64 {
-        let (site, count) = if e % 3 == 0 { (LOOP_B, 7) } else { (LOOP_A, 1_000 + e % 5) };
+        let (site, count) = if e % 3 == 0 {
+            (LOOP_B, 7)
+        } else {
+            (LOOP_A, 1_000 + e % 5)
+        };
         for step in execution(site, count) {
             ev.push(step);
             // A new target each time: six bytes of records per call.

@@ -651,7 +651,9 @@ fn a_run_without_branches_still_closes_segments() {
         // before each one: scanning ahead from every event is quadratic).
         if matches!(events.get(i + 1), Some((_, Event::Trap { .. }))) {
             assert!(
-                replays.announced_correctly(&mut r, hart, &events[i + 1..]).unwrap(),
+                replays
+                    .announced_correctly(&mut r, hart, &events[i + 1..])
+                    .unwrap(),
                 "event {i}"
             );
         }
