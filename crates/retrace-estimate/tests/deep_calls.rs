@@ -25,6 +25,12 @@
 //! equals the step-by-step one, though its stretches are applied at every
 //! depth up to the bound and across it.
 //!
+//! - `returns_forever`: a return to itself with nothing on the stack, cut
+//!   by the budget — an escape of about six bytes of records per
+//!   instruction and not one branch bit, so the segments close mid-gap
+//!   (`SEGMENT_MID_GAP`) and the replay's peeks at the escape stream must
+//!   see across those closes.
+//!
 //! `tests/data/calls-forever-rv{32,64}.elf` are the `forever` program as
 //! files, for the memory benchmark in docs/PERFORMANCE.md; a test keeps
 //! them equal to what is assembled here (`RETRACE_BLESS=1` rewrites them).
@@ -368,6 +374,45 @@ fn calling_forever_keeps_the_stacks_at_the_bound() {
             "{calls} {st:?}"
         );
         assert_eq!(st.max_depth, RETURN_STACK_BOUND, "{st:?}");
+    }
+}
+
+/// A `ret` that returns to itself forever with an empty stack: every
+/// instruction is a return escape.
+fn returns_forever(xlen: Xlen) -> Vec<u8> {
+    let mut a = Asm::new(xlen);
+    a.la(RA, "r").label("r").ret();
+    a.build()
+}
+
+/// Instructions `returns_forever` runs: about 2.5 million escapes, some 15
+/// MiB of records with no branch bit — three mid-gap closes and more.
+const RETURNS_BUDGET: u64 = 2_500_000;
+
+#[test]
+fn returning_forever_closes_segments_mid_gap() {
+    for xlen in [Xlen::Rv32, Xlen::Rv64] {
+        let elf = returns_forever(xlen);
+        let (trace, stop) = check("returns_forever", &elf, xlen, RETURNS_BUDGET);
+        assert!(matches!(stop, StopReason::Runaway { .. }), "{stop:?}");
+        let totals = read_totals(&trace[..]).unwrap();
+        assert_eq!(totals.branches, 0);
+        assert!(totals.escapes > RETURNS_BUDGET - 10, "{totals:?}");
+        // Drain the escape stream: the reader crosses every mid-gap close
+        // and never holds more than a segment.
+        let mut r = TraceReader::new(&trace[..]).unwrap();
+        let (mut items, mut most) = (0u64, 0usize);
+        while r
+            .next_record(0, retrace_trace::StreamKind::Escapes)
+            .unwrap()
+            .is_some()
+        {
+            items += 1;
+            most = most.max(r.buffered_bytes());
+        }
+        assert_eq!(items, 2 * totals.escapes);
+        assert!(r.mid_gap_crossings() >= 3, "{}", r.mid_gap_crossings());
+        assert!(most < 24 << 20, "the reader held {most} bytes");
     }
 }
 
