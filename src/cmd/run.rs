@@ -41,7 +41,8 @@ use std::time::Instant;
     retrace run --format json --max-insns 1000000000 prog.elf\n  \
     retrace run --allow-dir data prog.elf -- data/input.txt\n  \
     retrace run --core rocket prog.elf\n  \
-    retrace run --core my-core.toml --format json --functions 0 prog.elf")]
+    retrace run --core my-core.toml --format json --functions 0 prog.elf\n  \
+    retrace run --harts 4 programs/bin/mp/reduce-rv64-O2.elf")]
 pub struct Args {
     /// The program: a RISC-V ELF executable (RV32 or RV64).
     pub program: PathBuf,
@@ -50,6 +51,12 @@ pub struct Args {
     /// that traps at once ends too).
     #[arg(long, value_name = "N")]
     pub max_insns: Option<u64>,
+    /// Number of harts (1 to 64) sharing the memory; each starts at the
+    /// entry with a0 = its mhartid, and they take turns of 10,000
+    /// instructions (docs/MULTIPROCESSOR.md).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u8).range(1..=64))]
+    pub harts: u8,
     /// Print instructions, wall time and MIPS to stderr after the run.
     #[arg(long)]
     pub stats: bool,
@@ -108,6 +115,12 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     // The core is checked before anything runs: a bad --core is bad input,
     // not something to discover after a long run.
     let timed = match &args.core {
+        Some(_) if args.harts > 1 => {
+            return Err(tag(
+                anyhow!("--core times one hart; the cycle-level engine does not run several harts yet (drop --harts or --core)"),
+                Status::BadInput,
+            ))
+        }
         Some(spec) => {
             let core = load_core(spec)?;
             check_xlen(&core, &elf, &shown)?;
@@ -154,15 +167,16 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             std::io::stderr().is_terminal(),
         ],
     };
-    let mut machine =
-        Machine::new(&elf, &MachineConfig::default(), host, console).map_err(|e| {
-            tag(
-                anyhow!(
-                    "cannot load program {shown}: {e}; link it for RAM at 0x80000000 (128 MiB)"
-                ),
-                Status::BadInput,
-            )
-        })?;
+    let config = MachineConfig {
+        harts: usize::from(args.harts),
+        ..MachineConfig::default()
+    };
+    let mut machine = Machine::new(&elf, &config, host, console).map_err(|e| {
+        tag(
+            anyhow!("cannot load program {shown}: {e}; link it for RAM at 0x80000000 (128 MiB)"),
+            Status::BadInput,
+        )
+    })?;
 
     let progress = std::io::stderr().is_terminal();
     let mut cycle = timed
@@ -332,6 +346,14 @@ fn outcome(prog: &str, r: &RunResult) -> anyhow::Result<ExitCode> {
         StopReason::Denied { .. } => err(
             Status::Denied,
             format!("program {prog} was stopped: {}", r.stop),
+        ),
+        StopReason::Deadlock(_) => err(
+            Status::Fault,
+            format!("program {prog} stopped: {}; see docs/MULTIPROCESSOR.md", r.stop),
+        ),
+        StopReason::Sync { .. } => err(
+            Status::Fault,
+            format!("program {prog} made a bad synchronisation call: {}", r.stop),
         ),
         other => err(Status::Fault, format!("program {prog} stopped: {other}")),
     }
