@@ -1033,6 +1033,14 @@ impl Machine {
                 }
             }
         };
+        // A call done at once is seen executing first, then its event (as a
+        // trap follows the `ecall` that enters a handler).
+        if let Some(result) = step.result {
+            let hart = &mut self.harts[h];
+            hart.x[10] = sx::<RV64>(result);
+            hart.pc = pc + 4;
+            self.executed_slow(h, pc, inst, pc + 4, obs);
+        }
         if O::ENABLED {
             let outcome = match (step.result, self.sync.state(h)) {
                 (Some(_), _) => SyncOutcome::Done,
@@ -1075,13 +1083,7 @@ impl Machine {
             self.sync.wake(w, *inst, result);
         }
         match step.result {
-            Some(result) => {
-                let hart = &mut self.harts[h];
-                hart.x[10] = sx::<RV64>(result);
-                hart.pc = pc + 4;
-                self.executed_slow(h, pc, inst, pc + 4, obs);
-                Slow::Continue { retired: true }
-            }
+            Some(_) => Slow::Continue { retired: true },
             None => Slow::Block,
         }
     }

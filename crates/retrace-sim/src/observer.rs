@@ -146,9 +146,10 @@ pub trait Observer {
 
     /// A call of the synchronisation API ([`crate::sync`]): made (done at
     /// once, blocked, or the hart exited), or completed for a hart that was
-    /// blocked. A call done at once is seen executing ([`Observer::retire`])
-    /// after this event; a blocked one when its hart next runs, after its
-    /// `Resumed` event.
+    /// blocked. A call done at once is seen executing ([`Observer::retire`],
+    /// going on after itself) just before this event, as an `ecall` that
+    /// enters a handler is seen before its trap; a blocked one executes when
+    /// its hart next runs, after its `Resumed` event.
     #[inline(always)]
     fn sync(&mut self, _ev: &SyncEvent) {}
 
