@@ -109,6 +109,12 @@ impl CycleObserver {
         self
     }
 
+    /// Charge the core a trap now (a synchronisation call that blocked,
+    /// as its `ecall` retires: [`crate::clocked`]).
+    pub(crate) fn charge_trap(&mut self) {
+        self.core.trap();
+    }
+
     /// The core's state (cycles, statistics).
     pub fn core(&self) -> &CoreState {
         &self.core

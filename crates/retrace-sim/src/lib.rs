@@ -24,6 +24,7 @@
 #![deny(missing_docs)]
 
 pub mod check;
+pub mod clocked;
 pub mod csr;
 pub mod cycle;
 mod engine;
@@ -415,6 +416,19 @@ impl Machine {
                 break 'run StopReason::Deadlock(self.sync.deadlock());
             }
         };
+        self.end_run(stop)
+    }
+
+    /// Why no hart can run, when none can: each hart that has not exited,
+    /// with what it waits for.
+    pub fn deadlock(&self) -> Deadlock {
+        self.sync.deadlock()
+    }
+
+    /// The result of a run that stopped for `stop`, with the console
+    /// flushed: for engines that schedule harts themselves
+    /// ([`Machine::run_hart_for`]).
+    pub fn end_run(&mut self, stop: StopReason) -> RunResult {
         self.host.flush();
         RunResult {
             stop,

@@ -295,3 +295,126 @@ fn more_than_64_harts_is_a_configuration_error() {
         assert!(e.to_string().contains("1 to 64"), "{e}");
     }
 }
+
+// The multi-hart cycle-level engine (`retrace_sim::clocked`).
+
+use retrace_sim::clocked::{run_by_clock, ClockedHarts, HartTime};
+use retrace_sim::cycle::run_cycle_level;
+use retrace_testkit::programs::{example_program, programs_in, root};
+use retrace_timing::preset;
+
+/// Hart 0 counts down from `k` and then sends; hart 1 receives at once,
+/// and waits. Each exits after.
+fn late_send(k: i32) -> Elf {
+    const T0: u8 = 5;
+    let mut c = Code(Vec::new());
+    c.push(w(Op::Addi, S0, A0, 0, 0));
+    let branch_at = c.0.len();
+    c.push(0);
+    c.push(w(Op::Addi, T0, 0, 0, k))
+        .push(w(Op::Addi, T0, T0, 0, -1))
+        .push(w(Op::Bne, 0, T0, 0, -4))
+        .push(w(Op::Addi, A1, 0, 0, 9))
+        .call(0, SyncOp::SEND)
+        .call(0, SyncOp::HART_EXIT);
+    let receiver = c.0.len();
+    c.0[branch_at] = w(Op::Bne, 0, S0, 0, 4 * (receiver - branch_at) as i32);
+    c.call(0, SyncOp::RECV)
+        .push(w(Op::Addi, S1, A0, 0, 0))
+        .call(0, SyncOp::HART_EXIT);
+    program(&c.0, &[(Kind::Channel, 1)])
+}
+
+#[test]
+fn a_blocked_hart_waits_until_the_hart_that_frees_it() {
+    let k = 1000;
+    let elf = late_send(k);
+    let ideal = preset("ideal").unwrap();
+    let mut m = machine(&elf, 2);
+    let mut obs = ClockedHarts::new(&ideal, &[], 2);
+    let r = run_by_clock(&mut m, Some(100_000), &mut obs);
+    assert_eq!(r.stop.kind(), "deadlock", "{}", r.stop); // both exited
+    assert_eq!(m.harts[1].x[S1 as usize], 9);
+    // One cycle per instruction and free traps: hart 0 retires 2 + 1 + 2k
+    // + 6 instructions by the end of its send, and 4 more; hart 1 blocks
+    // after 6, resumes at hart 0's time, retires its ecall and 5 more.
+    let k = k as u64;
+    let sent = 2 + 1 + 2 * k + 6;
+    assert_eq!(
+        obs.times(),
+        vec![
+            HartTime {
+                busy: sent + 4,
+                wait: 0,
+                instructions: sent + 4
+            },
+            HartTime {
+                busy: 12,
+                wait: sent - 6,
+                instructions: 12
+            },
+        ]
+    );
+    assert_eq!(obs.makespan(), sent + 6);
+}
+
+#[test]
+fn one_hart_by_clock_is_the_cycle_level_engine() {
+    let prog = example_program("crc32-rv32-O2");
+    let elf = Elf::parse(&prog.bytes()).unwrap();
+    let core = preset("inorder5").unwrap();
+    let (run, single) = run_cycle_level(
+        &elf,
+        HostConfig::default(),
+        Console::null(),
+        None,
+        &core,
+        &[],
+    )
+    .unwrap();
+    let mut m = machine(&elf, 1);
+    let mut obs = ClockedHarts::new(&core, &[], 1).reading_code(&elf);
+    let clocked = run_by_clock(&mut m, None, &mut obs);
+    assert_eq!(clocked.stop, run.stop);
+    assert_eq!(obs.makespan(), single.core().cycles());
+    assert_eq!(obs.times()[0].wait, 0);
+}
+
+#[test]
+fn the_examples_end_the_same_by_clock_and_repeat_exactly() {
+    let core = preset("inorder5").unwrap();
+    for prog in programs_in(&root().join("programs/bin/mp"))
+        .into_iter()
+        .filter(|p| !p.name.ends_with("-atomic") && p.name.contains("rv64"))
+    {
+        let elf = Elf::parse(&prog.bytes()).unwrap();
+        for harts in [2, 4, 8] {
+            let functional = machine(&elf, harts).run(None, &mut ());
+            let timed = || {
+                let mut m = machine(&elf, harts);
+                let mut obs = ClockedHarts::new(&core, &[], harts);
+                let r = run_by_clock(&mut m, None, &mut obs);
+                (r, obs.times(), obs.makespan())
+            };
+            let (r, times, makespan) = timed();
+            let name = format!("{} on {harts} harts", prog.name);
+            // The same end; the instruction counts may differ a little:
+            // harts still on their way out when hart 0 exits the program
+            // got further in one order than in the other.
+            assert_eq!(r.stop, functional.stop, "{name}");
+            let counted: u64 = times.iter().map(|t| t.instructions).sum();
+            assert_eq!(counted, r.instructions, "{name}");
+            assert_eq!(
+                makespan,
+                times.iter().map(HartTime::clock).max().unwrap(),
+                "{name}"
+            );
+            assert!(
+                times.iter().skip(1).any(|t| t.wait > 0),
+                "{name}: nobody waited"
+            );
+            let (_, again, _) = timed();
+            assert_eq!(times, again, "{name}: a second run differs");
+        }
+    }
+}

@@ -104,8 +104,9 @@ int main(int argc, char **argv)
         printf("reduce: length must be 1..%u\n", MAX_LEN);
         return 2;
     }
-    harts = sync_start(worker);
-    if (harts == 0) {
+    /* Before the workers start: they read it at once. */
+    harts = sync_harts();
+    if (sync_start(worker) == 0) {
         printf("reduce: at most %u harts\n", SYNC_MAX_HARTS);
         return 2;
     }
