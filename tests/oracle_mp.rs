@@ -6,8 +6,10 @@
 //! programs also promise output that does not depend on the hart count,
 //! which is checked against a one-hart run without QEMU.
 //!
-//! And the command line's side of the API's errors: a deadlock and a bad
-//! handle are one line on stderr with exit status 126.
+//! And the command line's side: with `--core`, several harts on cores
+//! report a makespan and each hart's busy and wait cycles without changing
+//! what the program prints; a deadlock and a bad handle are one line on
+//! stderr with exit status 126.
 //!
 //! One trial per program × hart count × check; without QEMU the QEMU trials
 //! are reported ignored with the reason, unless `RETRACE_REQUIRE_TOOLS=1`,
@@ -188,6 +190,55 @@ fn api_error_is_one_line(dir: &Path, deadlock: bool) -> Result<(), Failed> {
     Ok(())
 }
 
+/// `retrace run --harts 4 --core inorder5 --format json`: the program's
+/// own output and exit code as without a core, and a hart table whose
+/// clocks are busy + wait, the latest being the makespan.
+fn timed_on_cores(case: &Case) -> Result<(), Failed> {
+    let file = case.prog.file_name();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_retrace"));
+    cmd.args([
+        "run", "--harts", "4", "--core", "inorder5", "--format", "json",
+    ])
+    .arg(&case.prog.path)
+    .arg("--")
+    .args(input(&case.prog));
+    let out = run_with_timeout(cmd, RUN_TIMEOUT);
+    let plain = case.ours(4);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (program_output, json) = text.trim_end().rsplit_once('\n').unwrap_or(("", &text));
+    if out.code != plain.code || program_output.as_bytes() != plain.stdout.trim_ascii_end() {
+        return Err(format!(
+            "{file}: with cores {}, without {}",
+            out.describe(),
+            plain.describe()
+        )
+        .into());
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| format!("{file}: {e}: {json}"))?;
+    let harts = v["harts"]
+        .as_array()
+        .ok_or(format!("{file}: no harts in {json}"))?;
+    let n = |h: &serde_json::Value, k: &str| h[k].as_u64().unwrap_or(u64::MAX);
+    let mut problems = Vec::new();
+    if harts.len() != 4 {
+        problems.push(format!("{file}: {} harts reported", harts.len()));
+    }
+    for h in harts {
+        if n(h, "busy") + n(h, "wait") != n(h, "clock") {
+            problems.push(format!("{file}: clock is not busy + wait: {h}"));
+        }
+    }
+    let latest = harts.iter().map(|h| n(h, "clock")).max();
+    if latest != v["makespan"].as_u64() {
+        problems.push(format!(
+            "{file}: makespan {} is not the latest clock {latest:?}",
+            v["makespan"]
+        ));
+    }
+    trials::all_ok(problems)
+}
+
 fn main() {
     let dir = root().join("programs/bin/mp");
     let cases: Vec<Arc<Case>> = programs_in(&dir)
@@ -221,6 +272,13 @@ fn main() {
                 move || independent_of_hart_count(&c, harts),
             ));
         }
+    }
+    for case in &cases {
+        let c = case.clone();
+        list.push(Trial::test(
+            format!("oracle_mp::{}::4-harts::on-cores", case.prog.name),
+            move || timed_on_cores(&c),
+        ));
     }
     let scratch = scratch_dir("oracle-mp");
     for deadlock in [true, false] {
