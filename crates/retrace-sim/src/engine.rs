@@ -674,6 +674,12 @@ impl Machine {
     /// since the previous) counting as one — a handler that traps at once
     /// retires nothing and must not run forever. Returns the stop reason,
     /// or `None` when the budget ran out first.
+    ///
+    /// Never inlined: this loop is the engine's speed, and inlined into the
+    /// schedulers that call it ([`Machine::run`], [`crate::clocked`]) its
+    /// register allocation moved with every change to them (a change to
+    /// `run`'s hart loop once cost single-hart runs several per cent).
+    #[inline(never)]
     pub(crate) fn run_hart<const RV64: bool, O: Observer>(
         &mut self,
         h: usize,
