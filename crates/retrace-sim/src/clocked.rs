@@ -66,9 +66,17 @@ impl ClockedHarts {
     /// `harts` cores of `model`, attributing cycles to `funcs` (`(start,
     /// size)` each; may be empty).
     pub fn new(model: &CoreModel, funcs: &[(u64, u64)], harts: usize) -> ClockedHarts {
+        ClockedHarts::heterogeneous(&vec![model; harts], funcs)
+    }
+
+    /// One core per hart, of the model given for it (hart `h` on
+    /// `models[h]`): a heterogeneous system.
+    pub fn heterogeneous(models: &[&CoreModel], funcs: &[(u64, u64)]) -> ClockedHarts {
+        let harts = models.len();
         ClockedHarts {
-            cores: (0..harts)
-                .map(|_| CycleObserver::new(model, funcs))
+            cores: models
+                .iter()
+                .map(|m| CycleObserver::new(m, funcs))
                 .collect(),
             wait: vec![0; harts],
             resumed: vec![false; harts],

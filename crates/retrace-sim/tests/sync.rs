@@ -418,3 +418,26 @@ fn the_examples_end_the_same_by_clock_and_repeat_exactly() {
         }
     }
 }
+
+#[test]
+fn each_hart_runs_on_its_own_core_model() {
+    // The late sender on a slower core makes the receiver wait longer; the
+    // receiver's own busy cycles do not change with the sender's core.
+    let elf = late_send(300);
+    let (ideal, inorder5) = (preset("ideal").unwrap(), preset("inorder5").unwrap());
+    let times = |models: &[&retrace_timing::CoreModel]| {
+        let mut m = machine(&elf, 2);
+        let mut obs = ClockedHarts::heterogeneous(models, &[]);
+        run_by_clock(&mut m, Some(100_000), &mut obs);
+        obs.times()
+    };
+    let same = times(&[&ideal, &ideal]);
+    let mut m = machine(&elf, 2);
+    let mut obs = ClockedHarts::new(&ideal, &[], 2);
+    run_by_clock(&mut m, Some(100_000), &mut obs);
+    assert_eq!(same, obs.times());
+    let mixed = times(&[&inorder5, &ideal]);
+    assert!(mixed[0].busy > same[0].busy, "{mixed:?} {same:?}");
+    assert_eq!(mixed[1].busy, same[1].busy);
+    assert_eq!(mixed[1].wait, same[1].wait + (mixed[0].busy - same[0].busy));
+}
