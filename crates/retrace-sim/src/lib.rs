@@ -16,6 +16,11 @@
 //! println!("{} instructions, stop: {}", result.instructions, result.stop);
 //! ```
 //!
+//! Several harts take turns in a fixed order and synchronise through the
+//! API of [`sync`] (channels, mutexes, barriers, semaphores, reached by
+//! `ecall`); [`clocked`] times them on a core each, in the order of their
+//! clocks. docs/MULTIPROCESSOR.md is the user's side of both.
+//!
 //! The memory map follows QEMU's `virt` machine as the oracle runs it
 //! (`-M virt -bios none`): RAM at `0x8000_0000`, 128 MiB by default; the
 //! program is loaded by physical address; execution starts at the ELF entry
