@@ -6,6 +6,11 @@
 # programs in EXTRA_OPT are also built at -O0 and -Os. Output names:
 #   OUTDIR/<name>-rv32-O2.elf, OUTDIR/<name>-rv64-Os.elf, ...
 #
+# The multi-hart programs, src/mp/*.c (docs/MULTIPROCESSOR.md), are built
+# twice per XLEN at -O2, against sync.h's two implementations:
+#   OUTDIR/mp/<name>-rv32-O2.elf         retrace's synchronisation ecalls
+#   OUTDIR/mp/<name>-rv32-O2-atomic.elf  RISC-V atomics only (runs on QEMU -smp N)
+#
 # The build is reproducible: it compiles from inside programs/ with relative
 # paths and maps the directory away (-ffile-prefix-map), so neither the
 # checkout location nor the output directory ends up in the files, and the
@@ -65,6 +70,31 @@ for src in src/*.c; do
         n=$((n + 2))
         ;;
     esac
+  done
+done
+# Multi-hart programs: every hart starts at 0x80000000 (QEMU virt with
+# -bios none jumps there whatever the ELF's entry says), so sync.h's entry
+# code, in .text.init.enter, must come before the C run-time's: the program
+# is linked before crt0 (-nostartfiles, crt0 named after the source), and
+# the entry symbol is set for simulators that read it. -misa-spec=2.2 counts
+# Zicsr in the base ISA (the entry code reads mhartid) without changing the
+# multilib.
+mkdir -p "$out/mp"
+build_mp() { # name xlen variant
+  local name="$1" xlen="$2" variant="$3" arch suffix="" define=()
+  if [ "$xlen" = rv32 ]; then arch=("${rv32[@]}"); else arch=("${rv64[@]}"); fi
+  if [ "$variant" = atomic ]; then suffix=-atomic; define=(-DSYNC_ATOMIC); fi
+  "$CC" "${arch[@]}" -misa-spec=2.2 "${common[@]}" -nostartfiles -Wl,-e,_sync_entry \
+    -O2 -Isrc "${define[@]}" -o "$out/mp/$name-$xlen-O2$suffix.elf" "src/mp/$name.c" \
+    -l:crt0-semihost.o
+}
+for src in src/mp/*.c; do
+  name="$(basename "$src" .c)"
+  for xlen in rv32 rv64; do
+    for variant in ecall atomic; do
+      build_mp "$name" "$xlen" "$variant"
+      n=$((n + 1))
+    done
   done
 done
 echo "built $n programs into $out"

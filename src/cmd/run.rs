@@ -22,6 +22,7 @@ use crate::report::{csv_of, hex, Format, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
 use retrace_program::FunctionRanges;
+use retrace_sim::clocked::{run_by_clock, ClockedHarts};
 use retrace_sim::cycle::{CycleObserver, FunctionCycles};
 use retrace_sim::{Console, HostConfig, Machine, MachineConfig, Observer, RunResult, StopReason};
 use retrace_timing::CoreModel;
@@ -41,7 +42,8 @@ use std::time::Instant;
     retrace run --format json --max-insns 1000000000 prog.elf\n  \
     retrace run --allow-dir data prog.elf -- data/input.txt\n  \
     retrace run --core rocket prog.elf\n  \
-    retrace run --core my-core.toml --format json --functions 0 prog.elf")]
+    retrace run --core my-core.toml --format json --functions 0 prog.elf\n  \
+    retrace run --harts 4 programs/bin/mp/reduce-rv64-O2.elf")]
 pub struct Args {
     /// The program: a RISC-V ELF executable (RV32 or RV64).
     pub program: PathBuf,
@@ -50,6 +52,14 @@ pub struct Args {
     /// that traps at once ends too).
     #[arg(long, value_name = "N")]
     pub max_insns: Option<u64>,
+    /// Number of harts (1 to 64) sharing the memory; each starts at the
+    /// entry with a0 = its mhartid, and they take turns of 10,000
+    /// instructions — with --core, each on a core of its own, the hart
+    /// with the earliest clock first, reporting the makespan and each
+    /// hart's busy and wait cycles (docs/MULTIPROCESSOR.md).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u8).range(1..=64))]
+    pub harts: u8,
     /// Print instructions, wall time and MIPS to stderr after the run.
     #[arg(long)]
     pub stats: bool,
@@ -154,28 +164,39 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             std::io::stderr().is_terminal(),
         ],
     };
-    let mut machine =
-        Machine::new(&elf, &MachineConfig::default(), host, console).map_err(|e| {
-            tag(
-                anyhow!(
-                    "cannot load program {shown}: {e}; link it for RAM at 0x80000000 (128 MiB)"
-                ),
-                Status::BadInput,
-            )
-        })?;
+    let config = MachineConfig {
+        harts: usize::from(args.harts),
+        ..MachineConfig::default()
+    };
+    let mut machine = Machine::new(&elf, &config, host, console).map_err(|e| {
+        tag(
+            anyhow!("cannot load program {shown}: {e}; link it for RAM at 0x80000000 (128 MiB)"),
+            Status::BadInput,
+        )
+    })?;
 
     let progress = std::io::stderr().is_terminal();
+    let harts = usize::from(args.harts);
+    // Several harts on cores: one core per hart, harts run by their clocks.
+    let mut clocked = match &timed {
+        Some((core, _)) if harts > 1 => {
+            Some(ClockedHarts::new(core, &[], harts).reading_code(&elf))
+        }
+        _ => None,
+    };
     let mut cycle = timed
         .as_ref()
+        .filter(|_| clocked.is_none())
         .map(|(core, funcs)| CycleObserver::new(core, &funcs.ranges).reading_code(&elf));
     let start = Instant::now();
-    let result = match &mut cycle {
-        Some(obs) => {
+    let result = match (&mut cycle, &mut clocked) {
+        (_, Some(obs)) => run_by_clock(&mut machine, args.max_insns, obs),
+        (Some(obs), None) => {
             let r = run_with_progress(&mut machine, args.max_insns, progress, start, obs);
             obs.finish();
             r
         }
-        None => run_with_progress(&mut machine, args.max_insns, progress, start, &mut ()),
+        (None, None) => run_with_progress(&mut machine, args.max_insns, progress, start, &mut ()),
     };
     let wall = start.elapsed().as_secs_f64();
     let mips = result.instructions as f64 / wall.max(1e-9) / 1e6;
@@ -187,6 +208,10 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             result.instructions
         );
     }
+    let harts_report = match (&timed, &clocked) {
+        (Some((core, _)), Some(obs)) => Some(HartsReport::new(core, obs)),
+        _ => None,
+    };
     let timed = match (&timed, &cycle) {
         (Some((core, funcs)), Some(obs)) => {
             Some(TimedReport::new(core, funcs, obs, args.functions))
@@ -205,9 +230,13 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             mips,
         },
         timed,
+        harts: harts_report,
     };
     if format == Format::Text {
         if let Some(r) = &report.timed {
+            eprint!("{}", r.text());
+        }
+        if let Some(r) = &report.harts {
             eprint!("{}", r.text());
         }
     } else {
@@ -244,22 +273,102 @@ pub struct RunReport {
     run: RunSummary,
     #[serde(flatten)]
     timed: Option<TimedReport>,
+    /// With --core and several harts.
+    #[serde(flatten)]
+    harts: Option<HartsReport>,
 }
 
 impl Report for RunReport {
     fn text(&self) -> String {
-        self.timed
+        let mut text = self
+            .timed
             .as_ref()
             .map(TimedReport::text)
-            .unwrap_or_default()
+            .unwrap_or_default();
+        if let Some(h) = &self.harts {
+            text += &h.text();
+        }
+        text
     }
 
-    /// With --core the functions; otherwise the run as one record.
+    /// With --core the functions (one hart) or the harts; otherwise the
+    /// run as one record.
     fn csv(&self) -> anyhow::Result<String> {
-        match &self.timed {
-            Some(t) => csv_of(&t.functions),
-            None => csv_of(&[&self.run]),
+        match (&self.timed, &self.harts) {
+            (Some(t), _) => csv_of(&t.functions),
+            (None, Some(h)) => csv_of(&h.harts),
+            (None, None) => csv_of(&[&self.run]),
         }
+    }
+}
+
+/// One hart's time on its core.
+#[derive(Serialize)]
+pub struct HartRow {
+    hart: usize,
+    instructions: u64,
+    /// Cycles spent on its instructions.
+    busy: u64,
+    /// Cycles spent waiting in synchronisation calls.
+    wait: u64,
+    /// busy + wait.
+    clock: u64,
+}
+
+/// What a cycle-level run of several harts reports: the makespan (the
+/// latest hart's clock) and each hart's busy and wait cycles.
+#[derive(Serialize)]
+pub struct HartsReport {
+    core: String,
+    makespan: u64,
+    harts: Vec<HartRow>,
+}
+
+impl HartsReport {
+    fn new(core: &CoreModel, obs: &ClockedHarts) -> HartsReport {
+        HartsReport {
+            core: core.name.clone(),
+            makespan: obs.makespan(),
+            harts: obs
+                .times()
+                .iter()
+                .enumerate()
+                .map(|(hart, t)| HartRow {
+                    hart,
+                    instructions: t.instructions,
+                    busy: t.busy,
+                    wait: t.wait,
+                    clock: t.clock(),
+                })
+                .collect(),
+        }
+    }
+
+    fn text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = format!(
+            "retrace: core {}, {} harts: makespan {} cycles\n",
+            self.core,
+            self.harts.len(),
+            thousands(self.makespan)
+        );
+        let _ = writeln!(
+            out,
+            "  {:>4} {:>16} {:>16} {:>16} {:>16}",
+            "hart", "instructions", "busy", "wait", "clock"
+        );
+        for h in &self.harts {
+            let _ = writeln!(
+                out,
+                "  {:>4} {:>16} {:>16} {:>16} {:>16}",
+                h.hart,
+                thousands(h.instructions),
+                thousands(h.busy),
+                thousands(h.wait),
+                thousands(h.clock)
+            );
+        }
+        out
     }
 }
 
@@ -332,6 +441,14 @@ fn outcome(prog: &str, r: &RunResult) -> anyhow::Result<ExitCode> {
         StopReason::Denied { .. } => err(
             Status::Denied,
             format!("program {prog} was stopped: {}", r.stop),
+        ),
+        StopReason::Deadlock(_) => err(
+            Status::Fault,
+            format!("program {prog} stopped: {}; see docs/MULTIPROCESSOR.md", r.stop),
+        ),
+        StopReason::Sync { .. } => err(
+            Status::Fault,
+            format!("program {prog} made a bad synchronisation call: {}", r.stop),
         ),
         other => err(Status::Fault, format!("program {prog} stopped: {other}")),
     }

@@ -98,8 +98,17 @@ pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Outcome {
 
 /// `retrace run ELF [-- ARGS]`.
 pub fn run_retrace(elf: &Path, args: &[&str]) -> Outcome {
+    run_retrace_harts(elf, args, 1)
+}
+
+/// `retrace run --harts N ELF [-- ARGS]` (no `--harts` for one hart).
+pub fn run_retrace_harts(elf: &Path, args: &[&str], harts: usize) -> Outcome {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_retrace"));
-    cmd.arg("run").arg(elf);
+    cmd.arg("run");
+    if harts != 1 {
+        cmd.arg("--harts").arg(harts.to_string());
+    }
+    cmd.arg(elf);
     if !args.is_empty() {
         cmd.arg("--").args(args);
     }
@@ -128,6 +137,12 @@ pub fn qemu_binary(elf: &Path) -> &'static str {
 /// there are none), so passing the same path and arguments to both gives
 /// the program the same argv.
 pub fn run_qemu(elf: &Path, args: &[&str]) -> Outcome {
+    run_qemu_smp(elf, args, 1)
+}
+
+/// [`run_qemu`] on a machine of `harts` harts (`-smp`, given only when
+/// there is more than one).
+pub fn run_qemu_smp(elf: &Path, args: &[&str], harts: usize) -> Outcome {
     static SEQ: AtomicUsize = AtomicUsize::new(0);
     let console = std::env::temp_dir().join(format!(
         "retrace-qemu-console-{}-{}.txt",
@@ -145,8 +160,11 @@ pub fn run_qemu(elf: &Path, args: &[&str]) -> Outcome {
         semihosting += a;
     }
     let mut cmd = Command::new(qemu_binary(elf));
-    cmd.args(["-M", "virt", "-bios", "none", "-nographic"])
-        .arg("-chardev")
+    cmd.args(["-M", "virt", "-bios", "none", "-nographic"]);
+    if harts != 1 {
+        cmd.arg("-smp").arg(harts.to_string());
+    }
+    cmd.arg("-chardev")
         .arg(format!("file,id=semihosting,path={}", console.display()))
         .arg("-semihosting-config")
         .arg(semihosting)

@@ -3,6 +3,7 @@
 //! same timing rules the replay uses — and attributes cycles to functions.
 
 use crate::observer::{Observer, Retired, TrapEvent};
+use crate::sync::{SyncEvent, SyncOutcome};
 use retrace_isa::Flow;
 use retrace_timing::{CoreModel, CoreState, Resolved};
 
@@ -108,6 +109,12 @@ impl CycleObserver {
         self
     }
 
+    /// Charge the core a trap now (a synchronisation call that blocked,
+    /// as its `ecall` retires: [`crate::clocked`]).
+    pub(crate) fn charge_trap(&mut self) {
+        self.core.trap();
+    }
+
     /// The core's state (cycles, statistics).
     pub fn core(&self) -> &CoreState {
         &self.core
@@ -190,6 +197,18 @@ impl Observer for CycleObserver {
     /// the run costs nothing: nothing runs after it.
     fn trap(&mut self, ev: &TrapEvent) {
         if ev.handler.is_some() {
+            self.core.trap();
+        }
+    }
+
+    /// A synchronisation call the environment answered at once: its
+    /// `ecall` ends a partial program like one that enters a handler, and
+    /// the replay charges every such `ecall` the trap, so the core pays it
+    /// here too, just after the `ecall` retired. (A call that blocked
+    /// completes only with another hart's help; the cycle-level engine
+    /// times one hart.)
+    fn sync(&mut self, ev: &SyncEvent) {
+        if ev.outcome == SyncOutcome::Done {
             self.core.trap();
         }
     }

@@ -22,6 +22,7 @@ use crate::hart::Hart;
 use crate::memory::{Memory, Reservation};
 use crate::observer::{Observer, Retired, TrapEvent};
 use crate::semihost;
+use crate::sync::{self, HartState, SyncEvent, SyncOp, SyncOutcome};
 use crate::{Fault, Machine, StopReason};
 use retrace_isa::csr::{self, Csr};
 use retrace_isa::{decode, Inst, Op, Xlen};
@@ -662,6 +663,9 @@ enum Slow {
     Continue { retired: bool },
     /// The run stops for `reason`; the instruction retired if `retired`.
     Stop { reason: StopReason, retired: bool },
+    /// The hart cannot run on: its synchronisation call blocked, or it
+    /// exited. Nothing retired.
+    Block,
 }
 
 impl Machine {
@@ -670,6 +674,12 @@ impl Machine {
     /// since the previous) counting as one — a handler that traps at once
     /// retires nothing and must not run forever. Returns the stop reason,
     /// or `None` when the budget ran out first.
+    ///
+    /// Never inlined: this loop is the engine's speed, and inlined into the
+    /// schedulers that call it ([`Machine::run`], [`crate::clocked`]) its
+    /// register allocation moved with every change to them (a change to
+    /// `run`'s hart loop once cost single-hart runs several per cent).
+    #[inline(never)]
     pub(crate) fn run_hart<const RV64: bool, O: Observer>(
         &mut self,
         h: usize,
@@ -677,6 +687,12 @@ impl Machine {
         obs: &mut O,
     ) -> Option<StopReason> {
         let xlen = if RV64 { Xlen::Rv64 } else { Xlen::Rv32 };
+        if budget > 0 {
+            if let Some(done) = self.sync.take_pending(h) {
+                self.retire_completed_call::<RV64, O>(h, done, obs);
+                budget -= 1;
+            }
+        }
         let mut idle_seen = self.harts[h].stats.idle_traps;
         loop {
             let idle = self.harts[h].stats.idle_traps;
@@ -778,6 +794,7 @@ impl Machine {
                             }
                             return Some(reason);
                         }
+                        Slow::Block => return None,
                     }
                 }
             }
@@ -921,6 +938,9 @@ impl Machine {
         let user = self.harts[h].privilege == Priv::User;
         match inst.op {
             Op::Ecall => {
+                if ea::<RV64>(self.harts[h].x[17]) & !0xff == sync::CALL_BASE {
+                    return self.sync_call::<RV64, O>(h, inst, obs);
+                }
                 let cause = if user { Cause::ECALL_U } else { Cause::ECALL_M };
                 match self.trap(h, cause, 0, Some(inst), obs) {
                     Some(reason) => Slow::Stop {
@@ -982,6 +1002,114 @@ impl Machine {
             // The block executor handles everything else.
             _ => illegal(self, obs),
         }
+    }
+
+    /// A call of the synchronisation API ([`crate::sync`]) by hart `h`'s
+    /// `ecall`: done at once (it retires, like any instruction), or the
+    /// hart blocks at it. Harts whose blocked calls it completes become
+    /// runnable, and retire their calls when they next run.
+    #[cold]
+    #[inline(never)]
+    fn sync_call<const RV64: bool, O: Observer>(
+        &mut self,
+        h: usize,
+        inst: &Inst,
+        obs: &mut O,
+    ) -> Slow {
+        let hart = &self.harts[h];
+        let pc = hart.pc;
+        let op = SyncOp((ea::<RV64>(hart.x[17]) & 0xff) as u8);
+        let object = if op.object_kind().is_some() {
+            ea::<RV64>(hart.x[10])
+        } else {
+            0
+        };
+        let value = if op == SyncOp::SEND { hart.x[11] } else { 0 };
+        let retired = hart.stats.instructions;
+        let memory = &self.memory;
+        let step = match self
+            .sync
+            .call(h, pc, op, object, value, |at| memory.read::<16>(at))
+        {
+            Ok(step) => step,
+            Err(error) => {
+                return Slow::Stop {
+                    reason: StopReason::Sync { hart: h, pc, error },
+                    retired: false,
+                }
+            }
+        };
+        // A call done at once is seen executing first, then its event (as a
+        // trap follows the `ecall` that enters a handler).
+        if let Some(result) = step.result {
+            let hart = &mut self.harts[h];
+            hart.x[10] = sx::<RV64>(result);
+            hart.pc = pc + 4;
+            self.executed_slow(h, pc, inst, pc + 4, obs);
+        }
+        if O::ENABLED {
+            let outcome = match (step.result, self.sync.state(h)) {
+                (Some(_), _) => SyncOutcome::Done,
+                (None, HartState::Exited) => SyncOutcome::Exited,
+                (None, _) => SyncOutcome::Blocked,
+            };
+            obs.sync(&SyncEvent {
+                hart: h,
+                pc,
+                op,
+                object,
+                value,
+                result: step.result.unwrap_or(0),
+                retired,
+                outcome,
+            });
+        }
+        for &(w, result) in &step.woken {
+            if O::ENABLED {
+                if let HartState::Blocked { wait, pc } = self.sync.state(w) {
+                    let waiter = &self.harts[w];
+                    obs.sync(&SyncEvent {
+                        hart: w,
+                        pc,
+                        op: wait.op,
+                        object: wait.object,
+                        value: if wait.op == SyncOp::SEND {
+                            waiter.x[11]
+                        } else {
+                            0
+                        },
+                        result,
+                        retired: waiter.stats.instructions,
+                        outcome: SyncOutcome::Resumed { by: h },
+                    });
+                }
+            }
+            // Every `ecall` decodes alike: the caller's stands for the
+            // waiter's.
+            self.sync.wake(w, *inst, result);
+        }
+        match step.result {
+            Some(_) => Slow::Continue { retired: true },
+            None => Slow::Block,
+        }
+    }
+
+    /// Hart `h`'s blocked call, completed by another hart, retires: its
+    /// result goes to `a0` and the hart goes on after the `ecall`.
+    #[cold]
+    #[inline(never)]
+    fn retire_completed_call<const RV64: bool, O: Observer>(
+        &mut self,
+        h: usize,
+        done: sync::Pending,
+        obs: &mut O,
+    ) {
+        let next = done.pc + u64::from(done.inst.len);
+        let hart = &mut self.harts[h];
+        hart.x[10] = sx::<RV64>(done.result);
+        hart.pc = next;
+        hart.stats.instructions += 1;
+        self.executed_slow(h, done.pc, &done.inst, next, obs);
     }
 
     fn is_semihosting_call(&self, pc: u64) -> bool {

@@ -16,6 +16,11 @@
 //! println!("{} instructions, stop: {}", result.instructions, result.stop);
 //! ```
 //!
+//! Several harts take turns in a fixed order and synchronise through the
+//! API of [`sync`] (channels, mutexes, barriers, semaphores, reached by
+//! `ecall`); [`clocked`] times them on a core each, in the order of their
+//! clocks. docs/MULTIPROCESSOR.md is the user's side of both.
+//!
 //! The memory map follows QEMU's `virt` machine as the oracle runs it
 //! (`-M virt -bios none`): RAM at `0x8000_0000`, 128 MiB by default; the
 //! program is loaded by physical address; execution starts at the ELF entry
@@ -24,6 +29,7 @@
 #![deny(missing_docs)]
 
 pub mod check;
+pub mod clocked;
 pub mod csr;
 pub mod cycle;
 mod engine;
@@ -33,6 +39,7 @@ pub mod memory;
 pub mod observer;
 pub mod record;
 pub mod semihost;
+pub mod sync;
 
 pub use csr::{Cause, Priv};
 pub use hart::{Hart, HartStats};
@@ -40,6 +47,7 @@ pub use memory::Memory;
 pub use observer::{CodeEvent, HartId, Observer, Retired, TrapEvent};
 pub use retrace_isa::csr::Csr;
 pub use semihost::{Console, HostConfig};
+pub use sync::{Deadlock, HartState, SyncError, SyncEvent, SyncOp, SyncOutcome};
 
 use engine::{BlockCache, Htif};
 use retrace_isa::Xlen;
@@ -53,7 +61,8 @@ pub struct MachineConfig {
     pub ram_base: u64,
     /// RAM size in bytes.
     pub ram_size: u64,
-    /// Number of harts (all start at the entry point).
+    /// Number of harts, 1 to [`MAX_HARTS`] (all start at the entry point,
+    /// with `a0` = their `mhartid`).
     pub harts: usize,
 }
 
@@ -67,6 +76,9 @@ impl Default for MachineConfig {
         }
     }
 }
+
+/// Most harts a machine can have.
+pub const MAX_HARTS: usize = 64;
 
 /// Why a program could not be loaded into the machine.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -183,11 +195,24 @@ pub enum StopReason {
     },
     /// The observer asked to stop.
     Observer,
+    /// No hart can run: each is blocked in a synchronisation call, or has
+    /// exited ([`sync`]).
+    Deadlock(Deadlock),
+    /// A synchronisation call made wrongly (a bad handle, an unlock of a
+    /// mutex held by another hart, …).
+    Sync {
+        /// The hart.
+        hart: HartId,
+        /// Address of its `ecall`.
+        pc: u64,
+        /// What was wrong.
+        error: SyncError,
+    },
 }
 
 impl StopReason {
     /// A short machine-readable name: `exit`, `fault`, `runaway`, `denied`,
-    /// `unsupported`, `observer`.
+    /// `unsupported`, `observer`, `deadlock`, `sync`.
     pub fn kind(&self) -> &'static str {
         match self {
             StopReason::Exit { .. } => "exit",
@@ -196,6 +221,8 @@ impl StopReason {
             StopReason::Denied { .. } => "denied",
             StopReason::UnsupportedSemihosting { .. } => "unsupported",
             StopReason::Observer => "observer",
+            StopReason::Deadlock(_) => "deadlock",
+            StopReason::Sync { .. } => "sync",
         }
     }
 }
@@ -211,6 +238,10 @@ impl fmt::Display for StopReason {
                 write!(f, "unsupported semihosting operation {op:#x} at pc {pc:#x}")
             }
             StopReason::Observer => f.write_str("stopped by the observer"),
+            StopReason::Deadlock(d) => d.fmt(f),
+            StopReason::Sync { hart, pc, error } => {
+                write!(f, "{error} (hart {hart}, pc {pc:#x})")
+            }
         }
     }
 }
@@ -251,6 +282,8 @@ pub struct Machine {
     htif: Htif,
     /// Data addresses not yet handed to a bulk observer.
     address_log: Vec<u64>,
+    /// The synchronisation objects and which harts may run.
+    sync: sync::SyncState,
 }
 
 impl fmt::Debug for Machine {
@@ -262,8 +295,9 @@ impl fmt::Debug for Machine {
     }
 }
 
-/// Instructions each hart runs before the next takes its turn.
-const QUANTUM: u64 = 10_000;
+/// Instructions each hart runs before the next takes its turn (when the
+/// machine has more than one).
+pub const QUANTUM: u64 = 10_000;
 
 impl Machine {
     /// Build a machine and load `elf` into it.
@@ -273,8 +307,8 @@ impl Machine {
         host: HostConfig,
         console: Console,
     ) -> Result<Machine, LoadError> {
-        if config.harts == 0 {
-            return Err(LoadError::Config("at least one hart is needed"));
+        if config.harts == 0 || config.harts > MAX_HARTS {
+            return Err(LoadError::Config("the number of harts must be 1 to 64"));
         }
         if config.ram_size < 4096 || config.ram_size > 1 << 40 {
             return Err(LoadError::Config(
@@ -323,6 +357,7 @@ impl Machine {
             host: semihost::Semihost::new(host, console, heap),
             cache,
             address_log: Vec::new(),
+            sync: sync::SyncState::new(config.harts),
             htif: Htif {
                 addr: elf.tohost.unwrap_or(u64::MAX),
                 exit: None,
@@ -337,6 +372,12 @@ impl Machine {
         self.harts.get(h).map(|hart| hart.last_pc).unwrap_or(0)
     }
 
+    /// Whether hart `h` may run, waits in a synchronisation call, or has
+    /// exited.
+    pub fn hart_state(&self, h: HartId) -> HartState {
+        self.sync.state(h)
+    }
+
     /// Register width.
     pub fn xlen(&self) -> Xlen {
         self.xlen
@@ -346,20 +387,27 @@ impl Machine {
     /// harts) have retired — an idle trap (one taken with nothing retired
     /// since the previous, [`HartStats::idle_traps`]) counting as one more,
     /// so that a handler which traps at once still ends as a runaway.
-    /// Harts take turns of 10 000 instructions.
+    ///
+    /// Harts take turns of [`QUANTUM`] instructions in the order of their
+    /// ids, skipping those that wait in a synchronisation call or have
+    /// exited; a turn also ends when its hart blocks. The order depends on
+    /// nothing but the program, so runs repeat exactly. When no hart can
+    /// run the run stops with [`StopReason::Deadlock`].
     pub fn run<O: Observer>(&mut self, max_insns: Option<u64>, obs: &mut O) -> RunResult {
         let limit = max_insns.unwrap_or(u64::MAX);
         let mut left = limit;
+        let single = self.harts.len() == 1;
         let stop = 'run: loop {
+            let mut ran = false;
             for h in 0..self.harts.len() {
                 if left == 0 {
                     break 'run StopReason::Runaway { limit };
                 }
-                let turn = if self.harts.len() == 1 {
-                    left
-                } else {
-                    left.min(QUANTUM)
-                };
+                if !self.sync.runnable(h) {
+                    continue;
+                }
+                ran = true;
+                let turn = if single { left } else { left.min(QUANTUM) };
                 let work =
                     |m: &Machine| m.harts[h].stats.instructions + m.harts[h].stats.idle_traps;
                 let before = work(self);
@@ -369,7 +417,23 @@ impl Machine {
                     break 'run stop;
                 }
             }
+            if !ran {
+                break 'run StopReason::Deadlock(self.sync.deadlock());
+            }
         };
+        self.end_run(stop)
+    }
+
+    /// Why no hart can run, when none can: each hart that has not exited,
+    /// with what it waits for.
+    pub fn deadlock(&self) -> Deadlock {
+        self.sync.deadlock()
+    }
+
+    /// The result of a run that stopped for `stop`, with the console
+    /// flushed: for engines that schedule harts themselves
+    /// ([`Machine::run_hart_for`]).
+    pub fn end_run(&mut self, stop: StopReason) -> RunResult {
         self.host.flush();
         RunResult {
             stop,
@@ -380,9 +444,10 @@ impl Machine {
     }
 
     /// Run hart `h` alone for at most `budget` instructions (idle traps
-    /// counting as one each): `None` if the budget ran out, else why it
-    /// stopped. This is the building block for
-    /// engines that schedule harts themselves.
+    /// counting as one each): `None` if the budget ran out or the hart
+    /// cannot run on (it blocked in a synchronisation call, or exited:
+    /// [`Machine::hart_state`]), else why the run stops. This is the
+    /// building block for engines that schedule harts themselves.
     pub fn run_hart_for<O: Observer>(
         &mut self,
         h: HartId,
@@ -391,6 +456,9 @@ impl Machine {
     ) -> Option<StopReason> {
         if h >= self.harts.len() {
             return Some(StopReason::Observer);
+        }
+        if !self.sync.runnable(h) {
+            return None;
         }
         let stop = match self.xlen {
             Xlen::Rv32 => self.run_hart::<false, O>(h, budget, obs),

@@ -9,6 +9,7 @@
 //! several harts.
 
 use crate::csr::Cause;
+use crate::sync::SyncEvent;
 use retrace_isa::{Flow, Inst};
 
 /// Index of a hart in the machine (equal to its `mhartid`).
@@ -143,6 +144,15 @@ pub trait Observer {
     #[inline(always)]
     fn semihost(&mut self, _hart: HartId, _pc: u64, _op: u64, _result: u64) {}
 
+    /// A call of the synchronisation API ([`crate::sync`]): made (done at
+    /// once, blocked, or the hart exited), or completed for a hart that was
+    /// blocked. A call done at once is seen executing ([`Observer::retire`],
+    /// going on after itself) just before this event, as an `ecall` that
+    /// enters a handler is seen before its trap; a blocked one executes when
+    /// its hart next runs, after its `Resumed` event.
+    #[inline(always)]
+    fn sync(&mut self, _ev: &SyncEvent) {}
+
     /// Polled between blocks of straight-line code; return `false` to stop
     /// the run (it ends with [`crate::StopReason::Observer`]).
     #[inline(always)]
@@ -201,6 +211,10 @@ impl<O: Observer> Observer for &mut O {
     #[inline(always)]
     fn semihost(&mut self, hart: HartId, pc: u64, op: u64, result: u64) {
         (**self).semihost(hart, pc, op, result)
+    }
+    #[inline(always)]
+    fn sync(&mut self, ev: &SyncEvent) {
+        (**self).sync(ev)
     }
     #[inline(always)]
     fn keep_going(&mut self) -> bool {
@@ -288,6 +302,11 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
         self.1.semihost(hart, pc, op, result);
     }
     #[inline(always)]
+    fn sync(&mut self, ev: &SyncEvent) {
+        self.0.sync(ev);
+        self.1.sync(ev);
+    }
+    #[inline(always)]
     fn keep_going(&mut self) -> bool {
         // Both are polled: a part may count its polls.
         let a = self.0.keep_going();
@@ -354,6 +373,10 @@ impl<O: Observer> Observer for Vec<O> {
     fn semihost(&mut self, hart: HartId, pc: u64, op: u64, result: u64) {
         self.iter_mut()
             .for_each(|o| o.semihost(hart, pc, op, result));
+    }
+    #[inline(always)]
+    fn sync(&mut self, ev: &SyncEvent) {
+        self.iter_mut().for_each(|o| o.sync(ev));
     }
     #[inline(always)]
     fn keep_going(&mut self) -> bool {

@@ -324,6 +324,18 @@ impl<W: Write> Observer for Recorder<W> {
         self.unsupported.is_none()
     }
 
+    /// A synchronisation call's `ecall` ends a partial program like any
+    /// `ecall`, and the replay reads where it went from the indirect
+    /// stream: on after itself, once the call completes (at once, or when
+    /// another hart completes it). The events themselves are not recorded
+    /// yet: a recording runs one hart.
+    fn sync(&mut self, ev: &crate::sync::SyncEvent) {
+        use crate::sync::SyncOutcome;
+        if matches!(ev.outcome, SyncOutcome::Done | SyncOutcome::Resumed { .. }) {
+            self.encoder.indirect(ev.hart as u16, ev.pc, ev.pc + 4);
+        }
+    }
+
     fn trap_return(&mut self, hart: HartId, pc: u64, target: u64) {
         self.encoder.trap_return(hart as u16, pc, target);
     }
