@@ -1,0 +1,534 @@
+//! Conversion (JP2024157581A claim 4): pairs of coverage sites back to the
+//! machine branches of the binary, and the files real tools read.
+//!
+//! A pair (P, C) says: the block whose coverage call returns to P ran, and
+//! the next instrumented block to run was the one whose call returns to C.
+//! Between the two the processor executed P's block to its end, possibly
+//! more uninstrumented code (callees without coverage, the rest of a
+//! caller's block after a return), and C's block up to its call. [`Expander`]
+//! finds that path in the disassembly: the path from P to C's call with
+//! the fewest taken branches, never passing another coverage call. Its
+//! taken branches are the LBR entries the hardware would have recorded; its
+//! conditional branches passed over are the not-taken outcomes.
+//!
+//! What pairs cannot say is recorded, not hidden: a pair whose path is not
+//! unique with the fewest branches (typically a return from a function
+//! called from several places with the same next block) is *ambiguous* and
+//! takes the first path; a pair with no path (the callback reached through
+//! code objdump does not show, an indirect jump into another function) is
+//! *unresolved* and left out of branch outputs.
+
+use crate::disasm::{Code, Flow};
+use crate::recording::Recording;
+use crate::Error;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The machine path of one pair.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MachinePath {
+    /// Taken branches in execution order: (source instruction, target).
+    pub taken: Vec<(u64, u64)>,
+    /// Conditional branches passed over (not taken), in order.
+    pub not_taken: Vec<u64>,
+    /// The coverage call that ends the path (C's block).
+    pub end_call: u64,
+    /// Another path with as few branches exists.
+    pub ambiguous: bool,
+}
+
+/// Why a pair has no path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unresolved {
+    /// The first pair of the run (no previous block).
+    Entry,
+    /// A site is not after a coverage call in the binary's .text.
+    NotASite,
+    /// No path with the allowed edges.
+    NoPath,
+}
+
+/// A taken branch: (source instruction, target).
+pub type Branch = (u64, u64);
+
+/// Search state of one instruction.
+#[derive(Clone, Copy)]
+struct Seen {
+    cost: u32,
+    parent: usize,
+    branch: Option<(u64, u64)>,
+    /// Paths of this cost, saturating at 2.
+    paths: u8,
+    done: bool,
+}
+
+/// Finds the machine path of pairs in one binary.
+pub struct Expander<'a> {
+    code: &'a Code,
+    /// Return sites of direct calls, by callee function index.
+    returns: FxHashMap<u32, Vec<u64>>,
+    /// Return sites of indirect calls.
+    indirect_returns: Vec<u64>,
+    /// Most instructions looked at per pair.
+    pub budget: usize,
+}
+
+impl<'a> Expander<'a> {
+    /// Index the calls of `code`.
+    pub fn new(code: &'a Code) -> Expander<'a> {
+        let mut returns: FxHashMap<u32, Vec<u64>> = FxHashMap::default();
+        let mut indirect_returns = Vec::new();
+        for insn in &code.insns {
+            match insn.flow {
+                Flow::Call(t) if Some(t) != code.callback => {
+                    if let Some(callee) = code.insn(t) {
+                        returns.entry(callee.func).or_default().push(insn.next);
+                    }
+                }
+                Flow::CallIndirect => indirect_returns.push(insn.next),
+                _ => {}
+            }
+        }
+        Expander {
+            code,
+            returns,
+            indirect_returns,
+            budget: 200_000,
+        }
+    }
+
+    /// The path from site `from` to site `to`.
+    pub fn expand(&self, from: u64, to: u64) -> Result<MachinePath, Unresolved> {
+        if from == 0 {
+            return Err(Unresolved::Entry);
+        }
+        let code = self.code;
+        let goal_call = code.call_before(to).ok_or(Unresolved::NotASite)?;
+        code.call_before(from).ok_or(Unresolved::NotASite)?;
+        let goal = code.at[&goal_call.addr];
+        let goal_func = goal_call.func;
+        let goal_entry = code.functions[goal_func as usize].entry;
+        let start = code.at[&from];
+        let cb = code.callback;
+
+        // Dijkstra over instructions, cost = taken branches, ties broken by
+        // address: zero-cost edges only go forward, so popping in (cost,
+        // address) order finishes every predecessor of a node before it and
+        // the path counts are complete.
+        let mut seen: FxHashMap<usize, Seen> = FxHashMap::default();
+        let mut heap = BinaryHeap::new();
+        seen.insert(
+            start,
+            Seen {
+                cost: 0,
+                parent: usize::MAX,
+                branch: None,
+                paths: 1,
+                done: false,
+            },
+        );
+        heap.push(Reverse((0u32, code.insns[start].addr, start)));
+        let mut pops = 0;
+        let mut edges: Vec<(usize, u32, Option<Branch>)> = Vec::with_capacity(16);
+        while let Some(Reverse((cost, _, u))) = heap.pop() {
+            let s = seen[&u];
+            if s.done || s.cost != cost {
+                continue;
+            }
+            seen.get_mut(&u).expect("seen").done = true;
+            if u == goal {
+                return Ok(self.path(&seen, goal, goal_call.addr, s.paths > 1));
+            }
+            pops += 1;
+            if pops > self.budget || cost > 64 {
+                break;
+            }
+            let insn = code.insns[u];
+            let next = code
+                .at
+                .get(&insn.next)
+                .copied()
+                .filter(|_| insn.next != insn.addr);
+            edges.clear();
+            let to_addr = |a: u64| code.at.get(&a).copied();
+            match insn.flow {
+                Flow::Next => edges.extend(next.map(|n| (n, 0, None))),
+                Flow::Cond(t) => {
+                    edges.extend(next.map(|n| (n, 0, None)));
+                    edges.extend(to_addr(t).map(|n| (n, 1, Some((insn.addr, t)))));
+                }
+                Flow::Jump(t) => edges.extend(to_addr(t).map(|n| (n, 1, Some((insn.addr, t))))),
+                Flow::JumpIndirect => {
+                    // A switch: land on the goal's coverage call (the real
+                    // target may be a few instructions before it).
+                    if insn.func == goal_func {
+                        edges.push((goal, 1, Some((insn.addr, goal_call.addr))));
+                    }
+                }
+                Flow::Call(t) if Some(t) == cb => {} // another block: not this pair
+                Flow::Call(t) => {
+                    let instrumented = code
+                        .insn(t)
+                        .is_some_and(|c| code.functions[c.func as usize].instrumented);
+                    if instrumented {
+                        edges.extend(to_addr(t).map(|n| (n, 1, Some((insn.addr, t)))));
+                    } else {
+                        // Uninstrumented callee (libc): it returns here.
+                        edges.extend(next.map(|n| (n, 0, None)));
+                    }
+                }
+                Flow::CallIndirect => {
+                    edges.extend(next.map(|n| (n, 0, None)));
+                    edges
+                        .extend(to_addr(goal_entry).map(|n| (n, 1, Some((insn.addr, goal_entry)))));
+                }
+                Flow::Ret => {
+                    let direct = self
+                        .returns
+                        .get(&insn.func)
+                        .map(Vec::as_slice)
+                        .unwrap_or(&[]);
+                    for &r in direct.iter().chain(&self.indirect_returns) {
+                        edges.extend(to_addr(r).map(|n| (n, 1, Some((insn.addr, r)))));
+                    }
+                }
+                Flow::Stop => {}
+            }
+            for &(v, w, branch) in &edges {
+                let c = cost + w;
+                match seen.get_mut(&v) {
+                    Some(sv) if sv.done => {}
+                    Some(sv) if c == sv.cost => sv.paths = sv.paths.saturating_add(s.paths).min(2),
+                    Some(sv) if c > sv.cost => {}
+                    _ => {
+                        seen.insert(
+                            v,
+                            Seen {
+                                cost: c,
+                                parent: u,
+                                branch,
+                                paths: s.paths,
+                                done: false,
+                            },
+                        );
+                        heap.push(Reverse((c, code.insns[v].addr, v)));
+                    }
+                }
+            }
+        }
+        Err(Unresolved::NoPath)
+    }
+
+    fn path(
+        &self,
+        seen: &FxHashMap<usize, Seen>,
+        goal: usize,
+        end_call: u64,
+        ambiguous: bool,
+    ) -> MachinePath {
+        let mut taken = Vec::new();
+        let mut not_taken = Vec::new();
+        let mut v = goal;
+        loop {
+            let Seen { parent, branch, .. } = seen[&v];
+            if parent == usize::MAX {
+                break;
+            }
+            match branch {
+                Some(b) => taken.push(b),
+                None => {
+                    if let Flow::Cond(_) = self.code.insns[parent].flow {
+                        not_taken.push(self.code.insns[parent].addr);
+                    }
+                }
+            }
+            v = parent;
+        }
+        taken.reverse();
+        not_taken.reverse();
+        MachinePath {
+            taken,
+            not_taken,
+            end_call,
+            ambiguous,
+        }
+    }
+}
+
+/// One pair with its machine path.
+#[derive(Clone, Debug)]
+pub struct ConvertedPair {
+    /// Previous site.
+    pub from: u64,
+    /// This site.
+    pub to: u64,
+    /// Occurrences (exact or estimated).
+    pub count: u64,
+    /// The machine path, or why there is none.
+    pub path: Result<MachinePath, Unresolved>,
+}
+
+/// How much of the recording became machine branches, weighted by count.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ConversionStats {
+    /// Distinct pairs.
+    pub pairs: u64,
+    /// Pair occurrences, without the run's first pair.
+    pub occurrences: u64,
+    /// Occurrences with a unique fewest-branch path.
+    pub resolved: u64,
+    /// Occurrences whose path was one of several.
+    pub ambiguous: u64,
+    /// Occurrences with no path (left out of branch outputs).
+    pub unresolved: u64,
+}
+
+/// A recording matched with the binary it came from.
+pub struct Converted<'a> {
+    /// The recording.
+    pub recording: &'a Recording,
+    /// The binary's code.
+    pub code: &'a Code,
+    /// Every pair.
+    pub pairs: Vec<ConvertedPair>,
+    /// Totals.
+    pub stats: ConversionStats,
+}
+
+/// Check that `binary` is the writer `rec` was recorded from.
+pub fn check_binary(rec: &Recording, binary: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let hash = crate::recording::fnv_hex(bytes);
+    if hash != rec.writer_hash {
+        return Err(Error::BadInput(format!(
+            "{} is not the binary this recording was made with (hash {hash}, recorded {}); convert with the writer that ran",
+            binary.display(),
+            rec.writer_hash
+        )));
+    }
+    Ok(())
+}
+
+/// Find every pair's machine path.
+pub fn convert<'a>(rec: &'a Recording, code: &'a Code) -> Converted<'a> {
+    let ex = Expander::new(code);
+    let mut stats = ConversionStats {
+        pairs: rec.pairs.len() as u64,
+        ..Default::default()
+    };
+    let pairs = rec
+        .pairs
+        .iter()
+        .map(|p| {
+            let path = ex.expand(p.from, p.to);
+            match &path {
+                Err(Unresolved::Entry) => {}
+                Err(_) => stats.unresolved += p.count,
+                Ok(m) if m.ambiguous => stats.ambiguous += p.count,
+                Ok(_) => stats.resolved += p.count,
+            }
+            if p.from != 0 {
+                stats.occurrences += p.count;
+            }
+            ConvertedPair {
+                from: p.from,
+                to: p.to,
+                count: p.count,
+                path,
+            }
+        })
+        .collect();
+    Converted {
+        recording: rec,
+        code,
+        pairs,
+        stats,
+    }
+}
+
+/// What a branch instruction is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BranchKind {
+    /// Conditional jump.
+    Conditional,
+    /// Unconditional direct jump.
+    Jump,
+    /// Jump through a register or memory.
+    IndirectJump,
+    /// Direct call.
+    Call,
+    /// Call through a register or memory.
+    IndirectCall,
+    /// Return.
+    Return,
+}
+
+/// One target of a branch.
+#[derive(Clone, Debug, Serialize)]
+pub struct Target {
+    /// Target address.
+    pub to: String,
+    /// `function+offset`.
+    pub at: String,
+    /// Times taken to it.
+    pub count: u64,
+}
+
+/// One branch instruction of the binary with its outcomes.
+#[derive(Clone, Debug, Serialize)]
+pub struct BranchSite {
+    /// Address.
+    pub addr: String,
+    /// `function+offset`.
+    pub at: String,
+    /// Kind.
+    pub kind: BranchKind,
+    /// Times executed (taken + not taken).
+    pub executions: u64,
+    /// Times taken.
+    pub taken: u64,
+    /// Taken ÷ executions.
+    pub taken_probability: f64,
+    /// Where it went, most frequent first.
+    pub targets: Vec<Target>,
+}
+
+impl Converted<'_> {
+    /// Every executed branch instruction with its taken and not-taken counts
+    /// (from resolved and ambiguous pairs), by address.
+    pub fn branch_sites(&self) -> Vec<BranchSite> {
+        let mut taken: FxHashMap<u64, FxHashMap<u64, u64>> = FxHashMap::default();
+        let mut not_taken: FxHashMap<u64, u64> = FxHashMap::default();
+        for p in &self.pairs {
+            let Ok(path) = &p.path else { continue };
+            for &(f, t) in &path.taken {
+                *taken.entry(f).or_default().entry(t).or_insert(0) += p.count;
+            }
+            for &f in &path.not_taken {
+                *not_taken.entry(f).or_insert(0) += p.count;
+            }
+        }
+        let mut addrs: Vec<u64> = taken.keys().chain(not_taken.keys()).copied().collect();
+        addrs.sort_unstable();
+        addrs.dedup();
+        addrs
+            .into_iter()
+            .map(|a| {
+                let kind = match self.code.insn(a).map(|i| i.flow) {
+                    Some(Flow::Cond(_)) => BranchKind::Conditional,
+                    Some(Flow::Jump(_)) => BranchKind::Jump,
+                    Some(Flow::JumpIndirect) => BranchKind::IndirectJump,
+                    Some(Flow::Call(_)) => BranchKind::Call,
+                    Some(Flow::CallIndirect) => BranchKind::IndirectCall,
+                    _ => BranchKind::Return,
+                };
+                let mut targets: Vec<Target> = taken
+                    .get(&a)
+                    .map(|m| {
+                        m.iter()
+                            .map(|(&t, &n)| Target {
+                                to: format!("{t:#x}"),
+                                at: self.code.describe(t),
+                                count: n,
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                targets.sort_by(|x, y| y.count.cmp(&x.count).then(x.to.cmp(&y.to)));
+                let t: u64 = targets.iter().map(|x| x.count).sum();
+                let n = t + not_taken.get(&a).copied().unwrap_or(0);
+                BranchSite {
+                    addr: format!("{a:#x}"),
+                    at: self.code.describe(a),
+                    kind,
+                    executions: n,
+                    taken: t,
+                    taken_probability: if n > 0 { t as f64 / n as f64 } else { 0.0 },
+                    targets,
+                }
+            })
+            .collect()
+    }
+
+    /// `perf script -F ip,brstack`-style text for `llvm-profgen --perfscript`:
+    /// one MMAP2 line for `binary`'s executable segment at its file
+    /// addresses, then one sample line per pair occurrence (scaled so there
+    /// are at most `max_samples` lines). A line holds the pair's taken
+    /// branches, newest first, between two entries that bound the code the
+    /// pair ran straight through: the oldest is the real return from the
+    /// coverage callback to P, the newest starts at C's coverage call. That
+    /// entry's target is the callback's return instruction rather than its
+    /// entry, so `llvm-profgen` counts the call's line but records no call
+    /// to the callback (which an uninstrumented build does not have).
+    /// Every range between two entries is code that ran straight through
+    /// and ends at a branch, as the tool checks.
+    pub fn perfscript(
+        &self,
+        binary: &Path,
+        bytes: &[u8],
+        max_samples: u64,
+    ) -> Result<String, Error> {
+        let (seg_addr, seg_len, seg_off) = exec_segment(binary, bytes)?;
+        let Some(cb_ret) = self.code.callback_ret else {
+            return Err(Error::BadInput(format!(
+                "{} has no __sanitizer_cov_trace_pc with a return in .text",
+                binary.display()
+            )));
+        };
+        let abs = std::fs::canonicalize(binary).unwrap_or_else(|_| binary.to_path_buf());
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "PERF_RECORD_MMAP2 1/1: [{seg_addr:#x}({seg_len:#x}) @ {seg_off:#x} 00:00 0 0]: r-xp {}",
+            abs.display()
+        );
+        let total: u64 = self
+            .pairs
+            .iter()
+            .filter(|p| p.path.is_ok())
+            .map(|p| p.count)
+            .sum();
+        let scale = if total > max_samples {
+            max_samples as f64 / total as f64
+        } else {
+            1.0
+        };
+        for p in &self.pairs {
+            let Ok(path) = &p.path else { continue };
+            let lines = (p.count as f64 * scale).round() as u64;
+            if lines == 0 {
+                continue;
+            }
+            let mut line = String::new();
+            let mut entry = |f: u64, t: u64| {
+                let _ = write!(line, " {f:#x}/{t:#x}/P/-/-/0");
+            };
+            entry(path.end_call, cb_ret);
+            for &(f, t) in path.taken.iter().rev() {
+                entry(f, t);
+            }
+            entry(cb_ret, p.from);
+            for _ in 0..lines {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The first executable segment of an ELF file: (address, size, file offset).
+pub fn exec_segment(binary: &Path, bytes: &[u8]) -> Result<(u64, u64, u64), Error> {
+    use object::{Object, ObjectSegment, SegmentFlags};
+    let file = object::File::parse(bytes)
+        .map_err(|_| Error::BadInput(format!("{} is not an ELF file", binary.display())))?;
+    file.segments()
+        .find(|s| matches!(s.flags(), SegmentFlags::Elf { p_flags } if p_flags & 1 != 0))
+        .map(|s| (s.address(), s.size(), s.file_range().0))
+        .ok_or_else(|| Error::BadInput(format!("{} has no executable segment", binary.display())))
+}
