@@ -278,9 +278,20 @@ struct ConvertReport {
     writer: String,
     method: Method,
     conversion: ConversionStats,
+    /// The most frequent pairs without a path (at most 20).
+    unresolved: Vec<UnresolvedPair>,
     branches: Vec<BranchSite>,
     #[serde(skip)]
     top: usize,
+}
+
+/// A pair without a machine path.
+#[derive(Serialize)]
+struct UnresolvedPair {
+    from: String,
+    to: String,
+    count: u64,
+    why: convert::Unresolved,
 }
 
 impl Report for ConvertReport {
@@ -297,6 +308,12 @@ impl Report for ConvertReport {
             share(c.ambiguous),
             share(c.unresolved)
         );
+        for u in &self.unresolved {
+            s += &format!(
+                "unresolved: {} → {} ({} times, {:?})\n",
+                u.from, u.to, u.count, u.why
+            );
+        }
         let mut rows: Vec<&BranchSite> = self.branches.iter().collect();
         rows.sort_by_key(|b| std::cmp::Reverse(b.executions));
         s += &format!(
@@ -367,6 +384,24 @@ fn convert_main(a: ConvertArgs) -> anyhow::Result<ExitCode> {
                 writer: rec.writer.clone(),
                 method: rec.method,
                 conversion: converted.stats.clone(),
+                unresolved: {
+                    let mut u: Vec<UnresolvedPair> = converted
+                        .pairs
+                        .iter()
+                        .filter_map(|p| match p.path {
+                            Err(why) if why != convert::Unresolved::Entry => Some(UnresolvedPair {
+                                from: code.describe(p.from),
+                                to: code.describe(p.to),
+                                count: p.count,
+                                why,
+                            }),
+                            _ => None,
+                        })
+                        .collect();
+                    u.sort_by_key(|p| std::cmp::Reverse(p.count));
+                    u.truncate(20);
+                    u
+                },
                 branches: converted.branch_sites(),
                 top: a.top,
             };

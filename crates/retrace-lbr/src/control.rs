@@ -194,22 +194,34 @@ pub fn consume(
     let mut index: FxHashMap<(u64, u64), u32> = FxHashMap::default();
     let mut r = 0u64;
     let mut idle = 0u32;
+    // Read in batches of a quarter of the buffer: a reader that follows
+    // right behind the writer makes every cache line of slots, and the
+    // write index, travel between the two CPUs while both use it (on the
+    // KVM guest this was measured on, 13 M pairs/s instead of 60 M).
+    let batch = (ring.capacity() / 4).max(1);
     loop {
         let w = ring.write_index();
-        if w == r {
+        if w - r < batch {
             // The writer process has exited (its stores are visible after
-            // the wait that set the flag), so a second look is final.
-            if writer_gone.load(Ordering::Acquire) && ring.write_index() == r {
-                break;
-            }
-            idle += 1;
-            if idle < 1024 {
-                std::hint::spin_loop();
+            // the wait that set the flag), so a look after that is final.
+            if writer_gone.load(Ordering::Acquire) {
+                let w = ring.write_index();
+                if w == r {
+                    break;
+                }
             } else {
-                std::thread::yield_now();
+                idle += 1;
+                if idle < 64 {
+                    for _ in 0..64 {
+                        std::hint::spin_loop();
+                    }
+                } else {
+                    std::thread::yield_now();
+                }
+                continue;
             }
-            continue;
         }
+        let w = ring.write_index();
         idle = 0;
         while r < w {
             let pair = ring.slot(r);

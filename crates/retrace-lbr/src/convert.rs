@@ -11,10 +11,11 @@
 //! taken branches are the LBR entries the hardware would have recorded; its
 //! conditional branches passed over are the not-taken outcomes.
 //!
-//! What pairs cannot say is recorded, not hidden: a pair whose path is not
-//! unique with the fewest branches (typically a return from a function
-//! called from several places with the same next block) is *ambiguous* and
-//! takes the first path; a pair with no path (the callback reached through
+//! What pairs cannot say is recorded, not hidden: a pair with more than one
+//! possible path is *ambiguous* and takes the one with the fewest taken
+//! branches (typically: a compiler-made branch around a move inside one
+//! source-level block, which the coverage pass never saw; or a return from
+//! a function called from several places); a pair with no path (the callback reached through
 //! code objdump does not show, an indirect jump into another function) is
 //! *unresolved* and left out of branch outputs.
 
@@ -37,7 +38,7 @@ pub struct MachinePath {
     pub not_taken: Vec<u64>,
     /// The coverage call that ends the path (C's block).
     pub end_call: u64,
-    /// Another path with as few branches exists.
+    /// Another path between the same two sites exists.
     pub ambiguous: bool,
 }
 
@@ -56,14 +57,28 @@ pub enum Unresolved {
 /// A taken branch: (source instruction, target).
 pub type Branch = (u64, u64);
 
+/// An edge of the search: (next instruction index, taken branches it adds,
+/// the branch).
+type Edge = (usize, u32, Option<Branch>);
+
+/// Where a search is going: C's coverage call; or, when the compiler
+/// made the call of a function's last block a tail jump (the callback then
+/// returns straight to the function's caller, so the site C is a return
+/// address there), those tail jumps.
+struct Goal {
+    /// Instruction indexes that end the path.
+    ends: Vec<usize>,
+    /// Function of the first end and its entry.
+    func: u32,
+    entry: u64,
+}
+
 /// Search state of one instruction.
 #[derive(Clone, Copy)]
 struct Seen {
     cost: u32,
     parent: usize,
-    branch: Option<(u64, u64)>,
-    /// Paths of this cost, saturating at 2.
-    paths: u8,
+    branch: Option<Branch>,
     done: bool,
 }
 
@@ -74,7 +89,7 @@ pub struct Expander<'a> {
     returns: FxHashMap<u32, Vec<u64>>,
     /// Return sites of indirect calls.
     indirect_returns: Vec<u64>,
-    /// Most instructions looked at per pair.
+    /// Most instructions looked at per search.
     pub budget: usize,
 }
 
@@ -94,12 +109,152 @@ impl<'a> Expander<'a> {
                 _ => {}
             }
         }
+        // A tail call (a jump to another function's entry) makes the
+        // callee return to its caller's callers.
+        let tail: Vec<(u32, u32)> = code
+            .insns
+            .iter()
+            .filter_map(|i| match i.flow {
+                Flow::Jump(t) => code
+                    .insn(t)
+                    .filter(|c| c.func != i.func && code.functions[c.func as usize].entry == t)
+                    .map(|c| (i.func, c.func)),
+                _ => None,
+            })
+            .collect();
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for &(caller, callee) in &tail {
+                let from = returns.get(&caller).cloned().unwrap_or_default();
+                let to = returns.entry(callee).or_default();
+                for r in from {
+                    if !to.contains(&r) {
+                        to.push(r);
+                        changed = true;
+                    }
+                }
+            }
+        }
         Expander {
             code,
             returns,
             indirect_returns,
-            budget: 200_000,
+            budget: 100_000,
         }
+    }
+
+    /// The ways execution can leave instruction `u` on the way to `goal`
+    /// without running another instrumented block.
+    fn edges(&self, u: usize, goal: &Goal, out: &mut Vec<Edge>) {
+        let code = self.code;
+        let insn = code.insns[u];
+        let at = |a: u64| code.at.get(&a).copied();
+        let next = at(insn.next).filter(|_| insn.next != insn.addr);
+        out.clear();
+        match insn.flow {
+            // Another instrumented block: not on this pair's path.
+            Flow::Call(t) | Flow::Jump(t) if Some(t) == code.callback => {}
+            Flow::Next => out.extend(next.map(|n| (n, 0, None))),
+            Flow::Cond(t) => {
+                out.extend(next.map(|n| (n, 0, None)));
+                out.extend(at(t).map(|n| (n, 1, Some((insn.addr, t)))));
+            }
+            Flow::Jump(t) => out.extend(at(t).map(|n| (n, 1, Some((insn.addr, t))))),
+            Flow::JumpIndirect if code.tables.contains_key(&insn.addr) => {
+                for &t in &code.tables[&insn.addr] {
+                    out.extend(at(t).map(|n| (n, 1, Some((insn.addr, t)))));
+                }
+            }
+            Flow::JumpIndirect => {
+                // A jump whose table was not found: land on the goal's
+                // coverage call (the real target may be a few instructions
+                // before it).
+                if insn.func == goal.func {
+                    for &e in &goal.ends {
+                        out.push((e, 1, Some((insn.addr, code.insns[e].addr))));
+                    }
+                }
+            }
+            Flow::Call(t) => {
+                let instrumented = code
+                    .insn(t)
+                    .is_some_and(|c| code.functions[c.func as usize].instrumented);
+                if instrumented {
+                    out.extend(at(t).map(|n| (n, 1, Some((insn.addr, t)))));
+                } else {
+                    // An uninstrumented callee (libc) returns here.
+                    out.extend(next.map(|n| (n, 0, None)));
+                }
+            }
+            Flow::CallIndirect => {
+                out.extend(next.map(|n| (n, 0, None)));
+                out.extend(at(goal.entry).map(|n| (n, 1, Some((insn.addr, goal.entry)))));
+            }
+            Flow::Ret => {
+                let direct = self
+                    .returns
+                    .get(&insn.func)
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]);
+                for &r in direct.iter().chain(&self.indirect_returns) {
+                    out.extend(at(r).map(|n| (n, 1, Some((insn.addr, r)))));
+                }
+            }
+            Flow::Stop => {}
+        }
+    }
+
+    /// The instructions a path to site `to` ends at.
+    fn goal(&self, to: u64) -> Option<Goal> {
+        let code = self.code;
+        let goal = |ends: Vec<usize>| {
+            let first = *ends.first()?;
+            let func = code.insns[first].func;
+            Some(Goal {
+                ends,
+                func,
+                entry: code.functions[func as usize].entry,
+            })
+        };
+        if let Some(call) = code.call_before(to) {
+            return goal(vec![code.at[&call.addr]]);
+        }
+        // A return address: the callee's last block tail-jumped to the callback.
+        let i = *code.at.get(&to)?;
+        let prev = code.insns.get(i.checked_sub(1)?)?;
+        let callee = match prev.flow {
+            Flow::Call(f) if prev.next == to => Some(code.insn(f)?.func),
+            Flow::CallIndirect if prev.next == to => None,
+            _ => return None,
+        };
+        let ends = code
+            .insns
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.flow == Flow::Jump(code.callback.unwrap_or(u64::MAX)))
+            .filter(|(_, j)| callee.is_none_or(|f| j.func == f))
+            .map(|(k, _)| k)
+            .collect();
+        goal(ends)
+    }
+
+    /// Whether `goal` can be reached from instruction `from`.
+    fn reaches(&self, from: usize, goal: &Goal) -> bool {
+        let mut seen = rustc_hash::FxHashSet::default();
+        let mut stack = vec![from];
+        let mut edges = Vec::new();
+        while let Some(u) = stack.pop() {
+            if goal.ends.contains(&u) {
+                return true;
+            }
+            if !seen.insert(u) || seen.len() > self.budget {
+                continue;
+            }
+            self.edges(u, goal, &mut edges);
+            stack.extend(edges.iter().map(|e| e.0));
+        }
+        false
     }
 
     /// The path from site `from` to site `to`.
@@ -108,18 +263,11 @@ impl<'a> Expander<'a> {
             return Err(Unresolved::Entry);
         }
         let code = self.code;
-        let goal_call = code.call_before(to).ok_or(Unresolved::NotASite)?;
-        code.call_before(from).ok_or(Unresolved::NotASite)?;
-        let goal = code.at[&goal_call.addr];
-        let goal_func = goal_call.func;
-        let goal_entry = code.functions[goal_func as usize].entry;
-        let start = code.at[&from];
-        let cb = code.callback;
+        let goal = self.goal(to).ok_or(Unresolved::NotASite)?;
+        let start = *code.at.get(&from).ok_or(Unresolved::NotASite)?;
 
-        // Dijkstra over instructions, cost = taken branches, ties broken by
-        // address: zero-cost edges only go forward, so popping in (cost,
-        // address) order finishes every predecessor of a node before it and
-        // the path counts are complete.
+        // Dijkstra over instructions, cost = taken branches; ties broken
+        // by address so the choice is deterministic.
         let mut seen: FxHashMap<usize, Seen> = FxHashMap::default();
         let mut heap = BinaryHeap::new();
         seen.insert(
@@ -128,83 +276,30 @@ impl<'a> Expander<'a> {
                 cost: 0,
                 parent: usize::MAX,
                 branch: None,
-                paths: 1,
                 done: false,
             },
         );
         heap.push(Reverse((0u32, code.insns[start].addr, start)));
         let mut pops = 0;
-        let mut edges: Vec<(usize, u32, Option<Branch>)> = Vec::with_capacity(16);
+        let mut edges = Vec::with_capacity(16);
         while let Some(Reverse((cost, _, u))) = heap.pop() {
             let s = seen[&u];
             if s.done || s.cost != cost {
                 continue;
             }
             seen.get_mut(&u).expect("seen").done = true;
-            if u == goal {
-                return Ok(self.path(&seen, goal, goal_call.addr, s.paths > 1));
+            if goal.ends.contains(&u) {
+                return Ok(self.path(&seen, &goal, u));
             }
             pops += 1;
             if pops > self.budget || cost > 64 {
                 break;
             }
-            let insn = code.insns[u];
-            let next = code
-                .at
-                .get(&insn.next)
-                .copied()
-                .filter(|_| insn.next != insn.addr);
-            edges.clear();
-            let to_addr = |a: u64| code.at.get(&a).copied();
-            match insn.flow {
-                Flow::Next => edges.extend(next.map(|n| (n, 0, None))),
-                Flow::Cond(t) => {
-                    edges.extend(next.map(|n| (n, 0, None)));
-                    edges.extend(to_addr(t).map(|n| (n, 1, Some((insn.addr, t)))));
-                }
-                Flow::Jump(t) => edges.extend(to_addr(t).map(|n| (n, 1, Some((insn.addr, t))))),
-                Flow::JumpIndirect => {
-                    // A switch: land on the goal's coverage call (the real
-                    // target may be a few instructions before it).
-                    if insn.func == goal_func {
-                        edges.push((goal, 1, Some((insn.addr, goal_call.addr))));
-                    }
-                }
-                Flow::Call(t) if Some(t) == cb => {} // another block: not this pair
-                Flow::Call(t) => {
-                    let instrumented = code
-                        .insn(t)
-                        .is_some_and(|c| code.functions[c.func as usize].instrumented);
-                    if instrumented {
-                        edges.extend(to_addr(t).map(|n| (n, 1, Some((insn.addr, t)))));
-                    } else {
-                        // Uninstrumented callee (libc): it returns here.
-                        edges.extend(next.map(|n| (n, 0, None)));
-                    }
-                }
-                Flow::CallIndirect => {
-                    edges.extend(next.map(|n| (n, 0, None)));
-                    edges
-                        .extend(to_addr(goal_entry).map(|n| (n, 1, Some((insn.addr, goal_entry)))));
-                }
-                Flow::Ret => {
-                    let direct = self
-                        .returns
-                        .get(&insn.func)
-                        .map(Vec::as_slice)
-                        .unwrap_or(&[]);
-                    for &r in direct.iter().chain(&self.indirect_returns) {
-                        edges.extend(to_addr(r).map(|n| (n, 1, Some((insn.addr, r)))));
-                    }
-                }
-                Flow::Stop => {}
-            }
+            self.edges(u, &goal, &mut edges);
             for &(v, w, branch) in &edges {
                 let c = cost + w;
-                match seen.get_mut(&v) {
-                    Some(sv) if sv.done => {}
-                    Some(sv) if c == sv.cost => sv.paths = sv.paths.saturating_add(s.paths).min(2),
-                    Some(sv) if c > sv.cost => {}
+                match seen.get(&v) {
+                    Some(sv) if sv.done || c >= sv.cost => {}
                     _ => {
                         seen.insert(
                             v,
@@ -212,7 +307,6 @@ impl<'a> Expander<'a> {
                                 cost: c,
                                 parent: u,
                                 branch,
-                                paths: s.paths,
                                 done: false,
                             },
                         );
@@ -224,16 +318,14 @@ impl<'a> Expander<'a> {
         Err(Unresolved::NoPath)
     }
 
-    fn path(
-        &self,
-        seen: &FxHashMap<usize, Seen>,
-        goal: usize,
-        end_call: u64,
-        ambiguous: bool,
-    ) -> MachinePath {
+    /// The path that ends at the goal, and whether any decision on it
+    /// could have gone another way and still reached the goal.
+    fn path(&self, seen: &FxHashMap<usize, Seen>, goal: &Goal, end: usize) -> MachinePath {
         let mut taken = Vec::new();
         let mut not_taken = Vec::new();
-        let mut v = goal;
+        let mut ambiguous = false;
+        let mut edges = Vec::new();
+        let mut v = end;
         loop {
             let Seen { parent, branch, .. } = seen[&v];
             if parent == usize::MAX {
@@ -247,6 +339,11 @@ impl<'a> Expander<'a> {
                     }
                 }
             }
+            if !ambiguous {
+                self.edges(parent, goal, &mut edges);
+                let others: Vec<usize> = edges.iter().map(|e| e.0).filter(|&o| o != v).collect();
+                ambiguous = others.into_iter().any(|o| self.reaches(o, goal));
+            }
             v = parent;
         }
         taken.reverse();
@@ -254,7 +351,7 @@ impl<'a> Expander<'a> {
         MachinePath {
             taken,
             not_taken,
-            end_call,
+            end_call: self.code.insns[end].addr,
             ambiguous,
         }
     }

@@ -65,6 +65,8 @@ pub struct Code {
     pub functions: Vec<Function>,
     /// Instruction index by address.
     pub at: FxHashMap<u64, usize>,
+    /// Targets of indirect jumps whose jump table was found, by jump address.
+    pub tables: FxHashMap<u64, Vec<u64>>,
     /// Entry of `__sanitizer_cov_trace_pc`.
     pub callback: Option<u64>,
     /// Address of the callback's first `ret`.
@@ -127,12 +129,37 @@ impl Code {
                     .unwrap_or("")
             )));
         }
-        Ok(Code::parse(&String::from_utf8_lossy(&out.stdout)))
+        let bytes = std::fs::read(binary).map_err(|e| Error::io(binary, e))?;
+        let file = object::File::parse(&*bytes).ok();
+        let read = |addr: u64, len: usize| -> Option<Vec<u8>> {
+            use object::{Object, ObjectSection};
+            let file = file.as_ref()?;
+            file.sections().find_map(|s| {
+                let start = s.address();
+                if addr < start || addr + len as u64 > start + s.size() {
+                    return None;
+                }
+                let data = s.data().ok()?;
+                let at = (addr - start) as usize;
+                data.get(at..at + len).map(<[u8]>::to_vec)
+            })
+        };
+        Ok(Code::parse_with_data(
+            &String::from_utf8_lossy(&out.stdout),
+            &read,
+        ))
     }
 
     /// Build from `objdump -d --no-show-raw-insn -w` text.
     pub fn parse(text: &str) -> Code {
+        Code::parse_with_data(text, &|_, _| None)
+    }
+
+    /// Build from `objdump` text; `read(addr, len)` gives bytes of the
+    /// binary's memory image, used to read jump tables.
+    pub fn parse_with_data(text: &str, read: &dyn Fn(u64, usize) -> Option<Vec<u8>>) -> Code {
         let mut code = Code::default();
+        let mut hints: Vec<(Option<u64>, String)> = Vec::new();
         for line in text.lines() {
             // "0000000000001150 <main>:"
             if let Some(head) = line.strip_suffix(">:") {
@@ -154,7 +181,11 @@ impl Code {
             let (Some(addr), false) = (parse_hex(addr), code.functions.is_empty()) else {
                 continue;
             };
-            let rest = rest.split('#').next().unwrap_or("").trim();
+            let (rest, comment) = rest.split_once('#').unwrap_or((rest, ""));
+            let rest = rest.trim();
+            // "# 30f0 <_IO_stdin_used+0xf0>": the address a rip-relative
+            // operand names (a jump table's base, for PIC code).
+            let named = comment.split_whitespace().next().and_then(parse_hex);
             if rest.is_empty() || rest.starts_with("(bad)") {
                 continue;
             }
@@ -163,6 +194,7 @@ impl Code {
             if let Some(prev) = code.insns.last_mut() {
                 prev.next = addr;
             }
+            hints.push((named, operands.to_string()));
             code.insns.push(Insn {
                 addr,
                 next: addr,
@@ -175,6 +207,7 @@ impl Code {
         for (i, insn) in code.insns.iter().enumerate() {
             code.at.insert(insn.addr, i);
         }
+        code.find_jump_tables(&hints, read);
         code.callback = code
             .functions
             .iter()
@@ -188,13 +221,73 @@ impl Code {
                 .find(|i| Some(i.func) == cb_func && i.flow == Flow::Ret)
                 .map(|i| i.addr);
             for i in 0..code.insns.len() {
-                if code.insns[i].flow == Flow::Call(cb) {
+                if matches!(code.insns[i].flow, Flow::Call(t) | Flow::Jump(t) if t == cb) {
                     let f = code.insns[i].func as usize;
                     code.functions[f].instrumented = true;
                 }
             }
         }
         code
+    }
+
+    /// Read the jump tables of indirect jumps in the two shapes gcc and
+    /// clang emit on x86-64: position-independent (`lea TABLE(%rip),%r`,
+    /// then 32-bit entries relative to TABLE) and absolute (`jmp
+    /// *TABLE(,%r,8)`, 64-bit entries). A table ends at the first entry
+    /// that leaves the jump's function.
+    fn find_jump_tables(
+        &mut self,
+        hints: &[(Option<u64>, String)],
+        read: &dyn Fn(u64, usize) -> Option<Vec<u8>>,
+    ) {
+        for (i, insn) in self.insns.iter().enumerate() {
+            if insn.flow != Flow::JumpIndirect {
+                continue;
+            }
+            let func = insn.func as usize;
+            let lo = self.functions[func].entry;
+            let hi = self.functions.get(func + 1).map_or(u64::MAX, |f| f.entry);
+            let inside = |t: u64| t >= lo && t < hi && self.at.contains_key(&t);
+            let mut targets = Vec::new();
+            let operand = &hints[i].1;
+            if let Some(table) = operand
+                .strip_prefix("*0x")
+                .and_then(|r| r.split_once("(,"))
+                .and_then(|(a, _)| u64::from_str_radix(a, 16).ok())
+            {
+                for k in 0..4096u64 {
+                    let Some(b) = read(table + 8 * k, 8) else {
+                        break;
+                    };
+                    let t = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+                    if !inside(t) {
+                        break;
+                    }
+                    targets.push(t);
+                }
+            } else if let Some(table) = (i.saturating_sub(6)..i)
+                .rev()
+                .filter(|&j| self.insns[j].func == insn.func)
+                .find_map(|j| hints[j].0.filter(|_| hints[j].1.contains("(%rip)")))
+            {
+                for k in 0..4096u64 {
+                    let Some(b) = read(table + 4 * k, 4) else {
+                        break;
+                    };
+                    let off = i32::from_le_bytes(b.try_into().expect("4 bytes"));
+                    let t = table.wrapping_add(off as i64 as u64);
+                    if !inside(t) {
+                        break;
+                    }
+                    targets.push(t);
+                }
+            }
+            if !targets.is_empty() {
+                targets.sort_unstable();
+                targets.dedup();
+                self.tables.insert(insn.addr, targets);
+            }
+        }
     }
 
     /// The instruction at `addr`.
