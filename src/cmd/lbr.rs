@@ -87,6 +87,9 @@ pub struct RecordArgs {
 pub enum ConvertFormat {
     /// `perf script` branch stacks for `llvm-profgen --perfscript`.
     Perfscript,
+    /// LLVM text sample profile for `clang -fprofile-sample-use` (made by
+    /// llvm-profgen from the branch stacks).
+    SampleProfile,
     /// Branch instructions with taken and not-taken counts (JSON).
     Json,
     /// The same as a table for people.
@@ -379,6 +382,10 @@ fn convert_main(a: ConvertArgs) -> anyhow::Result<ExitCode> {
     let converted = convert::convert(&rec, &code);
     let text = match a.format {
         ConvertFormat::Perfscript => converted.perfscript(&binary, &bytes, a.max_samples)?,
+        ConvertFormat::SampleProfile => convert::sample_profile(
+            &converted.perfscript(&binary, &bytes, a.max_samples)?,
+            &binary,
+        )?,
         ConvertFormat::Json | ConvertFormat::Table => {
             let report = ConvertReport {
                 writer: rec.writer.clone(),

@@ -629,3 +629,59 @@ pub fn exec_segment(binary: &Path, bytes: &[u8]) -> Result<(u64, u64, u64), Erro
         .map(|s| (s.address(), s.size(), s.file_range().0))
         .ok_or_else(|| Error::BadInput(format!("{} has no executable segment", binary.display())))
 }
+
+/// The `llvm-profgen` to run: `LLVM_PROFGEN`, else the first of
+/// `llvm-profgen`, `llvm-profgen-19` … `llvm-profgen-14` that runs.
+pub fn find_profgen() -> Option<std::ffi::OsString> {
+    if let Some(p) = std::env::var_os("LLVM_PROFGEN") {
+        return Some(p);
+    }
+    let mut names = vec!["llvm-profgen".to_string()];
+    names.extend((14..=19).rev().map(|v| format!("llvm-profgen-{v}")));
+    names
+        .into_iter()
+        .map(Into::into)
+        .find(|n: &std::ffi::OsString| {
+            std::process::Command::new(n)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
+/// An LLVM text sample profile of `binary` (for `clang
+/// -fprofile-sample-use`), made by `llvm-profgen` from this recording's
+/// branch stacks: `llvm-profgen` reads the binary's DWARF to turn the
+/// address ranges into (function, line offset, discriminator) counts, so
+/// the profile applies to any build of the same sources.
+pub fn sample_profile(perfscript: &str, binary: &Path) -> Result<String, Error> {
+    let tool = find_profgen().ok_or_else(|| {
+        Error::Tool(
+            "no llvm-profgen found (install Debian's llvm-14, or set LLVM_PROFGEN); \
+             `--format perfscript` writes its input"
+                .into(),
+        )
+    })?;
+    let dir = tempfile::tempdir().map_err(|e| Error::io(Path::new("temporary directory"), e))?;
+    let script = dir.path().join("branches.perfscript");
+    std::fs::write(&script, perfscript).map_err(|e| Error::io(&script, e))?;
+    let prof = dir.path().join("profile.txt");
+    let out = std::process::Command::new(&tool)
+        .arg(format!("--binary={}", binary.display()))
+        .arg(format!("--perfscript={}", script.display()))
+        .arg(format!("--output={}", prof.display()))
+        .arg("--format=text")
+        .output()
+        .map_err(|e| Error::Tool(format!("cannot run {}: {e}", tool.to_string_lossy())))?;
+    if !out.status.success() {
+        return Err(Error::Tool(format!(
+            "{} failed: {}",
+            tool.to_string_lossy(),
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .next()
+                .unwrap_or("")
+        )));
+    }
+    std::fs::read_to_string(&prof).map_err(|e| Error::io(&prof, e))
+}
