@@ -281,6 +281,9 @@ struct ConvertReport {
     writer: String,
     method: Method,
     conversion: ConversionStats,
+    /// Sampled vs exact taken probabilities (recordings made with --check).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    probability_error: Option<convert::ProbabilityError>,
     /// The most frequent pairs without a path (at most 20).
     unresolved: Vec<UnresolvedPair>,
     branches: Vec<BranchSite>,
@@ -311,6 +314,12 @@ impl Report for ConvertReport {
             share(c.ambiguous),
             share(c.unresolved)
         );
+        if let Some(e) = &self.probability_error {
+            s += &format!(
+                "sampled vs exact taken probability of {} conditional branches: weighted mean error {:.4}, p95 {:.4}\n",
+                e.branches, e.weighted_mean, e.p95
+            );
+        }
         for u in &self.unresolved {
             s += &format!(
                 "unresolved: {} → {} ({} times, {:?})\n",
@@ -391,6 +400,7 @@ fn convert_main(a: ConvertArgs) -> anyhow::Result<ExitCode> {
                 writer: rec.writer.clone(),
                 method: rec.method,
                 conversion: converted.stats.clone(),
+                probability_error: convert::probability_error(&rec, &code),
                 unresolved: {
                     let mut u: Vec<UnresolvedPair> = converted
                         .pairs

@@ -685,3 +685,63 @@ pub fn sample_profile(perfscript: &str, binary: &Path) -> Result<String, Error> 
     }
     std::fs::read_to_string(&prof).map_err(|e| Error::io(&prof, e))
 }
+
+/// How far sampled branch probabilities are from exact ones.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ProbabilityError {
+    /// Conditional branches compared.
+    pub branches: usize,
+    /// Mean |sampled − exact| taken probability, weighted by executions.
+    pub weighted_mean: f64,
+    /// The 95th percentile of that error, weighted by executions.
+    pub p95: f64,
+}
+
+/// Compare the taken probabilities of conditional branches in a recording
+/// that kept exact counts beside sampled ones (`record --check`).
+pub fn probability_error(rec: &Recording, code: &Code) -> Option<ProbabilityError> {
+    if rec.pairs.iter().any(|p| p.exact.is_none()) {
+        return None;
+    }
+    let mut exact = rec.clone();
+    for p in &mut exact.pairs {
+        p.count = p.exact.unwrap_or(0);
+    }
+    let probs = |r: &Recording| -> FxHashMap<String, (u64, f64)> {
+        convert(r, code)
+            .branch_sites()
+            .into_iter()
+            .filter(|b| b.kind == BranchKind::Conditional)
+            .map(|b| (b.addr, (b.executions, b.taken_probability)))
+            .collect()
+    };
+    let sampled = probs(rec);
+    let truth = probs(&exact);
+    let mut rows: Vec<(f64, u64)> = truth
+        .iter()
+        .map(|(a, &(n, p))| {
+            let q = sampled.get(a).map_or(0.0, |s| s.1);
+            ((q - p).abs(), n)
+        })
+        .collect();
+    let total: u64 = rows.iter().map(|r| r.1).sum();
+    if total == 0 {
+        return None;
+    }
+    let weighted_mean = rows.iter().map(|&(e, n)| e * n as f64).sum::<f64>() / total as f64;
+    rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut acc = 0;
+    let mut p95 = 0.0;
+    for &(e, n) in &rows {
+        acc += n;
+        if acc as f64 >= 0.95 * total as f64 {
+            p95 = e;
+            break;
+        }
+    }
+    Some(ProbabilityError {
+        branches: rows.len(),
+        weighted_mean,
+        p95,
+    })
+}

@@ -250,7 +250,8 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Error> {
         let mut per_block = vec![0u64; consumed.blocks.len()];
         let mut in_blocks = 0;
         for (&ip, &n) in &histogram {
-            if ip >= base && ip < base + len {
+            let off = ip.wrapping_sub(base) % control::BLOCK_BYTES as u64;
+            if ip >= base && ip < base + len && control::COUNTED.contains(&off) {
                 let b = ((ip - base) / control::BLOCK_BYTES as u64) as usize;
                 if let Some(slot) = per_block.get_mut(b) {
                     *slot += n;
