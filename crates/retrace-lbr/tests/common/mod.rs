@@ -45,7 +45,7 @@ pub fn cc() -> Option<String> {
 }
 
 /// Build `sources` with `flags` into `dir/name` as a writer (coverage
-/// flag, runtime linked); `extra` are more compiler arguments.
+/// flag added, runtime linked), as `retrace lbr cc` does.
 pub fn writer(cc: &str, dir: &Path, name: &str, sources: &[PathBuf], flags: &[&str]) -> PathBuf {
     let rt = runtime::compile(cc.as_ref(), dir).expect("the runtime compiles");
     let out = dir.join(name);
