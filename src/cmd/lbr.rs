@@ -67,9 +67,10 @@ pub struct RecordArgs {
     /// Samples per second of the control thread's CPU time.
     #[arg(long, default_value_t = 20_000, value_name = "HZ")]
     pub rate: u64,
-    /// Loop iterations in each code block (more: samples land in blocks
-    /// more often, the control program runs slower).
-    #[arg(long, default_value_t = 16, value_name = "N")]
+    /// Loop iterations in each code block. Longer blocks make every pair
+    /// cost more nearly the same (sort, 20 kHz: taken-probability error
+    /// 0.053 at 16, 0.010 at 64, 0.004 at 256) and the control program slower.
+    #[arg(long, default_value_t = 64, value_name = "N")]
     pub spin: u32,
     /// Buffer slots as a power of two.
     #[arg(long, default_value_t = 16, value_name = "LOG2")]
@@ -286,18 +287,45 @@ struct ConvertReport {
     probability_error: Option<convert::ProbabilityError>,
     /// The most frequent pairs without a path (at most 20).
     unresolved: Vec<UnresolvedPair>,
+    /// The most frequent pairs with more than one path (at most 20).
+    ambiguous: Vec<UnresolvedPair>,
     branches: Vec<BranchSite>,
     #[serde(skip)]
     top: usize,
 }
 
-/// A pair without a machine path.
+/// A pair without one machine path.
 #[derive(Serialize)]
 struct UnresolvedPair {
     from: String,
     to: String,
     count: u64,
-    why: convert::Unresolved,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<convert::Unresolved>,
+}
+
+/// The `n` most frequent pairs `pick` selects, for the report.
+fn top_pairs(
+    converted: &convert::Converted,
+    code: &Code,
+    n: usize,
+    pick: impl Fn(&convert::ConvertedPair) -> Option<Option<convert::Unresolved>>,
+) -> Vec<UnresolvedPair> {
+    let mut u: Vec<UnresolvedPair> = converted
+        .pairs
+        .iter()
+        .filter_map(|p| {
+            pick(p).map(|why| UnresolvedPair {
+                from: code.describe(p.from),
+                to: code.describe(p.to),
+                count: p.count,
+                why,
+            })
+        })
+        .collect();
+    u.sort_by_key(|p| std::cmp::Reverse(p.count));
+    u.truncate(n);
+    u
 }
 
 impl Report for ConvertReport {
@@ -321,10 +349,14 @@ impl Report for ConvertReport {
             );
         }
         for u in &self.unresolved {
+            let why = u.why.map(|w| format!(", {w:?}")).unwrap_or_default();
             s += &format!(
-                "unresolved: {} → {} ({} times, {:?})\n",
-                u.from, u.to, u.count, u.why
+                "unresolved: {} → {} ({} times{why})\n",
+                u.from, u.to, u.count
             );
+        }
+        for u in self.ambiguous.iter().take(5) {
+            s += &format!("ambiguous: {} → {} ({} times)\n", u.from, u.to, u.count);
         }
         let mut rows: Vec<&BranchSite> = self.branches.iter().collect();
         rows.sort_by_key(|b| std::cmp::Reverse(b.executions));
@@ -401,24 +433,14 @@ fn convert_main(a: ConvertArgs) -> anyhow::Result<ExitCode> {
                 method: rec.method,
                 conversion: converted.stats.clone(),
                 probability_error: convert::probability_error(&rec, &code),
-                unresolved: {
-                    let mut u: Vec<UnresolvedPair> = converted
-                        .pairs
-                        .iter()
-                        .filter_map(|p| match p.path {
-                            Err(why) if why != convert::Unresolved::Entry => Some(UnresolvedPair {
-                                from: code.describe(p.from),
-                                to: code.describe(p.to),
-                                count: p.count,
-                                why,
-                            }),
-                            _ => None,
-                        })
-                        .collect();
-                    u.sort_by_key(|p| std::cmp::Reverse(p.count));
-                    u.truncate(20);
-                    u
-                },
+                unresolved: top_pairs(&converted, &code, 20, |p| match p.path {
+                    Err(why) if why != convert::Unresolved::Entry => Some(Some(why)),
+                    _ => None,
+                }),
+                ambiguous: top_pairs(&converted, &code, 20, |p| match &p.path {
+                    Ok(m) if m.ambiguous => Some(None),
+                    _ => None,
+                }),
                 branches: converted.branch_sites(),
                 top: a.top,
             };

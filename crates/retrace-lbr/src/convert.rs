@@ -339,7 +339,11 @@ impl<'a> Expander<'a> {
                     }
                 }
             }
-            if !ambiguous {
+            // An indirect call is taken to enter the instrumented function
+            // whose block comes next, not to pass over an uninstrumented
+            // callee; so it is no fork for ambiguity.
+            let entered = self.code.insns[parent].flow == Flow::CallIndirect && branch.is_some();
+            if !ambiguous && !entered {
                 self.edges(parent, goal, &mut edges);
                 let others: Vec<usize> = edges.iter().map(|e| e.0).filter(|&o| o != v).collect();
                 ambiguous = others.into_iter().any(|o| self.reaches(o, goal));

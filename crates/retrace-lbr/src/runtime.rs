@@ -53,6 +53,15 @@ pub fn writer_command(command: &[OsString], rt: &Path) -> Result<Command, Error>
         .ok_or_else(|| Error::Config("no compiler command after `--`".into()))?;
     let mut cmd = Command::new(compiler);
     cmd.arg(COVERAGE_FLAG);
+    // clang links its own sanitizer runtime for coverage flags (and fails
+    // where libclang-rt is not installed); ours replaces it.
+    let name = Path::new(compiler)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if name.contains("clang") {
+        cmd.arg("-fno-sanitize-link-runtime");
+    }
     cmd.args(rest);
     let links = !rest
         .iter()
