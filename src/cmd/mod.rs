@@ -13,6 +13,7 @@ pub mod cores;
 pub mod demo;
 pub mod disasm;
 pub mod estimate;
+pub mod lbr;
 pub mod pp;
 pub mod profile;
 pub mod record;
@@ -56,6 +57,9 @@ pub enum Command {
     /// Measure what recording and estimating cost against a plain run and
     /// the cycle-level engine (interleaved rounds in one process).
     Bench(bench::Args),
+    /// Software branch records of native x86-64 programs, for PGO tools.
+    #[command(subcommand)]
+    Lbr(lbr::Command),
 }
 
 /// Run one parsed command line; the result is the process exit status.
@@ -74,6 +78,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Profile(a) => profile::main(a),
         Command::Cores(a) => cores::main(a),
         Command::Bench(a) => bench::main(a),
+        Command::Lbr(c) => lbr::main(c),
     }
 }
 

@@ -1,0 +1,751 @@
+//! Conversion (JP2024157581A claim 4): pairs of coverage sites back to the
+//! machine branches of the binary, and the files real tools read.
+//!
+//! A pair (P, C) says: the block whose coverage call returns to P ran, and
+//! the next instrumented block to run was the one whose call returns to C.
+//! Between the two the processor executed P's block to its end, possibly
+//! more uninstrumented code (callees without coverage, the rest of a
+//! caller's block after a return), and C's block up to its call. [`Expander`]
+//! finds that path in the disassembly: the path from P to C's call with
+//! the fewest taken branches, never passing another coverage call. Its
+//! taken branches are the LBR entries the hardware would have recorded; its
+//! conditional branches passed over are the not-taken outcomes.
+//!
+//! What pairs cannot say is recorded, not hidden: a pair with more than one
+//! possible path is *ambiguous* and takes the one with the fewest taken
+//! branches (typically: a compiler-made branch around a move inside one
+//! source-level block, which the coverage pass never saw; or a return from
+//! a function called from several places); a pair with no path (the callback reached through
+//! code objdump does not show, an indirect jump into another function) is
+//! *unresolved* and left out of branch outputs.
+
+use crate::disasm::{Code, Flow};
+use crate::recording::Recording;
+use crate::Error;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The machine path of one pair.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MachinePath {
+    /// Taken branches in execution order: (source instruction, target).
+    pub taken: Vec<(u64, u64)>,
+    /// Conditional branches passed over (not taken), in order.
+    pub not_taken: Vec<u64>,
+    /// The coverage call that ends the path (C's block).
+    pub end_call: u64,
+    /// Another path between the same two sites exists.
+    pub ambiguous: bool,
+}
+
+/// Why a pair has no path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unresolved {
+    /// The first pair of the run (no previous block).
+    Entry,
+    /// A site is not after a coverage call in the binary's .text.
+    NotASite,
+    /// No path with the allowed edges.
+    NoPath,
+}
+
+/// A taken branch: (source instruction, target).
+pub type Branch = (u64, u64);
+
+/// An edge of the search: (next instruction index, taken branches it adds,
+/// the branch).
+type Edge = (usize, u32, Option<Branch>);
+
+/// Where a search is going: C's coverage call; or, when the compiler
+/// made the call of a function's last block a tail jump (the callback then
+/// returns straight to the function's caller, so the site C is a return
+/// address there), those tail jumps.
+struct Goal {
+    /// Instruction indexes that end the path.
+    ends: Vec<usize>,
+    /// Function of the first end and its entry.
+    func: u32,
+    entry: u64,
+}
+
+/// Search state of one instruction.
+#[derive(Clone, Copy)]
+struct Seen {
+    cost: u32,
+    parent: usize,
+    branch: Option<Branch>,
+    done: bool,
+}
+
+/// Finds the machine path of pairs in one binary.
+pub struct Expander<'a> {
+    code: &'a Code,
+    /// Return sites of direct calls, by callee function index.
+    returns: FxHashMap<u32, Vec<u64>>,
+    /// Return sites of indirect calls.
+    indirect_returns: Vec<u64>,
+    /// Most instructions looked at per search.
+    pub budget: usize,
+}
+
+impl<'a> Expander<'a> {
+    /// Index the calls of `code`.
+    pub fn new(code: &'a Code) -> Expander<'a> {
+        let mut returns: FxHashMap<u32, Vec<u64>> = FxHashMap::default();
+        let mut indirect_returns = Vec::new();
+        for insn in &code.insns {
+            match insn.flow {
+                Flow::Call(t) if Some(t) != code.callback => {
+                    if let Some(callee) = code.insn(t) {
+                        returns.entry(callee.func).or_default().push(insn.next);
+                    }
+                }
+                Flow::CallIndirect => indirect_returns.push(insn.next),
+                _ => {}
+            }
+        }
+        // A tail call (a jump to another function's entry) makes the
+        // callee return to its caller's callers.
+        let tail: Vec<(u32, u32)> = code
+            .insns
+            .iter()
+            .filter_map(|i| match i.flow {
+                Flow::Jump(t) => code
+                    .insn(t)
+                    .filter(|c| c.func != i.func && code.functions[c.func as usize].entry == t)
+                    .map(|c| (i.func, c.func)),
+                _ => None,
+            })
+            .collect();
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for &(caller, callee) in &tail {
+                let from = returns.get(&caller).cloned().unwrap_or_default();
+                let to = returns.entry(callee).or_default();
+                for r in from {
+                    if !to.contains(&r) {
+                        to.push(r);
+                        changed = true;
+                    }
+                }
+            }
+        }
+        Expander {
+            code,
+            returns,
+            indirect_returns,
+            budget: 100_000,
+        }
+    }
+
+    /// The ways execution can leave instruction `u` on the way to `goal`
+    /// without running another instrumented block.
+    fn edges(&self, u: usize, goal: &Goal, out: &mut Vec<Edge>) {
+        let code = self.code;
+        let insn = code.insns[u];
+        let at = |a: u64| code.at.get(&a).copied();
+        let next = at(insn.next).filter(|_| insn.next != insn.addr);
+        out.clear();
+        match insn.flow {
+            // Another instrumented block: not on this pair's path.
+            Flow::Call(t) | Flow::Jump(t) if Some(t) == code.callback => {}
+            Flow::Next => out.extend(next.map(|n| (n, 0, None))),
+            Flow::Cond(t) => {
+                out.extend(next.map(|n| (n, 0, None)));
+                out.extend(at(t).map(|n| (n, 1, Some((insn.addr, t)))));
+            }
+            Flow::Jump(t) => out.extend(at(t).map(|n| (n, 1, Some((insn.addr, t))))),
+            Flow::JumpIndirect if code.tables.contains_key(&insn.addr) => {
+                for &t in &code.tables[&insn.addr] {
+                    out.extend(at(t).map(|n| (n, 1, Some((insn.addr, t)))));
+                }
+            }
+            Flow::JumpIndirect => {
+                // A jump whose table was not found: land on the goal's
+                // coverage call (the real target may be a few instructions
+                // before it).
+                if insn.func == goal.func {
+                    for &e in &goal.ends {
+                        out.push((e, 1, Some((insn.addr, code.insns[e].addr))));
+                    }
+                }
+            }
+            Flow::Call(t) => {
+                let instrumented = code
+                    .insn(t)
+                    .is_some_and(|c| code.functions[c.func as usize].instrumented);
+                if instrumented {
+                    out.extend(at(t).map(|n| (n, 1, Some((insn.addr, t)))));
+                } else {
+                    // An uninstrumented callee (libc) returns here.
+                    out.extend(next.map(|n| (n, 0, None)));
+                }
+            }
+            Flow::CallIndirect => {
+                out.extend(next.map(|n| (n, 0, None)));
+                out.extend(at(goal.entry).map(|n| (n, 1, Some((insn.addr, goal.entry)))));
+            }
+            Flow::Ret => {
+                let direct = self
+                    .returns
+                    .get(&insn.func)
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]);
+                for &r in direct.iter().chain(&self.indirect_returns) {
+                    out.extend(at(r).map(|n| (n, 1, Some((insn.addr, r)))));
+                }
+            }
+            Flow::Stop => {}
+        }
+    }
+
+    /// The instructions a path to site `to` ends at.
+    fn goal(&self, to: u64) -> Option<Goal> {
+        let code = self.code;
+        let goal = |ends: Vec<usize>| {
+            let first = *ends.first()?;
+            let func = code.insns[first].func;
+            Some(Goal {
+                ends,
+                func,
+                entry: code.functions[func as usize].entry,
+            })
+        };
+        if let Some(call) = code.call_before(to) {
+            return goal(vec![code.at[&call.addr]]);
+        }
+        // A return address: the callee's last block tail-jumped to the callback.
+        let i = *code.at.get(&to)?;
+        let prev = code.insns.get(i.checked_sub(1)?)?;
+        let callee = match prev.flow {
+            Flow::Call(f) if prev.next == to => Some(code.insn(f)?.func),
+            Flow::CallIndirect if prev.next == to => None,
+            _ => return None,
+        };
+        let ends = code
+            .insns
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.flow == Flow::Jump(code.callback.unwrap_or(u64::MAX)))
+            .filter(|(_, j)| callee.is_none_or(|f| j.func == f))
+            .map(|(k, _)| k)
+            .collect();
+        goal(ends)
+    }
+
+    /// Whether `goal` can be reached from instruction `from`.
+    fn reaches(&self, from: usize, goal: &Goal) -> bool {
+        let mut seen = rustc_hash::FxHashSet::default();
+        let mut stack = vec![from];
+        let mut edges = Vec::new();
+        while let Some(u) = stack.pop() {
+            if goal.ends.contains(&u) {
+                return true;
+            }
+            if !seen.insert(u) || seen.len() > self.budget {
+                continue;
+            }
+            self.edges(u, goal, &mut edges);
+            stack.extend(edges.iter().map(|e| e.0));
+        }
+        false
+    }
+
+    /// The path from site `from` to site `to`.
+    pub fn expand(&self, from: u64, to: u64) -> Result<MachinePath, Unresolved> {
+        if from == 0 {
+            return Err(Unresolved::Entry);
+        }
+        let code = self.code;
+        let goal = self.goal(to).ok_or(Unresolved::NotASite)?;
+        let start = *code.at.get(&from).ok_or(Unresolved::NotASite)?;
+
+        // Dijkstra over instructions, cost = taken branches; ties broken
+        // by address so the choice is deterministic.
+        let mut seen: FxHashMap<usize, Seen> = FxHashMap::default();
+        let mut heap = BinaryHeap::new();
+        seen.insert(
+            start,
+            Seen {
+                cost: 0,
+                parent: usize::MAX,
+                branch: None,
+                done: false,
+            },
+        );
+        heap.push(Reverse((0u32, code.insns[start].addr, start)));
+        let mut pops = 0;
+        let mut edges = Vec::with_capacity(16);
+        while let Some(Reverse((cost, _, u))) = heap.pop() {
+            let s = seen[&u];
+            if s.done || s.cost != cost {
+                continue;
+            }
+            seen.get_mut(&u).expect("seen").done = true;
+            if goal.ends.contains(&u) {
+                return Ok(self.path(&seen, &goal, u));
+            }
+            pops += 1;
+            if pops > self.budget || cost > 64 {
+                break;
+            }
+            self.edges(u, &goal, &mut edges);
+            for &(v, w, branch) in &edges {
+                let c = cost + w;
+                match seen.get(&v) {
+                    Some(sv) if sv.done || c >= sv.cost => {}
+                    _ => {
+                        seen.insert(
+                            v,
+                            Seen {
+                                cost: c,
+                                parent: u,
+                                branch,
+                                done: false,
+                            },
+                        );
+                        heap.push(Reverse((c, code.insns[v].addr, v)));
+                    }
+                }
+            }
+        }
+        Err(Unresolved::NoPath)
+    }
+
+    /// The path that ends at the goal, and whether any decision on it
+    /// could have gone another way and still reached the goal.
+    fn path(&self, seen: &FxHashMap<usize, Seen>, goal: &Goal, end: usize) -> MachinePath {
+        let mut taken = Vec::new();
+        let mut not_taken = Vec::new();
+        let mut ambiguous = false;
+        let mut edges = Vec::new();
+        let mut v = end;
+        loop {
+            let Seen { parent, branch, .. } = seen[&v];
+            if parent == usize::MAX {
+                break;
+            }
+            match branch {
+                Some(b) => taken.push(b),
+                None => {
+                    if let Flow::Cond(_) = self.code.insns[parent].flow {
+                        not_taken.push(self.code.insns[parent].addr);
+                    }
+                }
+            }
+            // An indirect call is taken to enter the instrumented function
+            // whose block comes next, not to pass over an uninstrumented
+            // callee; so it is no fork for ambiguity.
+            let entered = self.code.insns[parent].flow == Flow::CallIndirect && branch.is_some();
+            if !ambiguous && !entered {
+                self.edges(parent, goal, &mut edges);
+                let others: Vec<usize> = edges.iter().map(|e| e.0).filter(|&o| o != v).collect();
+                ambiguous = others.into_iter().any(|o| self.reaches(o, goal));
+            }
+            v = parent;
+        }
+        taken.reverse();
+        not_taken.reverse();
+        MachinePath {
+            taken,
+            not_taken,
+            end_call: self.code.insns[end].addr,
+            ambiguous,
+        }
+    }
+}
+
+/// One pair with its machine path.
+#[derive(Clone, Debug)]
+pub struct ConvertedPair {
+    /// Previous site.
+    pub from: u64,
+    /// This site.
+    pub to: u64,
+    /// Occurrences (exact or estimated).
+    pub count: u64,
+    /// The machine path, or why there is none.
+    pub path: Result<MachinePath, Unresolved>,
+}
+
+/// How much of the recording became machine branches, weighted by count.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ConversionStats {
+    /// Distinct pairs.
+    pub pairs: u64,
+    /// Pair occurrences, without the run's first pair.
+    pub occurrences: u64,
+    /// Occurrences with a unique fewest-branch path.
+    pub resolved: u64,
+    /// Occurrences whose path was one of several.
+    pub ambiguous: u64,
+    /// Occurrences with no path (left out of branch outputs).
+    pub unresolved: u64,
+}
+
+/// A recording matched with the binary it came from.
+pub struct Converted<'a> {
+    /// The recording.
+    pub recording: &'a Recording,
+    /// The binary's code.
+    pub code: &'a Code,
+    /// Every pair.
+    pub pairs: Vec<ConvertedPair>,
+    /// Totals.
+    pub stats: ConversionStats,
+}
+
+/// Check that `binary` is the writer `rec` was recorded from.
+pub fn check_binary(rec: &Recording, binary: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let hash = crate::recording::fnv_hex(bytes);
+    if hash != rec.writer_hash {
+        return Err(Error::BadInput(format!(
+            "{} is not the binary this recording was made with (hash {hash}, recorded {}); convert with the writer that ran",
+            binary.display(),
+            rec.writer_hash
+        )));
+    }
+    Ok(())
+}
+
+/// Find every pair's machine path.
+pub fn convert<'a>(rec: &'a Recording, code: &'a Code) -> Converted<'a> {
+    let ex = Expander::new(code);
+    let mut stats = ConversionStats {
+        pairs: rec.pairs.len() as u64,
+        ..Default::default()
+    };
+    let pairs = rec
+        .pairs
+        .iter()
+        .map(|p| {
+            let path = ex.expand(p.from, p.to);
+            match &path {
+                Err(Unresolved::Entry) => {}
+                Err(_) => stats.unresolved += p.count,
+                Ok(m) if m.ambiguous => stats.ambiguous += p.count,
+                Ok(_) => stats.resolved += p.count,
+            }
+            if p.from != 0 {
+                stats.occurrences += p.count;
+            }
+            ConvertedPair {
+                from: p.from,
+                to: p.to,
+                count: p.count,
+                path,
+            }
+        })
+        .collect();
+    Converted {
+        recording: rec,
+        code,
+        pairs,
+        stats,
+    }
+}
+
+/// What a branch instruction is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BranchKind {
+    /// Conditional jump.
+    Conditional,
+    /// Unconditional direct jump.
+    Jump,
+    /// Jump through a register or memory.
+    IndirectJump,
+    /// Direct call.
+    Call,
+    /// Call through a register or memory.
+    IndirectCall,
+    /// Return.
+    Return,
+}
+
+/// One target of a branch.
+#[derive(Clone, Debug, Serialize)]
+pub struct Target {
+    /// Target address.
+    pub to: String,
+    /// `function+offset`.
+    pub at: String,
+    /// Times taken to it.
+    pub count: u64,
+}
+
+/// One branch instruction of the binary with its outcomes.
+#[derive(Clone, Debug, Serialize)]
+pub struct BranchSite {
+    /// Address.
+    pub addr: String,
+    /// `function+offset`.
+    pub at: String,
+    /// Kind.
+    pub kind: BranchKind,
+    /// Times executed (taken + not taken).
+    pub executions: u64,
+    /// Times taken.
+    pub taken: u64,
+    /// Taken ÷ executions.
+    pub taken_probability: f64,
+    /// Where it went, most frequent first.
+    pub targets: Vec<Target>,
+}
+
+impl Converted<'_> {
+    /// Every executed branch instruction with its taken and not-taken counts
+    /// (from resolved and ambiguous pairs), by address.
+    pub fn branch_sites(&self) -> Vec<BranchSite> {
+        let mut taken: FxHashMap<u64, FxHashMap<u64, u64>> = FxHashMap::default();
+        let mut not_taken: FxHashMap<u64, u64> = FxHashMap::default();
+        for p in &self.pairs {
+            let Ok(path) = &p.path else { continue };
+            for &(f, t) in &path.taken {
+                *taken.entry(f).or_default().entry(t).or_insert(0) += p.count;
+            }
+            for &f in &path.not_taken {
+                *not_taken.entry(f).or_insert(0) += p.count;
+            }
+        }
+        let mut addrs: Vec<u64> = taken.keys().chain(not_taken.keys()).copied().collect();
+        addrs.sort_unstable();
+        addrs.dedup();
+        addrs
+            .into_iter()
+            .map(|a| {
+                let kind = match self.code.insn(a).map(|i| i.flow) {
+                    Some(Flow::Cond(_)) => BranchKind::Conditional,
+                    Some(Flow::Jump(_)) => BranchKind::Jump,
+                    Some(Flow::JumpIndirect) => BranchKind::IndirectJump,
+                    Some(Flow::Call(_)) => BranchKind::Call,
+                    Some(Flow::CallIndirect) => BranchKind::IndirectCall,
+                    _ => BranchKind::Return,
+                };
+                let mut targets: Vec<Target> = taken
+                    .get(&a)
+                    .map(|m| {
+                        m.iter()
+                            .map(|(&t, &n)| Target {
+                                to: format!("{t:#x}"),
+                                at: self.code.describe(t),
+                                count: n,
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                targets.sort_by(|x, y| y.count.cmp(&x.count).then(x.to.cmp(&y.to)));
+                let t: u64 = targets.iter().map(|x| x.count).sum();
+                let n = t + not_taken.get(&a).copied().unwrap_or(0);
+                BranchSite {
+                    addr: format!("{a:#x}"),
+                    at: self.code.describe(a),
+                    kind,
+                    executions: n,
+                    taken: t,
+                    taken_probability: if n > 0 { t as f64 / n as f64 } else { 0.0 },
+                    targets,
+                }
+            })
+            .collect()
+    }
+
+    /// `perf script -F ip,brstack`-style text for `llvm-profgen --perfscript`:
+    /// one MMAP2 line for `binary`'s executable segment at its file
+    /// addresses, then one sample line per pair occurrence (scaled so there
+    /// are at most `max_samples` lines). A line holds the pair's taken
+    /// branches, newest first, between two entries that bound the code the
+    /// pair ran straight through: the oldest is the real return from the
+    /// coverage callback to P, the newest starts at C's coverage call. That
+    /// entry's target is the callback's return instruction rather than its
+    /// entry, so `llvm-profgen` counts the call's line but records no call
+    /// to the callback (which an uninstrumented build does not have).
+    /// Every range between two entries is code that ran straight through
+    /// and ends at a branch, as the tool checks.
+    pub fn perfscript(
+        &self,
+        binary: &Path,
+        bytes: &[u8],
+        max_samples: u64,
+    ) -> Result<String, Error> {
+        let (seg_addr, seg_len, seg_off) = exec_segment(binary, bytes)?;
+        let Some(cb_ret) = self.code.callback_ret else {
+            return Err(Error::BadInput(format!(
+                "{} has no __sanitizer_cov_trace_pc with a return in .text",
+                binary.display()
+            )));
+        };
+        let abs = std::fs::canonicalize(binary).unwrap_or_else(|_| binary.to_path_buf());
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "PERF_RECORD_MMAP2 1/1: [{seg_addr:#x}({seg_len:#x}) @ {seg_off:#x} 00:00 0 0]: r-xp {}",
+            abs.display()
+        );
+        let total: u64 = self
+            .pairs
+            .iter()
+            .filter(|p| p.path.is_ok())
+            .map(|p| p.count)
+            .sum();
+        let scale = if total > max_samples {
+            max_samples as f64 / total as f64
+        } else {
+            1.0
+        };
+        for p in &self.pairs {
+            let Ok(path) = &p.path else { continue };
+            let lines = (p.count as f64 * scale).round() as u64;
+            if lines == 0 {
+                continue;
+            }
+            let mut line = String::new();
+            let mut entry = |f: u64, t: u64| {
+                let _ = write!(line, " {f:#x}/{t:#x}/P/-/-/0");
+            };
+            entry(path.end_call, cb_ret);
+            for &(f, t) in path.taken.iter().rev() {
+                entry(f, t);
+            }
+            entry(cb_ret, p.from);
+            for _ in 0..lines {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The first executable segment of an ELF file: (address, size, file offset).
+pub fn exec_segment(binary: &Path, bytes: &[u8]) -> Result<(u64, u64, u64), Error> {
+    use object::{Object, ObjectSegment, SegmentFlags};
+    let file = object::File::parse(bytes)
+        .map_err(|_| Error::BadInput(format!("{} is not an ELF file", binary.display())))?;
+    file.segments()
+        .find(|s| matches!(s.flags(), SegmentFlags::Elf { p_flags } if p_flags & 1 != 0))
+        .map(|s| (s.address(), s.size(), s.file_range().0))
+        .ok_or_else(|| Error::BadInput(format!("{} has no executable segment", binary.display())))
+}
+
+/// The `llvm-profgen` to run: `LLVM_PROFGEN`, else the first of
+/// `llvm-profgen`, `llvm-profgen-19` … `llvm-profgen-14` that runs.
+pub fn find_profgen() -> Option<std::ffi::OsString> {
+    if let Some(p) = std::env::var_os("LLVM_PROFGEN") {
+        return Some(p);
+    }
+    let mut names = vec!["llvm-profgen".to_string()];
+    names.extend((14..=19).rev().map(|v| format!("llvm-profgen-{v}")));
+    names
+        .into_iter()
+        .map(Into::into)
+        .find(|n: &std::ffi::OsString| {
+            std::process::Command::new(n)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
+/// An LLVM text sample profile of `binary` (for `clang
+/// -fprofile-sample-use`), made by `llvm-profgen` from this recording's
+/// branch stacks: `llvm-profgen` reads the binary's DWARF to turn the
+/// address ranges into (function, line offset, discriminator) counts, so
+/// the profile applies to any build of the same sources.
+pub fn sample_profile(perfscript: &str, binary: &Path) -> Result<String, Error> {
+    let tool = find_profgen().ok_or_else(|| {
+        Error::Tool(
+            "no llvm-profgen found (install Debian's llvm-14, or set LLVM_PROFGEN); \
+             `--format perfscript` writes its input"
+                .into(),
+        )
+    })?;
+    let dir = tempfile::tempdir().map_err(|e| Error::io(Path::new("temporary directory"), e))?;
+    let script = dir.path().join("branches.perfscript");
+    std::fs::write(&script, perfscript).map_err(|e| Error::io(&script, e))?;
+    let prof = dir.path().join("profile.txt");
+    let out = std::process::Command::new(&tool)
+        .arg(format!("--binary={}", binary.display()))
+        .arg(format!("--perfscript={}", script.display()))
+        .arg(format!("--output={}", prof.display()))
+        .arg("--format=text")
+        .output()
+        .map_err(|e| Error::Tool(format!("cannot run {}: {e}", tool.to_string_lossy())))?;
+    if !out.status.success() {
+        return Err(Error::Tool(format!(
+            "{} failed: {}",
+            tool.to_string_lossy(),
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .next()
+                .unwrap_or("")
+        )));
+    }
+    std::fs::read_to_string(&prof).map_err(|e| Error::io(&prof, e))
+}
+
+/// How far sampled branch probabilities are from exact ones.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ProbabilityError {
+    /// Conditional branches compared.
+    pub branches: usize,
+    /// Mean |sampled − exact| taken probability, weighted by executions.
+    pub weighted_mean: f64,
+    /// The 95th percentile of that error, weighted by executions.
+    pub p95: f64,
+}
+
+/// Compare the taken probabilities of conditional branches in a recording
+/// that kept exact counts beside sampled ones (`record --check`).
+pub fn probability_error(rec: &Recording, code: &Code) -> Option<ProbabilityError> {
+    if rec.pairs.iter().any(|p| p.exact.is_none()) {
+        return None;
+    }
+    let mut exact = rec.clone();
+    for p in &mut exact.pairs {
+        p.count = p.exact.unwrap_or(0);
+    }
+    let probs = |r: &Recording| -> FxHashMap<String, (u64, f64)> {
+        convert(r, code)
+            .branch_sites()
+            .into_iter()
+            .filter(|b| b.kind == BranchKind::Conditional)
+            .map(|b| (b.addr, (b.executions, b.taken_probability)))
+            .collect()
+    };
+    let sampled = probs(rec);
+    let truth = probs(&exact);
+    let mut rows: Vec<(f64, u64)> = truth
+        .iter()
+        .map(|(a, &(n, p))| {
+            let q = sampled.get(a).map_or(0.0, |s| s.1);
+            ((q - p).abs(), n)
+        })
+        .collect();
+    let total: u64 = rows.iter().map(|r| r.1).sum();
+    if total == 0 {
+        return None;
+    }
+    let weighted_mean = rows.iter().map(|&(e, n)| e * n as f64).sum::<f64>() / total as f64;
+    rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut acc = 0;
+    let mut p95 = 0.0;
+    for &(e, n) in &rows {
+        acc += n;
+        if acc as f64 >= 0.95 * total as f64 {
+            p95 = e;
+            break;
+        }
+    }
+    Some(ProbabilityError {
+        branches: rows.len(),
+        weighted_mean,
+        p95,
+    })
+}

@@ -1,0 +1,391 @@
+//! The writer binary's x86-64 code as `objdump -d` prints it: instructions
+//! with their control-flow kind, functions, and the coverage call sites.
+//!
+//! Conversion needs only a little of each instruction (where it is, where
+//! the next one starts, whether and where it branches), and `objdump`
+//! (GNU binutils) is on every machine that has the compiler that built the
+//! writer, so its text is parsed rather than adding an x86 decoder.
+
+use crate::Error;
+use rustc_hash::FxHashMap;
+use std::path::Path;
+use std::process::Command;
+
+/// What an instruction does to control flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// Falls through to the next instruction.
+    Next,
+    /// Conditional jump to a known address (or falls through).
+    Cond(u64),
+    /// Unconditional jump to a known address.
+    Jump(u64),
+    /// Jump through a register or memory.
+    JumpIndirect,
+    /// Call to a known address.
+    Call(u64),
+    /// Call through a register or memory.
+    CallIndirect,
+    /// Return.
+    Ret,
+    /// Never continues (hlt, ud2).
+    Stop,
+}
+
+/// One instruction.
+#[derive(Clone, Copy, Debug)]
+pub struct Insn {
+    /// Its address.
+    pub addr: u64,
+    /// The next instruction's address.
+    pub next: u64,
+    /// Control flow.
+    pub flow: Flow,
+    /// Index of the function it belongs to in [`Code::functions`].
+    pub func: u32,
+}
+
+/// A function symbol as objdump lists it.
+#[derive(Clone, Debug)]
+pub struct Function {
+    /// Name.
+    pub name: String,
+    /// Entry address.
+    pub entry: u64,
+    /// Whether it calls the coverage callback (is instrumented).
+    pub instrumented: bool,
+}
+
+/// The code of one binary.
+#[derive(Debug, Default)]
+pub struct Code {
+    /// Instructions in address order.
+    pub insns: Vec<Insn>,
+    /// Functions in address order.
+    pub functions: Vec<Function>,
+    /// Instruction index by address.
+    pub at: FxHashMap<u64, usize>,
+    /// Targets of indirect jumps whose jump table was found, by jump address.
+    pub tables: FxHashMap<u64, Vec<u64>>,
+    /// Entry of `__sanitizer_cov_trace_pc`.
+    pub callback: Option<u64>,
+    /// Address of the callback's first `ret`.
+    pub callback_ret: Option<u64>,
+}
+
+fn parse_hex(s: &str) -> Option<u64> {
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).ok()
+}
+
+/// The kind of one instruction from objdump's mnemonic and operands.
+fn flow_of(mnemonic: &str, operands: &str) -> Flow {
+    // Prefixes objdump prints before the mnemonic.
+    let m = mnemonic
+        .split_whitespace()
+        .find(|w| !PREFIXES.contains(w))
+        .unwrap_or("")
+        .trim_end_matches('q');
+    let target = || {
+        operands
+            .split_whitespace()
+            .next()
+            .filter(|t| !t.starts_with('*'))
+            .and_then(parse_hex)
+    };
+    match m {
+        "ret" | "iret" | "sysret" => Flow::Ret,
+        "hlt" | "ud2" => Flow::Stop,
+        "call" => target().map_or(Flow::CallIndirect, Flow::Call),
+        "jmp" => target().map_or(Flow::JumpIndirect, Flow::Jump),
+        _ if m.starts_with('j') || m.starts_with("loop") => {
+            target().map_or(Flow::JumpIndirect, Flow::Cond)
+        }
+        _ => Flow::Next,
+    }
+}
+
+impl Code {
+    /// Disassemble `binary` with `objdump` (`OBJDUMP` overrides the tool).
+    pub fn load(binary: &Path) -> Result<Code, Error> {
+        let tool = std::env::var_os("OBJDUMP").unwrap_or_else(|| "objdump".into());
+        let out = Command::new(&tool)
+            .args(["-d", "--no-show-raw-insn", "-w", "-j", ".text"])
+            .arg(binary)
+            .output()
+            .map_err(|e| {
+                Error::Tool(format!(
+                    "cannot run {} to read {} ({e}); install GNU binutils or set OBJDUMP",
+                    tool.to_string_lossy(),
+                    binary.display()
+                ))
+            })?;
+        if !out.status.success() {
+            return Err(Error::BadInput(format!(
+                "objdump cannot read {}: {}",
+                binary.display(),
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+            )));
+        }
+        let bytes = std::fs::read(binary).map_err(|e| Error::io(binary, e))?;
+        let file = object::File::parse(&*bytes).ok();
+        let read = |addr: u64, len: usize| -> Option<Vec<u8>> {
+            use object::{Object, ObjectSection};
+            let file = file.as_ref()?;
+            file.sections().find_map(|s| {
+                let start = s.address();
+                if addr < start || addr + len as u64 > start + s.size() {
+                    return None;
+                }
+                let data = s.data().ok()?;
+                let at = (addr - start) as usize;
+                data.get(at..at + len).map(<[u8]>::to_vec)
+            })
+        };
+        Ok(Code::parse_with_data(
+            &String::from_utf8_lossy(&out.stdout),
+            &read,
+        ))
+    }
+
+    /// Build from `objdump -d --no-show-raw-insn -w` text.
+    pub fn parse(text: &str) -> Code {
+        Code::parse_with_data(text, &|_, _| None)
+    }
+
+    /// Build from `objdump` text; `read(addr, len)` gives bytes of the
+    /// binary's memory image, used to read jump tables.
+    pub fn parse_with_data(text: &str, read: &dyn Fn(u64, usize) -> Option<Vec<u8>>) -> Code {
+        let mut code = Code::default();
+        let mut hints: Vec<(Option<u64>, String)> = Vec::new();
+        for line in text.lines() {
+            // "0000000000001150 <main>:"
+            if let Some(head) = line.strip_suffix(">:") {
+                if let Some((addr, name)) = head.split_once(" <") {
+                    if let Some(entry) = parse_hex(addr) {
+                        code.functions.push(Function {
+                            name: name.to_string(),
+                            entry,
+                            instrumented: false,
+                        });
+                    }
+                }
+                continue;
+            }
+            // "    116a:\tcall   1c00 <__sanitizer_cov_trace_pc>"
+            let Some((addr, rest)) = line.trim_start().split_once(":\t") else {
+                continue;
+            };
+            let (Some(addr), false) = (parse_hex(addr), code.functions.is_empty()) else {
+                continue;
+            };
+            let (rest, comment) = rest.split_once('#').unwrap_or((rest, ""));
+            let rest = rest.trim();
+            // "# 30f0 <_IO_stdin_used+0xf0>": the address a rip-relative
+            // operand names (a jump table's base, for PIC code).
+            let named = comment.split_whitespace().next().and_then(parse_hex);
+            if rest.is_empty() || rest.starts_with("(bad)") {
+                continue;
+            }
+            let (mnemonic, operands) = split_mnemonic(rest);
+            let func = (code.functions.len() - 1) as u32;
+            if let Some(prev) = code.insns.last_mut() {
+                prev.next = addr;
+            }
+            hints.push((named, operands.to_string()));
+            code.insns.push(Insn {
+                addr,
+                next: addr,
+                flow: flow_of(mnemonic, operands),
+                func,
+            });
+        }
+        // The last instruction's length is unknown; nothing falls out of
+        // the section anyway.
+        for (i, insn) in code.insns.iter().enumerate() {
+            code.at.insert(insn.addr, i);
+        }
+        code.find_jump_tables(&hints, read);
+        code.callback = code
+            .functions
+            .iter()
+            .find(|f| f.name == "__sanitizer_cov_trace_pc")
+            .map(|f| f.entry);
+        if let Some(cb) = code.callback {
+            let cb_func = code.insns.iter().find(|i| i.addr == cb).map(|i| i.func);
+            code.callback_ret = code
+                .insns
+                .iter()
+                .find(|i| Some(i.func) == cb_func && i.flow == Flow::Ret)
+                .map(|i| i.addr);
+            for i in 0..code.insns.len() {
+                if matches!(code.insns[i].flow, Flow::Call(t) | Flow::Jump(t) if t == cb) {
+                    let f = code.insns[i].func as usize;
+                    code.functions[f].instrumented = true;
+                }
+            }
+        }
+        code
+    }
+
+    /// Read the jump tables of indirect jumps in the two shapes gcc and
+    /// clang emit on x86-64: position-independent (`lea TABLE(%rip),%r`,
+    /// then 32-bit entries relative to TABLE) and absolute (`jmp
+    /// *TABLE(,%r,8)`, 64-bit entries). A table ends at the first entry
+    /// that leaves the jump's function.
+    fn find_jump_tables(
+        &mut self,
+        hints: &[(Option<u64>, String)],
+        read: &dyn Fn(u64, usize) -> Option<Vec<u8>>,
+    ) {
+        for (i, insn) in self.insns.iter().enumerate() {
+            if insn.flow != Flow::JumpIndirect {
+                continue;
+            }
+            let func = insn.func as usize;
+            let lo = self.functions[func].entry;
+            let hi = self.functions.get(func + 1).map_or(u64::MAX, |f| f.entry);
+            let inside = |t: u64| t >= lo && t < hi && self.at.contains_key(&t);
+            let mut targets = Vec::new();
+            let operand = &hints[i].1;
+            if let Some(table) = operand
+                .strip_prefix("*0x")
+                .and_then(|r| r.split_once("(,"))
+                .and_then(|(a, _)| u64::from_str_radix(a, 16).ok())
+            {
+                for k in 0..4096u64 {
+                    let Some(b) = read(table + 8 * k, 8) else {
+                        break;
+                    };
+                    let t = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+                    if !inside(t) {
+                        break;
+                    }
+                    targets.push(t);
+                }
+            } else if let Some(table) = (i.saturating_sub(6)..i)
+                .rev()
+                .filter(|&j| self.insns[j].func == insn.func)
+                .find_map(|j| hints[j].0.filter(|_| hints[j].1.contains("(%rip)")))
+            {
+                for k in 0..4096u64 {
+                    let Some(b) = read(table + 4 * k, 4) else {
+                        break;
+                    };
+                    let off = i32::from_le_bytes(b.try_into().expect("4 bytes"));
+                    let t = table.wrapping_add(off as i64 as u64);
+                    if !inside(t) {
+                        break;
+                    }
+                    targets.push(t);
+                }
+            }
+            if !targets.is_empty() {
+                targets.sort_unstable();
+                targets.dedup();
+                self.tables.insert(insn.addr, targets);
+            }
+        }
+    }
+
+    /// The instruction at `addr`.
+    pub fn insn(&self, addr: u64) -> Option<&Insn> {
+        self.at.get(&addr).map(|&i| &self.insns[i])
+    }
+
+    /// The function that contains `addr` (by the last entry at or below it).
+    pub fn function_of(&self, addr: u64) -> Option<&Function> {
+        let i = self.functions.partition_point(|f| f.entry <= addr);
+        i.checked_sub(1).map(|i| &self.functions[i])
+    }
+
+    /// `name+0xoff` for an address.
+    pub fn describe(&self, addr: u64) -> String {
+        match self.function_of(addr) {
+            Some(f) if addr == f.entry => f.name.clone(),
+            Some(f) => format!("{}+{:#x}", f.name, addr - f.entry),
+            None => format!("{addr:#x}"),
+        }
+    }
+
+    /// The coverage call whose return address is `site`, if `site` is one.
+    pub fn call_before(&self, site: u64) -> Option<&Insn> {
+        let i = *self.at.get(&site)?;
+        let call = self.insns.get(i.checked_sub(1)?)?;
+        (call.next == site && self.callback.is_some_and(|cb| call.flow == Flow::Call(cb)))
+            .then_some(call)
+    }
+}
+
+/// Words objdump prints before a mnemonic.
+const PREFIXES: &[&str] = &[
+    "bnd", "notrack", "rep", "repz", "repnz", "data16", "lock", "cs", "ds",
+];
+
+/// Split "prefix… mnemonic operands" after the mnemonic.
+fn split_mnemonic(rest: &str) -> (&str, &str) {
+    let mut pos = 0;
+    loop {
+        let tail = &rest[pos..];
+        let trimmed = tail.trim_start();
+        let start = pos + (tail.len() - trimmed.len());
+        let len = trimmed.find(char::is_whitespace).unwrap_or(trimmed.len());
+        pos = start + len;
+        if len == 0 || !PREFIXES.contains(&&trimmed[..len]) || pos >= rest.len() {
+            return (rest[..pos].trim(), rest[pos..].trim());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "\
+0000000000001150 <main>:
+    1150:\tpush   %r15
+    116a:\tcall   1c00 <__sanitizer_cov_trace_pc>
+    116f:\txor    %edx,%edx
+    1171:\tje     11eb <main+0x9b>
+    1173:\tbnd jmp *%rax
+    1176:\tnotrack jmp *(%rax,%rdx,8)
+    117a:\tcall   *%rdx
+    117c:\trepz ret
+    117e:\tjmp    1150 <main>
+
+0000000000001c00 <__sanitizer_cov_trace_pc>:
+    1c00:\tpush   %r12
+    1c02:\tret
+";
+
+    #[test]
+    fn objdump_text_becomes_flows() {
+        let c = Code::parse(SAMPLE);
+        let flows: Vec<Flow> = c.insns.iter().map(|i| i.flow).collect();
+        assert_eq!(
+            flows,
+            vec![
+                Flow::Next,
+                Flow::Call(0x1c00),
+                Flow::Next,
+                Flow::Cond(0x11eb),
+                Flow::JumpIndirect,
+                Flow::JumpIndirect,
+                Flow::CallIndirect,
+                Flow::Ret,
+                Flow::Jump(0x1150),
+                Flow::Next,
+                Flow::Ret,
+            ]
+        );
+        assert_eq!(c.callback, Some(0x1c00));
+        assert_eq!(c.callback_ret, Some(0x1c02));
+        assert!(c.functions[0].instrumented);
+        assert!(!c.functions[1].instrumented);
+        assert_eq!(c.call_before(0x116f).map(|i| i.addr), Some(0x116a));
+        assert_eq!(c.describe(0x116f), "main+0x1f");
+        assert_eq!(c.insn(0x1171).map(|i| i.next), Some(0x1173));
+    }
+}

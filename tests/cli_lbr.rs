@@ -1,0 +1,208 @@
+//! End-to-end tests of `retrace lbr …`: a writer built by `lbr cc` from a
+//! bundled example program, recorded, converted; and every kind of bad
+//! input refused with one line and status 125.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn retrace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_retrace"))
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("retrace-cli-lbr-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// gcc, or None (skip) unless tools are required.
+fn gcc() -> Option<()> {
+    let ok = Command::new("gcc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("RETRACE_REQUIRE_TOOLS").is_none_or(|v| v != "1"),
+            "gcc is required (RETRACE_REQUIRE_TOOLS=1)"
+        );
+        eprintln!("skipping: gcc is not installed");
+        return None;
+    }
+    cfg!(all(target_arch = "x86_64", target_os = "linux")).then_some(())
+}
+
+fn programs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("programs/src")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// One line on stderr, naming the problem, status 125.
+fn assert_refused(out: &Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains(needle), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn cc_record_convert_end_to_end() {
+    if gcc().is_none() {
+        return;
+    }
+    let dir = scratch("e2e");
+    let writer = dir.join("crc32.writer");
+    let src = programs().join("crc32.c");
+    let inc = programs();
+    let out = retrace(&[
+        "lbr",
+        "cc",
+        "--",
+        "gcc",
+        "-O2",
+        "-g",
+        "-I",
+        s(&inc),
+        s(&src),
+        "-o",
+        s(&writer),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lbr = dir.join("crc32.lbr");
+    let out = retrace(&[
+        "lbr",
+        "record",
+        "--writer",
+        s(&writer),
+        "-o",
+        s(&lbr),
+        "--exact",
+        "--format",
+        "json",
+        "--",
+        "1024",
+        "4",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().last().unwrap();
+    let v: serde_json::Value = serde_json::from_str(last).unwrap();
+    assert_eq!(v["writer_pairs"], v["reader_pairs"]);
+    assert!(v["writer_finished"].as_bool().unwrap());
+    let out = retrace(&["lbr", "convert", s(&lbr), "--format", "json"]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["conversion"]["unresolved"], 0);
+    assert!(v["branches"].as_array().unwrap().len() > 5);
+    let out = retrace(&["lbr", "convert", s(&lbr), "--format", "perfscript"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("PERF_RECORD_MMAP2 "));
+}
+
+#[test]
+fn bad_input_is_refused_in_one_line() {
+    if gcc().is_none() {
+        return;
+    }
+    let dir = scratch("bad");
+    let plain = dir.join("plain");
+    let src = programs().join("crc32.c");
+    let inc = programs();
+    assert!(Command::new("gcc")
+        .args(["-O2", "-I", s(&inc), s(&src), "-o", s(&plain)])
+        .status()
+        .unwrap()
+        .success());
+    let lbr = dir.join("x.lbr");
+    // A program built without the runtime.
+    let out = retrace(&[
+        "lbr",
+        "record",
+        "--writer",
+        s(&plain),
+        "-o",
+        s(&lbr),
+        "--exact",
+    ]);
+    assert_refused(&out, "has no retrace lbr runtime");
+    // Not an executable at all.
+    let text = dir.join("notes.txt");
+    std::fs::write(&text, "hello\n").unwrap();
+    let out = retrace(&[
+        "lbr",
+        "record",
+        "--writer",
+        s(&text),
+        "-o",
+        s(&lbr),
+        "--exact",
+    ]);
+    assert_refused(&out, "is not an ELF executable");
+    // A file of another kind given as a recording.
+    let out = retrace(&["lbr", "convert", s(&text)]);
+    assert_refused(&out, "is not a retrace lbr recording");
+    // A truncated recording.
+    let writer = dir.join("crc32.writer");
+    let out = retrace(&[
+        "lbr",
+        "cc",
+        "--",
+        "gcc",
+        "-O2",
+        "-g",
+        "-I",
+        s(&inc),
+        s(&src),
+        "-o",
+        s(&writer),
+    ]);
+    assert!(out.status.success());
+    let out = retrace(&[
+        "lbr",
+        "record",
+        "--writer",
+        s(&writer),
+        "-o",
+        s(&lbr),
+        "--exact",
+        "--",
+        "64",
+        "1",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let whole = std::fs::read(&lbr).unwrap();
+    let cut = dir.join("cut.lbr");
+    std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+    let out = retrace(&["lbr", "convert", s(&cut)]);
+    assert_refused(&out, "damaged or truncated");
+    // The recording converted against another binary.
+    let out = retrace(&["lbr", "convert", s(&lbr), "--binary", s(&plain)]);
+    assert_refused(&out, "is not the binary this recording was made with");
+    // A missing writer.
+    let out = retrace(&["lbr", "record", "--writer", "/nonexistent/w", "-o", s(&lbr)]);
+    assert_refused(&out, "/nonexistent/w");
+    // A compiler command that fails.
+    let out = retrace(&["lbr", "cc", "--", "gcc", "/nonexistent.c", "-o", s(&writer)]);
+    assert_eq!(out.status.code(), Some(125));
+    let _ = std::fs::remove_dir_all(&dir);
+}
