@@ -37,7 +37,7 @@ pub struct Args {
     /// The if-else bias thresholds to sweep (embodiment 6's gate, in cycles
     /// on `--core`): one `+if-else` rung per threshold after the one with
     /// the gate off.
-    #[arg(long, value_name = "CYCLES", value_delimiter = ',', default_value = "1e3,1e4,1e5,1e6", value_parser = parse_threshold)]
+    #[arg(long, value_name = "CYCLES", value_delimiter = ',', default_value = "1e3,1e4,1e5,1e6", value_parser = super::common::parse_threshold)]
     pub if_else_bias: Vec<f64>,
     #[command(flatten)]
     pub output: FormatArgs,
@@ -47,16 +47,6 @@ pub struct Args {
 
 /// The ladder's rungs not built yet, after the built ones.
 const NOT_BUILT: [&str; 2] = ["+nested", "+functions"];
-
-/// A bias threshold: a number at or above 0 (a usage error otherwise).
-fn parse_threshold(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(v) if v >= 0.0 => Ok(v),
-        _ => Err(format!(
-            "{text:?} is not a bias threshold: give numbers of cycles at or above 0, like 0,1e4"
-        )),
-    }
-}
 
 /// One rung of the ladder.
 #[derive(Serialize)]
@@ -96,6 +86,31 @@ pub struct RungRow {
     pub local_error_mean_percent: Option<f64>,
     /// Local timing error, 99th percentile over calls, in percent.
     pub local_error_p99_percent: Option<f64>,
+}
+
+impl RungRow {
+    /// A row without figures: a level not built yet, or (`built`) one the
+    /// recorder refused for this program.
+    fn empty(program: &str, core: &str, level: &'static str, built: bool) -> RungRow {
+        RungRow {
+            program: program.to_string(),
+            core: core.to_string(),
+            level,
+            if_else_bias: None,
+            built,
+            loops: None,
+            fixed_sites: None,
+            bits_recorded: None,
+            bits_saved: None,
+            loop_runs: None,
+            trace_bytes: None,
+            replay_seconds: None,
+            cycles: None,
+            total_error_percent: None,
+            local_error_mean_percent: None,
+            local_error_p99_percent: None,
+        }
+    }
 }
 
 /// What `retrace aggregate` reports.
@@ -143,6 +158,10 @@ impl Report for AggregateReport {
                 s += &format!("{:<16} not built yet\n", r.level);
                 continue;
             }
+            if r.bits_recorded.is_none() {
+                s += &format!("{:<16} refused for this program (see above)\n", r.level);
+                continue;
+            }
             let level = match r.if_else_bias {
                 Some(0.0) => "  bias < 0".to_string(),
                 Some(t) => format!("  bias < {t:e}"),
@@ -179,7 +198,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     check_xlen(&core, &elf, &shown)?;
     let program = analyse(&elf, &shown)?;
     let fidelity = Fidelity::from(args.fidelity);
-    let rungs = ladder(
+    let ladder = ladder(
         &elf,
         &program,
         || host(&shown, &args.program_args.args),
@@ -196,6 +215,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             crate::status::Status::BadInput,
         ),
     })?;
+    let rungs = &ladder.rungs;
     let reference = rungs[0].estimate.cycles as f64;
     let mut rows: Vec<RungRow> = rungs
         .iter()
@@ -220,25 +240,14 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             local_error_p99_percent: r.local.as_ref().map(|l| l.p99 * 100.0),
         })
         .collect();
+    // A level the recorder refused for this program: a row without
+    // figures, and why on stderr.
+    for (level, why) in &ladder.refused {
+        eprintln!("{shown}: no {} rung: {why}", level.name());
+        rows.push(RungRow::empty(&shown, &core.name, level.name(), true));
+    }
     for level in NOT_BUILT {
-        rows.push(RungRow {
-            program: shown.clone(),
-            core: core.name.clone(),
-            level,
-            if_else_bias: None,
-            built: false,
-            loops: None,
-            fixed_sites: None,
-            bits_recorded: None,
-            bits_saved: None,
-            loop_runs: None,
-            trace_bytes: None,
-            replay_seconds: None,
-            cycles: None,
-            total_error_percent: None,
-            local_error_mean_percent: None,
-            local_error_p99_percent: None,
-        });
+        rows.push(RungRow::empty(&shown, &core.name, level, false));
     }
     let report = AggregateReport {
         program: shown,

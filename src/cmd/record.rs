@@ -66,7 +66,7 @@ pub struct Args {
     /// `|T_true − T_false| × executions` (cycles on `--bias-core`) is at or
     /// above this as a recorded branch. By default every candidate is
     /// aggregated.
-    #[arg(long, value_name = "CYCLES", value_parser = parse_threshold)]
+    #[arg(long, value_name = "CYCLES", value_parser = super::common::parse_threshold)]
     pub if_else_bias: Option<f64>,
     /// The core whose static cycles the if-else bias is measured in.
     #[arg(long, value_name = "NAME|FILE", default_value = "inorder5")]
@@ -397,16 +397,6 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         other => print(&report, other)?,
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A bias threshold: a number at or above 0 (a usage error otherwise).
-fn parse_threshold(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(v) if v >= 0.0 => Ok(v),
-        _ => Err(format!(
-            "{text:?} is not a bias threshold: give a number of cycles at or above 0, like 0 or 1e6"
-        )),
-    }
 }
 
 /// The fixed if-else sites for `--aggregate if-else`: branch probabilities

@@ -163,21 +163,29 @@ fn replay_row(p: &ExampleProgram) -> Result<(), Failed> {
 /// An aggregated trace replayed over another program is refused with a
 /// one-line error, never estimated.
 fn foreign_program() -> Result<(), Failed> {
-    let load = |name: &str| {
-        let p = retrace_testkit::programs::example_program(name);
-        let elf = Elf::parse(&p.bytes()).unwrap();
-        let program = Program::analyse(&elf).unwrap();
-        (p, elf, program)
-    };
     let (p, elf, program) = load("matmul-rv32-O2");
     let plan = LoopPlan::new(&program, Level::Loops);
     let (trace, _, _) = record(&elf, &p.path.display().to_string(), &plan.sites());
+    refused_over_crc32(&trace, "foreign program")
+}
+
+/// An example program, parsed and analysed.
+fn load(name: &str) -> (ExampleProgram, Elf, Program) {
+    let p = retrace_testkit::programs::example_program(name);
+    let elf = Elf::parse(&p.bytes()).unwrap();
+    let program = Program::analyse(&elf).unwrap();
+    (p, elf, program)
+}
+
+/// `trace` (of another program) estimated over crc32-rv32-O2 must fail,
+/// in one line.
+fn refused_over_crc32(trace: &[u8], what: &str) -> Result<(), Failed> {
     let (_, other_elf, other) = load("crc32-rv32-O2");
     let core = preset("ideal").unwrap();
     let got = estimate_trace(
         &other.table,
         Addr(other_elf.entry),
-        &trace[..],
+        trace,
         std::slice::from_ref(&core),
         Fidelity::Fast,
         None,
@@ -190,7 +198,7 @@ fn foreign_program() -> Result<(), Failed> {
         .into()),
         Err(e) if e.to_string().contains('\n') => Err(format!("a multi-line error: {e}").into()),
         Err(e) => {
-            println!("foreign program: {e}");
+            println!("{what}: {e}");
             Ok(())
         }
     }
@@ -208,7 +216,7 @@ fn if_else_row(p: &ExampleProgram) -> Result<(), Failed> {
         ..HostConfig::default()
     };
     let core = preset("inorder5").unwrap();
-    let rungs = ladder(
+    let ladder = ladder(
         &elf,
         &program,
         host,
@@ -218,24 +226,23 @@ fn if_else_row(p: &ExampleProgram) -> Result<(), Failed> {
         &BUILT,
         &SWEEP,
     )
-    .map_err(|e| format!("ladder: {e}"));
+    .map_err(|e| format!("ladder: {e}"))?;
     // A program that writes code: lossy aggregation refuses it (the replay
     // walks other instructions than the run, and could not place the
-    // code events), in one line.
-    let rungs = match rungs {
-        Err(e) if p.name.starts_with("selfmod") => {
-            return if e.contains("code written at run time") && !e.contains('\n') {
+    // code events), in one line, and the ladder has no if-else rung.
+    let writes_code = p.name.starts_with("selfmod");
+    match ladder.refused.as_slice() {
+        [] if !writes_code => {}
+        [(Level::IfElse, why)] if writes_code => {
+            return if why.contains("code written at run time") && !why.contains('\n') {
                 Ok(())
             } else {
-                Err(format!("refused otherwise than expected: {e}").into())
+                Err(format!("refused otherwise than expected: {why}").into())
             };
         }
-        Err(e) => return Err(e.into()),
-        Ok(_) if p.name.starts_with("selfmod") => {
-            return Err("a program that writes code recorded with fixed sites".into())
-        }
-        Ok(r) => r,
-    };
+        other => return Err(format!("refused levels: {other:?}").into()),
+    }
+    let rungs = ladder.rungs;
     let mut bad = Vec::new();
     let plain = &rungs[0];
     let reference = plain.estimate.cycles as f64;
@@ -295,12 +302,6 @@ fn if_else_row(p: &ExampleProgram) -> Result<(), Failed> {
 fn foreign_if_else_plan() -> Result<(), Failed> {
     use retrace_estimate::aggregate::ifelse::IfElsePlan;
     use retrace_estimate::aggregate::ladder::branch_counts;
-    let load = |name: &str| {
-        let p = retrace_testkit::programs::example_program(name);
-        let elf = Elf::parse(&p.bytes()).unwrap();
-        let program = Program::analyse(&elf).unwrap();
-        (p, elf, program)
-    };
     let (p, elf, program) = load("exprparse-rv32-O2");
     let (plain, _, _) = record(&elf, &p.path.display().to_string(), &[]);
     let counts = branch_counts(&program, &plain).map_err(|e| e.to_string())?;
@@ -326,27 +327,7 @@ fn foreign_if_else_plan() -> Result<(), Failed> {
         &plan.fixed_sites(),
     )
     .unwrap();
-    let (_, other_elf, other) = load("crc32-rv32-O2");
-    let got = estimate_trace(
-        &other.table,
-        Addr(other_elf.entry),
-        &trace[..],
-        std::slice::from_ref(&core),
-        Fidelity::Fast,
-        None,
-    );
-    match got {
-        Ok(e) => Err(format!(
-            "estimated {} cycles from another program's trace",
-            e[0].0.cycles
-        )
-        .into()),
-        Err(e) if e.to_string().contains('\n') => Err(format!("a multi-line error: {e}").into()),
-        Err(e) => {
-            println!("foreign if-else plan: {e}");
-            Ok(())
-        }
-    }
+    refused_over_crc32(&trace, "foreign if-else plan")
 }
 
 fn main() {

@@ -455,7 +455,7 @@ pub fn record_run_watched<W: Write, O: Observer>(
     dcaches: &[retrace_timing::CacheModel],
     watcher: &mut O,
 ) -> Result<Recording, RecordError> {
-    record_run_aggregated(
+    record_run_planned(
         elf,
         host,
         console,
@@ -464,6 +464,7 @@ pub fn record_run_watched<W: Write, O: Observer>(
         header,
         dcaches,
         watcher,
+        &[],
         &[],
     )
 }

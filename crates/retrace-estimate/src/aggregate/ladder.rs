@@ -17,7 +17,7 @@ use crate::compare::CompareError;
 use crate::estimator::{Estimate, Fidelity};
 use crate::run::{estimate_trace, replay_visit, time_calls};
 use retrace_program::{Addr, Elf, Program};
-use retrace_sim::record::{record_run_planned, Recording};
+use retrace_sim::record::{record_run_planned, RecordError, Recording};
 use retrace_sim::{Console, HostConfig, StopReason};
 use retrace_timing::CoreModel;
 use retrace_trace::protocol::loops::FixedSite;
@@ -116,6 +116,16 @@ pub fn branch_counts(program: &Program, plain: &[u8]) -> Result<BranchCounts, La
     Ok(counts)
 }
 
+/// The ladder's rungs, and the levels that could not be recorded for this
+/// program, with why (a program that writes code has no `+if-else` rung).
+#[derive(Debug, Default)]
+pub struct Ladder {
+    /// The rungs, from none up.
+    pub rungs: Vec<Rung>,
+    /// Levels refused, with the recorder's reason.
+    pub refused: Vec<(Level, String)>,
+}
+
 /// Record `elf` at each of `levels` and estimate `core` from each trace;
 /// the if-else level once with its gate off and once per threshold of
 /// `thresholds`.
@@ -129,7 +139,7 @@ pub fn ladder(
     fidelity: Fidelity,
     levels: &[Level],
     thresholds: &[f64],
-) -> Result<Vec<Rung>, LadderError> {
+) -> Result<Ladder, LadderError> {
     for &t in thresholds {
         super::formula::keep_unaggregated(0.0, t)?;
     }
@@ -137,8 +147,9 @@ pub fn ladder(
     let mut reference_calls: Option<Vec<Call>> = None;
     let mut counts: Option<BranchCounts> = None;
     let mut rungs = Vec::new();
+    let mut refused = Vec::new();
     let mut plain_rec = Some(plain_rec);
-    for &level in levels {
+    'levels: for &level in levels {
         let loop_plan = LoopPlan::new(program, level);
         let loops = loop_plan.sites();
         let gates: Vec<Option<f64>> = if level == Level::IfElse {
@@ -171,7 +182,17 @@ pub fn ladder(
                     None => record(elf, host(), max_insns, &[], &[])?,
                 }
             } else {
-                record(elf, host(), max_insns, &loops, &fixed)?
+                match record(elf, host(), max_insns, &loops, &fixed) {
+                    // Lossy aggregation cannot follow this program (it
+                    // writes code, or traps mid partial program): no rung.
+                    Err(CompareError::Record(RecordError::Unsupported(why)))
+                        if !fixed.is_empty() =>
+                    {
+                        refused.push((level, why));
+                        continue 'levels;
+                    }
+                    r => r?,
+                }
             };
             let t = Instant::now();
             let est = estimate_trace(
@@ -210,5 +231,5 @@ pub fn ladder(
             });
         }
     }
-    Ok(rungs)
+    Ok(Ladder { rungs, refused })
 }
