@@ -1,7 +1,9 @@
-//! `retrace record --aggregate loops` and `retrace aggregate`: an
+//! `retrace record --aggregate loops|if-else` and `retrace aggregate`: an
 //! aggregated trace records fewer bits, `estimate` (with `--check`) reads
-//! it to the same figures as the plain trace, and the ladder lists the
-//! built levels with figures and the others as not built yet.
+//! a loops trace to the same figures as the plain trace and an if-else
+//! trace to the profiled total, and the ladder lists the built levels with
+//! figures (the if-else bias sweep included) and the others as not built
+//! yet. Bad thresholds and profiles get one-line errors.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -130,22 +132,158 @@ fn the_ladder_shows_built_levels_and_marks_the_rest() {
     let levels: Vec<&str> = rungs.iter().map(|r| r["level"].as_str().unwrap()).collect();
     assert_eq!(
         levels,
-        ["none", "loops", "+if-else", "+nested", "+functions"]
+        [
+            "none",
+            "loops",
+            "+if-else",
+            "+if-else",
+            "+if-else",
+            "+if-else",
+            "+if-else",
+            "+nested",
+            "+functions"
+        ]
     );
-    let (none, loops) = (&rungs[0], &rungs[1]);
+    let (none, loops, ifelse) = (&rungs[0], &rungs[1], &rungs[2]);
     assert_eq!(none["bits_saved"], 0);
     assert!(loops["bits_recorded"].as_u64() < none["bits_recorded"].as_u64());
     assert_eq!(loops["cycles"], none["cycles"]);
     assert_eq!(loops["total_error_percent"], 0.0);
-    for r in &rungs[2..] {
+    assert_eq!(loops["local_error_mean_percent"], 0.0);
+    // The if-else rungs: gate off, then the default sweep 1e3 … 1e6.
+    assert!(ifelse["if_else_bias"].is_null());
+    assert!(ifelse["fixed_sites"].as_u64().unwrap() > 0);
+    assert!(ifelse["bits_recorded"].as_u64() < loops["bits_recorded"].as_u64());
+    assert!(ifelse["local_error_p99_percent"].as_f64().is_some());
+    let swept: Vec<f64> = rungs[3..7]
+        .iter()
+        .map(|r| r["if_else_bias"].as_f64().unwrap())
+        .collect();
+    assert_eq!(swept, [1e3, 1e4, 1e5, 1e6]);
+    for r in &rungs[7..] {
         assert_eq!(r["built"], false);
         assert!(r["cycles"].is_null() && r["bits_recorded"].is_null());
     }
     let text = ok(&retrace(&dir, &["aggregate", "sieve-rv32-O2.elf"]));
-    assert!(text.contains("+nested     not built yet"), "{text}");
+    assert!(text.contains("+nested          not built yet"), "{text}");
+    assert!(text.contains("  bias < 1e4"), "{text}");
     let csv = ok(&retrace(
         &dir,
         &["aggregate", "sieve-rv32-O2.elf", "--format", "csv"],
     ));
-    assert_eq!(csv.lines().count(), 6, "{csv}");
+    assert_eq!(csv.lines().count(), 10, "{csv}");
+}
+
+#[test]
+fn an_if_else_trace_estimates_the_profiled_total() {
+    let dir = scratch("ifelse");
+    let p = "sieve-rv32-O2.elf";
+    ok(&retrace(&dir, &["record", p, "-o", "plain.rtrace"]));
+    let rec = json(&retrace(
+        &dir,
+        &[
+            "record",
+            "--aggregate",
+            "if-else",
+            "--profile",
+            "plain.rtrace",
+            p,
+            "-o",
+            "lossy.rtrace",
+            "--format",
+            "json",
+        ],
+    ));
+    assert!(rec["fixed_sites"].as_u64().unwrap() > 0, "{rec}");
+    assert!(rec["fixed_tests"].as_u64().unwrap() > 0, "{rec}");
+    // Without --profile the program runs once more for the profile: the
+    // same plan, the same trace.
+    ok(&retrace(
+        &dir,
+        &["record", "--aggregate", "if-else", p, "-o", "lossy2.rtrace"],
+    ));
+    assert_eq!(
+        std::fs::read(dir.join("lossy.rtrace")).unwrap(),
+        std::fs::read(dir.join("lossy2.rtrace")).unwrap()
+    );
+    let est = |t: &str| {
+        json(&retrace(
+            &dir,
+            &["estimate", p, t, "--core", "inorder5", "--format", "json"],
+        ))
+    };
+    let (plain, lossy) = (est("plain.rtrace"), est("lossy.rtrace"));
+    let cycles = |v: &serde_json::Value| v.to_string();
+    assert!(!cycles(&plain).is_empty() && !cycles(&lossy).is_empty());
+    // A gate at 0 keeps every candidate recorded: no fixed site.
+    let gated = json(&retrace(
+        &dir,
+        &[
+            "record",
+            "--aggregate",
+            "if-else",
+            "--profile",
+            "plain.rtrace",
+            "--if-else-bias",
+            "0",
+            p,
+            "-o",
+            "gated.rtrace",
+            "--format",
+            "json",
+        ],
+    ));
+    assert_eq!(gated["fixed_sites"], 0, "{gated}");
+}
+
+#[test]
+fn bad_thresholds_and_profiles_are_refused_in_one_line() {
+    let dir = scratch("ifelse-bad");
+    let p = "sieve-rv32-O2.elf";
+    ok(&retrace(
+        &dir,
+        &["record", "crc32-rv32-O2.elf", "-o", "crc.rtrace"],
+    ));
+    let one_line = |args: &[&str], code: i32, says: &str| {
+        let out = retrace(&dir, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!dir.join("out.rtrace").exists(), "{args:?} wrote a trace");
+    };
+    for bad in ["-1", "NaN", "many", "1e3,-5"] {
+        let flag = format!("--if-else-bias={bad}");
+        let args = [
+            "record",
+            "--aggregate",
+            "if-else",
+            &flag,
+            p,
+            "-o",
+            "out.rtrace",
+        ];
+        if !bad.contains(',') {
+            one_line(&args, 2, "bias threshold");
+        }
+        one_line(&["aggregate", p, &flag], 2, "bias threshold");
+    }
+    one_line(
+        &["record", "--if-else-bias", "5", p, "-o", "out.rtrace"],
+        2,
+        "--aggregate if-else only",
+    );
+    one_line(
+        &[
+            "record",
+            "--aggregate",
+            "if-else",
+            "--profile",
+            "crc.rtrace",
+            p,
+            "-o",
+            "out.rtrace",
+        ],
+        125,
+        "not sieve-rv32-O2.elf",
+    );
 }

@@ -1,15 +1,16 @@
 //! `retrace aggregate`: the aggregation ladder of US patent 8,448,140 for one program —
-//! recorded at each level (none, loops, …), each trace replayed on one
-//! core — in one table: bits recorded, trace bytes, replay time and the
-//! error against the unaggregated replay. Levels not built yet are listed
-//! as such, without figures.
+//! recorded at each level (none, loops, +if-else and its bias-threshold
+//! sweep, …), each trace replayed on one core — in one table: bits
+//! recorded, trace bytes, replay time, the total error against the
+//! unaggregated replay and the local timing error (per call). Levels not
+//! built yet are listed as such, without figures.
 
 use super::common::{
     analyse, check_xlen, display, host, load_core, load_elf, thousands, FidelityArg, ProgramArgs,
 };
 use super::compare::pipeline_error;
 use crate::report::{csv_of, print, FormatArgs, Report};
-use retrace_estimate::aggregate::ladder::{ladder, BUILT};
+use retrace_estimate::aggregate::ladder::{ladder, LadderError, BUILT};
 use retrace_estimate::Fidelity;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -19,7 +20,8 @@ use std::process::ExitCode;
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:\n  \
     retrace aggregate matmul-rv32-O2.elf\n  \
-    retrace aggregate sort-rv32-O2.elf --core picorv32 --format csv -- 20000")]
+    retrace aggregate sort-rv32-O2.elf --core picorv32 --format csv -- 20000\n  \
+    retrace aggregate crc32-rv32-O2.elf --if-else-bias 0,100,1e4,1e6")]
 pub struct Args {
     /// The program.
     pub program: PathBuf,
@@ -32,14 +34,19 @@ pub struct Args {
     /// Stop after this many instructions (status 124).
     #[arg(long, value_name = "N")]
     pub max_insns: Option<u64>,
+    /// The if-else bias thresholds to sweep (embodiment 6's gate, in cycles
+    /// on `--core`): one `+if-else` rung per threshold after the one with
+    /// the gate off.
+    #[arg(long, value_name = "CYCLES", value_delimiter = ',', default_value = "1e3,1e4,1e5,1e6", value_parser = super::common::parse_threshold)]
+    pub if_else_bias: Vec<f64>,
     #[command(flatten)]
     pub output: FormatArgs,
     #[command(flatten)]
     pub program_args: ProgramArgs,
 }
 
-/// The ladder's rungs in order; the ones after `loops` are not built yet.
-const LADDER: [&str; 5] = ["none", "loops", "+if-else", "+nested", "+functions"];
+/// The ladder's rungs not built yet, after the built ones.
+const NOT_BUILT: [&str; 2] = ["+nested", "+functions"];
 
 /// One rung of the ladder.
 #[derive(Serialize)]
@@ -48,16 +55,22 @@ pub struct RungRow {
     pub program: String,
     /// The core replayed on.
     pub core: String,
-    /// The level: `none`, `loops`, then the levels still to come.
+    /// The level: `none`, `loops`, `+if-else`, then the levels still to
+    /// come.
     pub level: &'static str,
+    /// The if-else bias threshold of a `+if-else` rung (empty: gate off).
+    pub if_else_bias: Option<f64>,
     /// Whether retrace builds this level yet (the figures are empty when
     /// not).
     pub built: bool,
     /// Loops aggregated.
     pub loops: Option<usize>,
+    /// Fixed if-else sites (branches by probability).
+    pub fixed_sites: Option<usize>,
     /// Branch bits recorded.
     pub bits_recorded: Option<u64>,
-    /// Branches counted by aggregated loops instead of recorded.
+    /// Branches not recorded: counted by aggregated loops, or at fixed
+    /// sites.
     pub bits_saved: Option<u64>,
     /// Loop runs written instead.
     pub loop_runs: Option<u64>,
@@ -69,6 +82,35 @@ pub struct RungRow {
     pub cycles: Option<u64>,
     /// Estimated minus unaggregated cycles, in percent of the latter.
     pub total_error_percent: Option<f64>,
+    /// Local timing error, mean over calls, in percent.
+    pub local_error_mean_percent: Option<f64>,
+    /// Local timing error, 99th percentile over calls, in percent.
+    pub local_error_p99_percent: Option<f64>,
+}
+
+impl RungRow {
+    /// A row without figures: a level not built yet, or (`built`) one the
+    /// recorder refused for this program.
+    fn empty(program: &str, core: &str, level: &'static str, built: bool) -> RungRow {
+        RungRow {
+            program: program.to_string(),
+            core: core.to_string(),
+            level,
+            if_else_bias: None,
+            built,
+            loops: None,
+            fixed_sites: None,
+            bits_recorded: None,
+            bits_saved: None,
+            loop_runs: None,
+            trace_bytes: None,
+            replay_seconds: None,
+            cycles: None,
+            total_error_percent: None,
+            local_error_mean_percent: None,
+            local_error_p99_percent: None,
+        }
+    }
 }
 
 /// What `retrace aggregate` reports.
@@ -94,35 +136,50 @@ fn opt<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
 impl Report for AggregateReport {
     fn text(&self) -> String {
         let mut s = format!(
-            "{} on {} ({} fidelity), {} instructions\n{:<11} {:>5} {:>13} {:>13} {:>10} {:>9} {:>16} {:>9}\n",
+            "{} on {} ({} fidelity), {} instructions\n{:<16} {:>5} {:>5} {:>13} {:>13} {:>10} {:>9} {:>16} {:>9} {:>8} {:>8}\n",
             self.program,
             self.core,
             self.fidelity,
             thousands(self.instructions),
             "level",
             "loops",
+            "fixed",
             "bits",
             "bits saved",
             "bytes",
             "replay s",
             "cycles",
-            "error %"
+            "error %",
+            "local %",
+            "p99 %"
         );
         for r in &self.rungs {
             if !r.built {
-                s += &format!("{:<11} not built yet\n", r.level);
+                s += &format!("{:<16} not built yet\n", r.level);
                 continue;
             }
+            if r.bits_recorded.is_none() {
+                s += &format!("{:<16} refused for this program (see above)\n", r.level);
+                continue;
+            }
+            let level = match r.if_else_bias {
+                Some(0.0) => "  bias < 0".to_string(),
+                Some(t) => format!("  bias < {t:e}"),
+                None => r.level.to_string(),
+            };
             s += &format!(
-                "{:<11} {:>5} {:>13} {:>13} {:>10} {:>9} {:>16} {:>9}\n",
-                r.level,
+                "{:<16} {:>5} {:>5} {:>13} {:>13} {:>10} {:>9} {:>16} {:>9} {:>8} {:>8}\n",
+                level,
                 opt(r.loops, |v| v.to_string()),
+                opt(r.fixed_sites, |v| v.to_string()),
                 opt(r.bits_recorded, thousands),
                 opt(r.bits_saved, thousands),
                 opt(r.trace_bytes, thousands),
                 opt(r.replay_seconds, |v| format!("{v:.3}")),
                 opt(r.cycles, thousands),
                 opt(r.total_error_percent, |v| format!("{v:+.4}")),
+                opt(r.local_error_mean_percent, |v| format!("{v:.3}")),
+                opt(r.local_error_p99_percent, |v| format!("{v:.3}")),
             );
         }
         s
@@ -141,7 +198,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     check_xlen(&core, &elf, &shown)?;
     let program = analyse(&elf, &shown)?;
     let fidelity = Fidelity::from(args.fidelity);
-    let rungs = ladder(
+    let ladder = ladder(
         &elf,
         &program,
         || host(&shown, &args.program_args.args),
@@ -149,20 +206,29 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         &core,
         fidelity,
         &BUILT,
+        &args.if_else_bias,
     )
-    .map_err(|e| pipeline_error(&shown, e))?;
+    .map_err(|e| match e {
+        LadderError::Pipeline(e) => pipeline_error(&shown, e),
+        e => crate::status::tag(
+            anyhow::anyhow!("{shown}: {e}"),
+            crate::status::Status::BadInput,
+        ),
+    })?;
+    let rungs = &ladder.rungs;
     let reference = rungs[0].estimate.cycles as f64;
     let mut rows: Vec<RungRow> = rungs
         .iter()
-        .zip(LADDER)
-        .map(|(r, level)| RungRow {
+        .map(|r| RungRow {
             program: shown.clone(),
             core: core.name.clone(),
-            level,
+            level: r.level.name(),
+            if_else_bias: r.threshold,
             built: true,
             loops: Some(r.loops),
+            fixed_sites: Some(r.fixed),
             bits_recorded: Some(r.recording.branches),
-            bits_saved: Some(r.recording.loops.tests),
+            bits_saved: Some(r.recording.loops.tests + r.recording.loops.fixed),
             loop_runs: Some(r.recording.loops.runs),
             trace_bytes: Some(r.recording.trace.file_bytes),
             replay_seconds: Some(r.replay_seconds),
@@ -170,23 +236,18 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             total_error_percent: Some(
                 (r.estimate.cycles as f64 - reference) / reference.max(1.0) * 100.0,
             ),
+            local_error_mean_percent: r.local.as_ref().map(|l| l.mean * 100.0),
+            local_error_p99_percent: r.local.as_ref().map(|l| l.p99 * 100.0),
         })
         .collect();
-    for level in &LADDER[rungs.len()..] {
-        rows.push(RungRow {
-            program: shown.clone(),
-            core: core.name.clone(),
-            level,
-            built: false,
-            loops: None,
-            bits_recorded: None,
-            bits_saved: None,
-            loop_runs: None,
-            trace_bytes: None,
-            replay_seconds: None,
-            cycles: None,
-            total_error_percent: None,
-        });
+    // A level the recorder refused for this program: a row without
+    // figures, and why on stderr.
+    for (level, why) in &ladder.refused {
+        eprintln!("{shown}: no {} rung: {why}", level.name());
+        rows.push(RungRow::empty(&shown, &core.name, level.name(), true));
+    }
+    for level in NOT_BUILT {
+        rows.push(RungRow::empty(&shown, &core.name, level, false));
     }
     let report = AggregateReport {
         program: shown,

@@ -224,3 +224,14 @@ pub fn stop_status(stop: &retrace_sim::StopReason) -> Status {
         _ => Status::Fault,
     }
 }
+
+/// A bias threshold of the aggregation gates (`--if-else-bias`): a number
+/// of cycles at or above 0; anything else is a usage error.
+pub fn parse_threshold(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v >= 0.0 => Ok(v),
+        _ => Err(format!(
+            "{text:?} is not a bias threshold: give a number of cycles at or above 0, like 0 or 1e6"
+        )),
+    }
+}

@@ -152,6 +152,11 @@ pub struct EstimateRow {
     pub cycles_exclude_dcache: bool,
     /// Parts of the core the fidelity does not model (empty at `control`).
     pub not_modelled: Vec<NotModelled>,
+    /// Cycles the total includes for fixed if-else sites (a trace recorded
+    /// with `--aggregate if-else`: lossy); 0 otherwise. With them,
+    /// `instructions` counts the replay's walk, which takes one way at each
+    /// fixed site, not the run's.
+    pub lossy_cycles: f64,
     /// Loads and stores.
     pub memory_accesses: u64,
     /// Partial programs replayed.
@@ -196,6 +201,7 @@ impl EstimateRow {
             dcache_cycles: matches!(dcache, DcacheTerm::Measured | DcacheTerm::Given)
                 .then_some(e.dcache_cycles),
             dcache_measured: e.dcache_measured,
+            lossy_cycles: e.lossy_cycles,
             dcache,
             cycles_exclude_dcache: dcache == DcacheTerm::Unmeasured,
             not_modelled,
@@ -263,6 +269,13 @@ impl EstimateReport {
             self.estimates.len(),
             first.map_or(0.0, |r| r.seconds)
         );
+        if first.is_some_and(|r| r.lossy_cycles != 0.0) {
+            out += &format!(
+                "lossy aggregation (the trace's fixed if-else sites): the cycles include {:+.0} on {} (each core its own) for the ways the replay did not take, weighted by the profile's probabilities (docs/AGGREGATION.md); instructions are the replay's\n",
+                first.map_or(0.0, |r| r.lossy_cycles),
+                first.map_or("", |r| r.core.as_str())
+            );
+        }
         if let Some(c) = &self.check {
             out += &format!(
                 "check: {} instructions, pc hash {}: the replay follows the functional engine exactly\n",
@@ -423,6 +436,15 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let seconds = start.elapsed().as_secs_f64();
 
     let check = if args.check {
+        if results.iter().any(|(e, _)| e.lossy_cycles != 0.0) {
+            return Err(tag(
+                anyhow!(
+                    "--check: trace {} was recorded with --aggregate if-else, whose replay takes one way at each fixed site where the run took either; only an exact trace (none or loops) can follow the functional engine",
+                    args.trace.display()
+                ),
+                Status::BadInput,
+            ));
+        }
         Some(check(&args, &elf, &program, &shown, &header)?)
     } else {
         None

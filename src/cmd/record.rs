@@ -3,13 +3,16 @@
 //! through; retrace exits 0 when the recording is complete (the program's
 //! own exit code is reported, and kept in the trace).
 
-use super::common::{host, load_elf, preset_dcaches, thousands, ProgramArgs};
+use super::common::{
+    check_trace, host, load_core, load_elf, preset_dcaches, replay_error, thousands, ProgramArgs,
+};
 use crate::report::{csv_of, print, Format, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
+use retrace_estimate::aggregate::ifelse::IfElsePlan;
 use retrace_estimate::aggregate::{Level, LoopPlan};
 use retrace_estimate::compare::add_geometry;
-use retrace_sim::record::{record_run_aggregated, RecordError};
+use retrace_sim::record::{record_run_planned, RecordError};
 use retrace_sim::{Console, Observer, StopReason};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -24,7 +27,8 @@ use std::time::Instant;
     retrace record prog.elf -o prog.rtrace\n  \
     retrace record sort-rv32-O2.elf -o sort.rtrace -- 20000\n  \
     retrace estimate sort-rv32-O2.elf sort.rtrace --core picorv32 --core rocket\n  \
-    retrace record --aggregate loops matmul-rv32-O2.elf -o matmul.rtrace")]
+    retrace record --aggregate loops matmul-rv32-O2.elf -o matmul.rtrace\n  \
+    retrace record --aggregate if-else --profile plain.rtrace crc32-rv32-O2.elf -o crc.rtrace")]
 pub struct Args {
     /// The program: a RISC-V ELF executable.
     pub program: PathBuf,
@@ -48,8 +52,25 @@ pub struct Args {
     /// every loop whose body has no other branch and no call, each
     /// execution's trip count instead of one bit per pass. The estimate
     /// from the trace is the same, cycle for cycle (docs/AGGREGATION.md).
+    /// `if-else` also records nothing for branches whose two ways join by
+    /// the next branch: the replay takes the way the profile saw more often
+    /// and the estimate adds the probability-weighted difference (lossy).
     #[arg(long, value_enum, default_value = "none", value_name = "LEVEL")]
     pub aggregate: AggregateArg,
+    /// For `--aggregate if-else`: a plain (or `loops`) trace of an earlier
+    /// run of this program, whose branch probabilities the plan uses. By
+    /// default the program is run once more first, without its console.
+    #[arg(long, value_name = "TRACE")]
+    pub profile: Option<PathBuf>,
+    /// For `--aggregate if-else`: keep every branch whose if-else bias
+    /// `|T_true − T_false| × executions` (cycles on `--bias-core`) is at or
+    /// above this as a recorded branch. By default every candidate is
+    /// aggregated.
+    #[arg(long, value_name = "CYCLES", value_parser = super::common::parse_threshold)]
+    pub if_else_bias: Option<f64>,
+    /// The core whose static cycles the if-else bias is measured in.
+    #[arg(long, value_name = "NAME|FILE", default_value = "inorder5")]
+    pub bias_core: String,
     /// Output format of the recording's figures: text (on stderr), or one
     /// JSON object or CSV record as the last lines of stdout.
     #[command(flatten)]
@@ -65,6 +86,8 @@ pub enum AggregateArg {
     None,
     /// Loops without inner branches or calls: trip counts, exact.
     Loops,
+    /// Loops, and if-else branches by probability (lossy).
+    IfElse,
 }
 
 impl From<AggregateArg> for Level {
@@ -72,6 +95,7 @@ impl From<AggregateArg> for Level {
         match a {
             AggregateArg::None => Level::None,
             AggregateArg::Loops => Level::Loops,
+            AggregateArg::IfElse => Level::IfElse,
         }
     }
 }
@@ -107,6 +131,12 @@ pub struct RecordReport {
     pub aggregated_tests: u64,
     /// Runs `(loop, count, repeats)` written instead.
     pub loop_runs: u64,
+    /// Fixed if-else sites (lossy aggregation).
+    pub fixed_sites: usize,
+    /// Their executions: branches not recorded.
+    pub fixed_tests: u64,
+    /// Candidates the if-else bias gate kept recorded.
+    pub gated_sites: usize,
 }
 
 impl Report for RecordReport {
@@ -129,7 +159,16 @@ impl Report for RecordReport {
                 self.aggregated_loops,
                 thousands(self.aggregated_tests),
                 thousands(self.loop_runs)
-            )
+            ) + &if self.fixed_sites > 0 || self.gated_sites > 0 {
+                format!(
+                    "fixed {} if-else sites by probability: {} branches not recorded ({} sites kept recorded by the bias gate)\n",
+                    self.fixed_sites,
+                    thousands(self.fixed_tests),
+                    self.gated_sites
+                )
+            } else {
+                String::new()
+            }
         }
     }
 
@@ -236,8 +275,16 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         is_tty: [false; 3],
     };
     let level = Level::from(args.aggregate);
-    let plan = match level {
-        Level::None => LoopPlan::default(),
+    if level != Level::IfElse && (args.profile.is_some() || args.if_else_bias.is_some()) {
+        // A usage error, as clap reports one (status 2).
+        clap::Error::raw(
+            clap::error::ErrorKind::ArgumentConflict,
+            "--profile and --if-else-bias apply to --aggregate if-else only\n",
+        )
+        .exit();
+    }
+    let (plan, ifelse) = match level {
+        Level::None => (LoopPlan::default(), IfElsePlan::default()),
         _ => {
             let program = retrace_program::Program::analyse(&elf).map_err(|e| {
                 tag(
@@ -245,11 +292,17 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                     Status::BadInput,
                 )
             })?;
-            LoopPlan::new(&program, level)
+            let plan = LoopPlan::new(&program, level);
+            let ifelse = if level == Level::IfElse {
+                if_else_plan(&args, &elf, &program, &shown, &plan)?
+            } else {
+                IfElsePlan::default()
+            };
+            (plan, ifelse)
         }
     };
     let start = Instant::now();
-    let rec = record_run_aggregated(
+    let rec = record_run_planned(
         &elf,
         host(&shown, &args.program_args.args),
         console,
@@ -259,6 +312,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         &dcaches,
         &mut StopOnSignal(&signal),
         &plan.sites(),
+        &ifelse.fixed_sites(),
     );
     let wall = start.elapsed().as_secs_f64();
     let signal = signal.load(Ordering::Relaxed);
@@ -333,6 +387,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         aggregated_loops: plan.loops.len(),
         aggregated_tests: rec.loops.tests,
         loop_runs: rec.loops.runs,
+        fixed_sites: ifelse.sites.len(),
+        fixed_tests: rec.loops.fixed,
+        gated_sites: ifelse.gated,
     };
     match args.format.get() {
         // The program's own output owns stdout; the summary goes to stderr.
@@ -340,4 +397,80 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         other => print(&report, other)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The fixed if-else sites for `--aggregate if-else`: branch probabilities
+/// from `--profile`'s trace, or from a run made for it now.
+fn if_else_plan(
+    args: &Args,
+    elf: &retrace_program::Elf,
+    program: &retrace_program::Program,
+    shown: &str,
+    plan: &LoopPlan,
+) -> anyhow::Result<IfElsePlan> {
+    use retrace_estimate::aggregate::ladder::branch_counts;
+    let bad = |e: anyhow::Error| tag(e, Status::BadInput);
+    let plain = match &args.profile {
+        Some(p) => {
+            check_trace(p, elf, shown)?;
+            std::fs::read(p)
+                .map_err(|e| bad(anyhow!("cannot read profile {}: {e}", p.display())))?
+        }
+        None => {
+            let mut trace = Vec::new();
+            let rec = retrace_sim::record::record_run_watched(
+                elf,
+                host(shown, &args.program_args.args),
+                Console::null(),
+                args.max_insns,
+                &mut trace,
+                retrace_trace::Header::new(0, 32, 1),
+                &[],
+                &mut (),
+            )
+            .map_err(|e| {
+                bad(anyhow!(
+                    "cannot profile {shown} for --aggregate if-else: {e}"
+                ))
+            })?;
+            if !matches!(rec.run.stop, StopReason::Exit { .. }) {
+                return Err(tag(
+                    anyhow!(
+                        "the profile run of {shown} for --aggregate if-else stopped: {}; a lossy plan needs a run that reaches its end",
+                        rec.run.stop
+                    ),
+                    Status::Fault,
+                ));
+            }
+            trace
+        }
+    };
+    let shown_profile = args
+        .profile
+        .as_deref()
+        .unwrap_or(std::path::Path::new("(profile run)"));
+    {
+        let mut r = retrace_trace::TraceReader::new(&plain[..])
+            .map_err(|e| bad(anyhow!("profile {}: {e}", shown_profile.display())))?;
+        let lossy = retrace_trace::protocol::loops::LoopDecoder::read_plan(&mut r, 0)
+            .map_err(|e| bad(anyhow!("profile {}: {e}", shown_profile.display())))?
+            .is_some_and(|d| !d.fixed().is_empty());
+        if lossy {
+            return Err(bad(anyhow!(
+                "profile {} was recorded with --aggregate if-else: its fixed branches hold no outcomes; give a plain or --aggregate loops trace",
+                shown_profile.display()
+            )));
+        }
+    }
+    let counts = branch_counts(program, &plain).map_err(|e| match e {
+        retrace_estimate::aggregate::ladder::LadderError::Pipeline(
+            retrace_estimate::compare::CompareError::Replay(e),
+        ) => replay_error(shown_profile, e),
+        e => bad(anyhow!("profile {}: {e}", shown_profile.display())),
+    })?;
+    let gate = load_core(&args.bias_core)?;
+    let exclude: Vec<u64> = plan.sites().iter().map(|s| s.0).collect();
+    // The threshold was checked when parsed.
+    IfElsePlan::new(&program.table, &counts, &exclude, &gate, args.if_else_bias)
+        .map_err(|e| bad(anyhow!("{e}")))
 }

@@ -215,6 +215,11 @@ pub struct Estimate {
     /// calls nested deeper): when not 0, `max_depth` is the bound, not the
     /// run's deepest nesting.
     pub stack_dropped: u64,
+    /// Cycles added for fixed if-else sites (lossy aggregation, seed 000's
+    /// embodiment 3): per visit, the probability-weighted time of the two
+    /// ways less the time of the way the replay took; included in
+    /// `cycles`. 0 for a trace without fixed sites.
+    pub lossy_cycles: f64,
 }
 
 /// Estimates cycles of one core while the walker replays.

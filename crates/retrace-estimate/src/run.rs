@@ -18,10 +18,21 @@ fn replay<V: Visit<PpTable>, S: TraceSource + ?Sized>(
     entry: Addr,
     trace: &S,
     visit: &mut V,
-) -> Result<(WalkStats, Totals, Vec<DcacheMeasurement>), ReplayError> {
+) -> Result<Replayed, ReplayError> {
     replay_with(table, entry, trace, |table, history, start, limit| {
         walk_tracked(table, history, visit, start, limit)
     })
+}
+
+/// Replay `trace` with `visit` watching: the walk's statistics and the
+/// recorded totals.
+pub fn replay_visit<V: Visit<PpTable>, S: TraceSource + ?Sized>(
+    table: &mut PpTable,
+    entry: Addr,
+    trace: &S,
+    visit: &mut V,
+) -> Result<(WalkStats, Totals), ReplayError> {
+    replay(table, entry, trace, visit).map(|r| (r.0, r.1))
 }
 
 /// [`walk`] over a trace's history: through [`Tracked`] when the trace
@@ -40,6 +51,15 @@ fn walk_tracked<R: std::io::Read, V: Visit<PpTable>>(
     walk(table, history, &mut tracked, start, limit)
 }
 
+/// A trace's fixed if-else sites (address, fixed outcome, taken
+/// probability in parts per million) and how often the replay visited
+/// each: what the estimate adds lossy cycles for.
+pub type FixedVisits = (Vec<(u64, bool, u32)>, Vec<u64>);
+
+/// What a replay returns: the walk's statistics, the recorded totals, the
+/// data-cache measurements and the fixed sites' visits.
+type Replayed = (WalkStats, Totals, Vec<DcacheMeasurement>, FixedVisits);
+
 /// The open trace's history, as the walk reads it.
 type SourceHistory<'a, S> = AggregatedHistory<<S as TraceSource>::Reader<'a>>;
 
@@ -54,7 +74,7 @@ fn replay_with<'s, S: TraceSource + ?Sized>(
         PpId,
         u64,
     ) -> Result<WalkStats, ReplayError>,
-) -> Result<(WalkStats, Totals, Vec<DcacheMeasurement>), ReplayError> {
+) -> Result<Replayed, ReplayError> {
     let reader = TraceReader::new(trace.open()?)?;
     // The totals are in the trailer; the walk stops at the recorded
     // instruction count, so read it first from a second reader (cheap: the
@@ -70,15 +90,20 @@ fn replay_with<'s, S: TraceSource + ?Sized>(
     let mut history = AggregatedHistory::new(TraceHistory::new(reader, 0))?;
     history.check_plan(table)?;
     let start = table.resolve(entry.get())?;
-    let stats = walk(table, &mut history, start, totals.instructions)?;
-    // Branches given back from aggregated loops' counts hold no bits.
+    // A trace with fixed sites walks its own instruction count (the walk
+    // block): the fixed ways are not the run's.
+    let limit = totals.walk_instructions.unwrap_or(totals.instructions);
+    let stats = walk(table, &mut history, start, limit)?;
+    // Branches given back from aggregated loops' counts and fixed sites
+    // hold no bits.
     let bits = stats.bits - history.synthesized();
+    let fixed = (history.fixed().to_vec(), history.fixed_visits().to_vec());
     let (recorded, dcache) = history.finish()?.finish_all()?;
     if stats.last_pc != recorded.last_pc {
         return Err(ReplayError::Totals {
             what: format!(
                 "the recorded run ended at pc {:#x}, the replay after {} instructions at {:#x}",
-                recorded.last_pc, recorded.instructions, stats.last_pc
+                recorded.last_pc, limit, stats.last_pc
             ),
         });
     }
@@ -98,7 +123,7 @@ fn replay_with<'s, S: TraceSource + ?Sized>(
             ),
         });
     }
-    Ok((stats, recorded, dcache))
+    Ok((stats, recorded, dcache, fixed))
 }
 
 /// The trailer's totals, read from the end of the trace.
@@ -211,6 +236,7 @@ fn estimate_cores<S: TraceSource + ?Sized>(
                         .collect());
                     // Each core's walk statistics.
                     let mut walks = Vec::new();
+                    let mut fixed: FixedVisits = Default::default();
                     let measured = if spans && fidelity == Fidelity::Fast {
                         // Memoised stretches belong to one core's node graph:
                         // each core walks the trace on its own.
@@ -218,7 +244,7 @@ fn estimate_cores<S: TraceSource + ?Sized>(
                         for est in &mut fan.0 {
                             let mut memo = Spans::default();
                             let stats;
-                            (stats, _, measured) =
+                            (stats, _, measured, fixed) =
                                 replay_with(&mut t, entry, trace, |t, h, s, n| {
                                     if h.plan().is_some() {
                                         // The stretches key on the trace's
@@ -235,7 +261,8 @@ fn estimate_cores<S: TraceSource + ?Sized>(
                         }
                         measured
                     } else {
-                        let (stats, _, measured) = replay(&mut t, entry, trace, &mut fan)?;
+                        let (stats, _, measured, f) = replay(&mut t, entry, trace, &mut fan)?;
+                        fixed = f;
                         walks.resize(fan.0.len(), stats);
                         measured
                     };
@@ -252,6 +279,16 @@ fn estimate_cores<S: TraceSource + ?Sized>(
                             est.set_dcache_miss_rate(measured_rate.unwrap_or(0.0));
                         }
                         let mut e = est.estimate();
+                        if !fixed.0.is_empty() {
+                            let per_visit =
+                                crate::aggregate::ifelse::corrections(table, core, &fixed.0);
+                            e.lossy_cycles = per_visit
+                                .iter()
+                                .zip(&fixed.1)
+                                .map(|(c, &n)| c * n as f64)
+                                .sum();
+                            e.cycles = (e.cycles as f64 + e.lossy_cycles).round().max(0.0) as u64;
+                        }
                         (e.max_depth, e.stack_dropped) = (walked.max_depth, walked.dropped);
                         e.dcache_measured = core.dcache.is_none()
                             || dcache_miss_rate.is_some()
@@ -318,7 +355,7 @@ pub fn profile_trace<S: TraceSource + ?Sized>(
 ) -> Result<(crate::profile::Profile, Estimate), ReplayError> {
     let mut table = program.table.clone();
     let mut prof = crate::profile::Profiler::new(Estimator::new(core, fidelity, 0.0), program);
-    let (_, _, measured) = replay(&mut table, program.entry, trace, &mut prof)?;
+    let (_, _, measured, _) = replay(&mut table, program.entry, trace, &mut prof)?;
     let (profile, mut est) = prof.finish(&table);
     let mut measured_rate = false;
     if let Some(dc) = &core.dcache {
@@ -333,4 +370,29 @@ pub fn profile_trace<S: TraceSource + ?Sized>(
     let mut e = est.estimate();
     e.dcache_measured = core.dcache.is_none() || measured_rate;
     Ok((profile, e))
+}
+
+/// Replay `trace` on one core timing every call (the local timing error's
+/// input, [`crate::aggregate::local`]): per call, the callee's entry and
+/// its duration, fixed if-else sites' lossy cycles included where the
+/// replay visits them.
+pub fn time_calls<S: TraceSource + ?Sized>(
+    program: &retrace_program::Program,
+    trace: &S,
+    core: &CoreModel,
+    fidelity: Fidelity,
+) -> Result<Vec<crate::aggregate::local::Call>, ReplayError> {
+    let fixed = {
+        let mut r = TraceReader::new(trace.open()?)?;
+        retrace_trace::protocol::loops::LoopDecoder::read_plan(&mut r, 0)?
+            .map(|d| d.fixed().to_vec())
+            .unwrap_or_default()
+    };
+    let per_visit = crate::aggregate::ifelse::corrections(&program.table, core, &fixed);
+    let lossy = fixed.iter().map(|f| f.0).zip(per_visit).collect();
+    let mut timer =
+        crate::aggregate::local::CallTimer::new(Estimator::new(core, fidelity, 0.0), lossy);
+    let mut table = program.table.clone();
+    replay(&mut table, program.entry, trace, &mut timer)?;
+    Ok(timer.calls)
 }

@@ -9,7 +9,10 @@
 //! generic over it, so the file and the memory paths compile to the same
 //! walk.
 
-use retrace_trace::{decode_trailer, Totals, TraceError, TRAILER_LEN};
+use retrace_trace::{
+    decode_trailer, decode_walk_block, trailer_has_walk, Totals, TraceError, TRAILER_LEN,
+    WALK_BLOCK_LEN,
+};
 use std::io::{BufReader, Cursor, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -74,10 +77,26 @@ pub fn read_totals_from(mut input: impl Read + Seek) -> Result<Totals, TraceErro
     input.seek(SeekFrom::Start(len - trailer))?;
     let mut t = [0u8; TRAILER_LEN];
     input.read_exact(&mut t)?;
-    decode_trailer(&t).ok_or_else(|| TraceError::Truncated {
+    let mut totals = decode_trailer(&t).ok_or_else(|| TraceError::Truncated {
         offset: len,
         what: "no valid trailer at the end of the file".into(),
-    })
+    })?;
+    if trailer_has_walk(&t) {
+        // The walk block sits right before the trailer.
+        let block = WALK_BLOCK_LEN as u64;
+        let bad = || TraceError::Truncated {
+            offset: len - trailer,
+            what: "the trailer announces a walk block that is not before it".into(),
+        };
+        if len < trailer + block {
+            return Err(bad());
+        }
+        input.seek(SeekFrom::Start(len - trailer - block))?;
+        let mut b = [0u8; WALK_BLOCK_LEN];
+        input.read_exact(&mut b)?;
+        totals.walk_instructions = Some(decode_walk_block(&b).ok_or_else(bad)?);
+    }
+    Ok(totals)
 }
 
 #[cfg(test)]

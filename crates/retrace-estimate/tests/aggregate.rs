@@ -9,8 +9,16 @@
 //!   sequence and to the plain trace's estimate, cycle for cycle, on
 //!   `ideal`, `picorv32` (RV32) and `inorder5`.
 //!
+//! - the aggregation ladder (`aggregate::PROG::if-else`): with fixed
+//!   if-else sites (embodiment 3, lossy) the trace holds the plain bits less
+//!   the loops' tests and the fixed sites' executions, replays making the
+//!   plain replay's calls in the same order, and its total on `inorder5`
+//!   is within 0.1% of the plain one on the profiled input; raising the
+//!   if-else bias threshold (embodiment 6's gate) never records more bits.
+//!
 //! Each row prints the bits and bytes saved (`--nocapture`).
 
+use retrace_estimate::aggregate::ladder::{ladder, BUILT};
 use retrace_estimate::aggregate::{Level, LoopPlan};
 use retrace_estimate::{estimate_trace, replay_check, Fidelity};
 use retrace_isa::{Class, Xlen};
@@ -155,21 +163,29 @@ fn replay_row(p: &ExampleProgram) -> Result<(), Failed> {
 /// An aggregated trace replayed over another program is refused with a
 /// one-line error, never estimated.
 fn foreign_program() -> Result<(), Failed> {
-    let load = |name: &str| {
-        let p = retrace_testkit::programs::example_program(name);
-        let elf = Elf::parse(&p.bytes()).unwrap();
-        let program = Program::analyse(&elf).unwrap();
-        (p, elf, program)
-    };
     let (p, elf, program) = load("matmul-rv32-O2");
     let plan = LoopPlan::new(&program, Level::Loops);
     let (trace, _, _) = record(&elf, &p.path.display().to_string(), &plan.sites());
+    refused_over_crc32(&trace, "foreign program")
+}
+
+/// An example program, parsed and analysed.
+fn load(name: &str) -> (ExampleProgram, Elf, Program) {
+    let p = retrace_testkit::programs::example_program(name);
+    let elf = Elf::parse(&p.bytes()).unwrap();
+    let program = Program::analyse(&elf).unwrap();
+    (p, elf, program)
+}
+
+/// `trace` (of another program) estimated over crc32-rv32-O2 must fail,
+/// in one line.
+fn refused_over_crc32(trace: &[u8], what: &str) -> Result<(), Failed> {
     let (_, other_elf, other) = load("crc32-rv32-O2");
     let core = preset("ideal").unwrap();
     let got = estimate_trace(
         &other.table,
         Addr(other_elf.entry),
-        &trace[..],
+        trace,
         std::slice::from_ref(&core),
         Fidelity::Fast,
         None,
@@ -182,23 +198,157 @@ fn foreign_program() -> Result<(), Failed> {
         .into()),
         Err(e) if e.to_string().contains('\n') => Err(format!("a multi-line error: {e}").into()),
         Err(e) => {
-            println!("foreign program: {e}");
+            println!("{what}: {e}");
             Ok(())
         }
     }
 }
 
+/// Thresholds the ladder sweeps, ascending.
+const SWEEP: [f64; 3] = [1e2, 1e4, 1e6];
+
+fn if_else_row(p: &ExampleProgram) -> Result<(), Failed> {
+    let elf = Elf::parse(&p.bytes()).unwrap();
+    let program = Program::analyse(&elf).unwrap();
+    let path = p.path.display().to_string();
+    let host = || HostConfig {
+        cmdline: path.clone(),
+        ..HostConfig::default()
+    };
+    let core = preset("inorder5").unwrap();
+    let ladder = ladder(
+        &elf,
+        &program,
+        host,
+        BUDGET,
+        &core,
+        Fidelity::Fast,
+        &BUILT,
+        &SWEEP,
+    )
+    .map_err(|e| format!("ladder: {e}"))?;
+    // A program that writes code: lossy aggregation refuses it (the replay
+    // walks other instructions than the run, and could not place the
+    // code events), in one line, and the ladder has no if-else rung.
+    let writes_code = p.name.starts_with("selfmod");
+    match ladder.refused.as_slice() {
+        [] if !writes_code => {}
+        [(Level::IfElse, why)] if writes_code => {
+            return if why.contains("code written at run time") && !why.contains('\n') {
+                Ok(())
+            } else {
+                Err(format!("refused otherwise than expected: {why}").into())
+            };
+        }
+        other => return Err(format!("refused levels: {other:?}").into()),
+    }
+    let rungs = ladder.rungs;
+    let mut bad = Vec::new();
+    let plain = &rungs[0];
+    let reference = plain.estimate.cycles as f64;
+    let lossy: Vec<_> = rungs.iter().filter(|r| r.level == Level::IfElse).collect();
+    if lossy.len() != 1 + SWEEP.len() {
+        bad.push(format!("{} if-else rungs", lossy.len()));
+    }
+    for r in &lossy {
+        let l = r.recording.loops;
+        if r.recording.branches + l.tests + l.fixed != plain.recording.branches {
+            bad.push(format!(
+                "threshold {:?}: {} bits + {} loop tests + {} fixed, the plain recording has {} bits",
+                r.threshold, r.recording.branches, l.tests, l.fixed, plain.recording.branches
+            ));
+        }
+        let err = (r.estimate.cycles as f64 - reference) / reference;
+        if err.abs() > 1e-3 {
+            bad.push(format!(
+                "threshold {:?}: total error {:+.4}%",
+                r.threshold,
+                err * 100.0
+            ));
+        }
+        if r.local.is_none() {
+            bad.push(format!("threshold {:?}: no local error", r.threshold));
+        }
+    }
+    let off = lossy[0];
+    println!(
+        "{:<22} {:>3} fixed  bits {:>11} -> {:>11} ({:>5.1}% fewer)  error {:+.5}%  local mean {:.4}% p99 {:.4}%",
+        p.name,
+        off.fixed,
+        plain.recording.branches,
+        off.recording.branches,
+        (plain.recording.branches - off.recording.branches) as f64 * 100.0
+            / plain.recording.branches.max(1) as f64,
+        (off.estimate.cycles as f64 - reference) / reference * 100.0,
+        off.local.as_ref().map_or(0.0, |l| l.mean * 100.0),
+        off.local.as_ref().map_or(0.0, |l| l.p99 * 100.0),
+    );
+    // Ascending thresholds aggregate more; the gate off aggregates most.
+    let bits: Vec<u64> = lossy[1..]
+        .iter()
+        .map(|r| r.recording.branches)
+        .chain([off.recording.branches])
+        .collect();
+    if !bits.windows(2).all(|w| w[0] >= w[1]) {
+        bad.push(format!(
+            "bits by rising threshold {SWEEP:?} then gate off: {bits:?}"
+        ));
+    }
+    all_ok(bad)
+}
+
+/// A trace with fixed if-else sites replayed over another program is
+/// refused with a one-line error.
+fn foreign_if_else_plan() -> Result<(), Failed> {
+    use retrace_estimate::aggregate::ifelse::IfElsePlan;
+    use retrace_estimate::aggregate::ladder::branch_counts;
+    let (p, elf, program) = load("exprparse-rv32-O2");
+    let (plain, _, _) = record(&elf, &p.path.display().to_string(), &[]);
+    let counts = branch_counts(&program, &plain).map_err(|e| e.to_string())?;
+    let core = preset("inorder5").unwrap();
+    let plan = IfElsePlan::new(&program.table, &counts, &[], &core, None).unwrap();
+    if plan.sites.is_empty() {
+        return Err("exprparse has no if-else candidate".into());
+    }
+    let mut trace = Vec::new();
+    retrace_sim::record::record_run_planned(
+        &elf,
+        HostConfig {
+            cmdline: p.path.display().to_string(),
+            ..HostConfig::default()
+        },
+        Console::null(),
+        BUDGET,
+        &mut trace,
+        retrace_trace::Header::new(0, 32, 1),
+        &[],
+        &mut (),
+        &[],
+        &plan.fixed_sites(),
+    )
+    .unwrap();
+    refused_over_crc32(&trace, "foreign if-else plan")
+}
+
 fn main() {
-    let mut trials = vec![Trial::test("aggregate::foreign-program", foreign_program)];
+    let mut trials = vec![
+        Trial::test("aggregate::foreign-program", foreign_program),
+        Trial::test("aggregate::foreign-if-else-plan", foreign_if_else_plan),
+    ];
     for p in example_programs() {
         let q = p.clone();
         trials.push(Trial::test(
             format!("aggregate::{}::plan", p.name),
             move || plan_row(&q),
         ));
+        let q = p.clone();
         trials.push(Trial::test(
             format!("aggregate::{}::loops", p.name),
-            move || replay_row(&p),
+            move || replay_row(&q),
+        ));
+        trials.push(Trial::test(
+            format!("aggregate::{}::if-else", p.name),
+            move || if_else_row(&p),
         ));
     }
     trials::run(trials, || {});

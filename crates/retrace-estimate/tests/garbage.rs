@@ -69,6 +69,7 @@ fn garbage(elf: &Elf, seed: u64, bits: u32, every: u32, instructions: u64) -> Ve
         escapes,
         exit_code: 0,
         last_pc: elf.entry,
+        walk_instructions: None,
     };
     w.finish(&totals).unwrap();
     buf

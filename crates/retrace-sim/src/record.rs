@@ -29,7 +29,7 @@
 
 use crate::observer::{CodeEvent, HartId, Observer, TrapEvent};
 use retrace_isa::{Flow, Inst};
-use retrace_trace::protocol::loops::{LoopEncoder, LoopStats};
+use retrace_trace::protocol::loops::{FixedSite, LoopEncoder, LoopStats};
 use retrace_trace::protocol::Encoder;
 use retrace_trace::{Totals, TraceError, TraceWriter, WriteSummary};
 use std::io::Write;
@@ -53,6 +53,8 @@ pub struct Recorder<W: Write> {
     /// Aggregated loops (seed 000, embodiment 2): in front of the encoder's
     /// branch event, their continue tests count instead of writing bits.
     loops: Option<LoopEncoder>,
+    /// The plan has fixed sites (see [`Recorder::aggregate`]).
+    fixed: bool,
 }
 
 /// Measures data-cache miss rates on a thread of its own: the engine logs
@@ -138,6 +140,7 @@ impl<W: Write> Recorder<W> {
             unsupported: None,
             dcaches: None,
             loops: None,
+            fixed: false,
         }
     }
 
@@ -146,8 +149,29 @@ impl<W: Write> Recorder<W> {
     /// counted into the trace's loop runs instead of written as bits, and
     /// the plan is written first. Call before the run.
     pub fn aggregate_loops(&mut self, sites: &[(u64, bool)]) {
-        if !sites.is_empty() {
-            self.loops = Some(LoopEncoder::new(&mut self.encoder, sites));
+        self.aggregate(sites, &[]);
+    }
+
+    /// [`Recorder::aggregate_loops`], and make `fixed` fixed sites (seed
+    /// 000's embodiment 3, lossy): branches that write nothing and that the
+    /// replay always takes one way. A run with fixed sites cannot take a
+    /// trap in the middle of a partial program or write code (the replay,
+    /// which walks other instructions than the run, could not place
+    /// them): the recording stops there as unsupported.
+    pub fn aggregate(&mut self, sites: &[(u64, bool)], fixed: &[FixedSite]) {
+        if !sites.is_empty() || !fixed.is_empty() {
+            self.loops = Some(LoopEncoder::with_fixed(&mut self.encoder, sites, fixed));
+            self.fixed = !fixed.is_empty();
+        }
+    }
+
+    /// Refuse, in a recording with fixed sites, an event the replay could
+    /// not place.
+    fn refuse_with_fixed(&mut self, what: &str) {
+        if self.fixed {
+            self.unsupported.get_or_insert_with(|| {
+                format!("{what} in a recording with lossy aggregation (fixed if-else sites): record with --aggregate loops or none")
+            });
         }
     }
 
@@ -314,10 +338,12 @@ impl<W: Write> Observer for Recorder<W> {
         }
         // The replay cuts the partial program it is in after as many
         // instructions as it has executed by now.
+        let executed = ev.retired + t.calls;
+        self.refuse_with_fixed("a trap in the middle of a partial program");
         if let Some(l) = &mut self.loops {
             l.trap(&mut self.encoder, h);
         }
-        self.encoder.trap(h, ev.retired + t.calls, handler);
+        self.encoder.trap(h, executed, handler);
     }
 
     fn keep_going(&mut self) -> bool {
@@ -359,6 +385,7 @@ impl<W: Write> Observer for Recorder<W> {
         let addr = ev.base + lo as u64;
         shadow.patch(retrace_program::Addr(addr), bytes);
         let calls = self.harts.get(ev.hart).map_or(0, |t| t.calls);
+        self.refuse_with_fixed("code written at run time");
         // Aggregated loops: a code event ends the execution in progress, as
         // a trap does, so the replay's history resets at the same point.
         if let Some(l) = &mut self.loops {
@@ -428,7 +455,7 @@ pub fn record_run_watched<W: Write, O: Observer>(
     dcaches: &[retrace_timing::CacheModel],
     watcher: &mut O,
 ) -> Result<Recording, RecordError> {
-    record_run_aggregated(
+    record_run_planned(
         elf,
         host,
         console,
@@ -437,6 +464,7 @@ pub fn record_run_watched<W: Write, O: Observer>(
         header,
         dcaches,
         watcher,
+        &[],
         &[],
     )
 }
@@ -450,10 +478,39 @@ pub fn record_run_aggregated<W: Write, O: Observer>(
     console: crate::Console,
     max_insns: Option<u64>,
     out: W,
+    header: retrace_trace::Header,
+    dcaches: &[retrace_timing::CacheModel],
+    watcher: &mut O,
+    loops: &[(u64, bool)],
+) -> Result<Recording, RecordError> {
+    record_run_planned(
+        elf,
+        host,
+        console,
+        max_insns,
+        out,
+        header,
+        dcaches,
+        watcher,
+        loops,
+        &[],
+    )
+}
+
+/// [`record_run_aggregated`] with `fixed` sites too (see
+/// [`Recorder::aggregate`]).
+#[allow(clippy::too_many_arguments)]
+pub fn record_run_planned<W: Write, O: Observer>(
+    elf: &retrace_program::Elf,
+    host: crate::HostConfig,
+    console: crate::Console,
+    max_insns: Option<u64>,
+    out: W,
     mut header: retrace_trace::Header,
     dcaches: &[retrace_timing::CacheModel],
     watcher: &mut O,
     loops: &[(u64, bool)],
+    fixed: &[FixedSite],
 ) -> Result<Recording, RecordError> {
     let mut machine = crate::Machine::new(elf, &crate::MachineConfig::default(), host, console)?;
     header.identity = elf.identity();
@@ -465,7 +522,7 @@ pub fn record_run_aggregated<W: Write, O: Observer>(
         rec = rec.with_code(code);
     }
     rec.measure_dcaches(dcaches);
-    rec.aggregate_loops(loops);
+    rec.aggregate(loops, fixed);
     let run = machine.run(max_insns, &mut (&mut rec, watcher));
     if let Some(why) = rec.unsupported() {
         return Err(RecordError::Unsupported(why.to_string()));

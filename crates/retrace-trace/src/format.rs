@@ -17,6 +17,14 @@ pub const SEGMENT_TAG: u8 = b'S';
 pub const TRAILER_TAG: u8 = b'T';
 /// Tag byte of the optional measurements block (before the trailer).
 pub const MEASUREMENTS_TAG: u8 = b'M';
+/// Tag of the walk block (a trace recorded with fixed sites: the
+/// instructions its replay walks).
+pub const WALK_TAG: u8 = b'G';
+/// Bytes of the walk block: tag, 3 reserved, the walk's instructions (u64),
+/// 4 reserved, CRC-32 of the 16 bytes before it.
+pub const WALK_BLOCK_LEN: usize = 20;
+/// Trailer byte 1, bit 0: a walk block comes right before the trailer.
+pub const TRAILER_HAS_WALK: u8 = 1;
 /// Segment header flag (byte 2): the writer closed the segment before an
 /// event other than a branch bit (its records had grown large with no bit
 /// to close before). A reader that has drained such a segment must load
@@ -244,12 +252,19 @@ pub struct Totals {
     pub exit_code: i64,
     /// Address of the last instruction executed: the replay must end there.
     pub last_pc: u64,
+    /// Instructions the replay walks, when it is not `instructions`: a
+    /// recording with fixed sites (lossy aggregation), whose replay takes
+    /// one way through each where the run took either (the walk block).
+    pub walk_instructions: Option<u64>,
 }
 
 impl Totals {
     pub(crate) fn encode(&self, segments: u32) -> [u8; TRAILER_LEN] {
         let mut t = [0u8; TRAILER_LEN];
         t[0] = TRAILER_TAG;
+        if self.walk_instructions.is_some() {
+            t[1] = TRAILER_HAS_WALK;
+        }
         t[4..8].copy_from_slice(&segments.to_le_bytes());
         t[8..16].copy_from_slice(&self.instructions.to_le_bytes());
         t[16..24].copy_from_slice(&self.branches.to_le_bytes());
@@ -279,6 +294,7 @@ impl Totals {
                 escapes: le64(32..40),
                 exit_code: le64(40..48) as i64,
                 last_pc: le64(48..56),
+                walk_instructions: None,
             },
             segments,
         ))
@@ -469,6 +485,31 @@ impl Cursor<'_> {
         self.pos += n;
         Some(v)
     }
+}
+
+/// Whether the trailer says a walk block comes right before it (then a
+/// reader learns [`Totals::walk_instructions`] from it:
+/// [`decode_walk_block`]).
+pub fn trailer_has_walk(bytes: &[u8; TRAILER_LEN]) -> bool {
+    bytes[1] & TRAILER_HAS_WALK != 0
+}
+
+/// Encode the walk block.
+pub(crate) fn encode_walk_block(walk: u64) -> [u8; WALK_BLOCK_LEN] {
+    let mut b = [0u8; WALK_BLOCK_LEN];
+    b[0] = WALK_TAG;
+    b[4..12].copy_from_slice(&walk.to_le_bytes());
+    let crc = crc32fast::hash(&b[..16]);
+    b[16..20].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+/// Parse a walk block: the instructions the replay walks, or `None` when
+/// the bytes are not one.
+pub fn decode_walk_block(b: &[u8; WALK_BLOCK_LEN]) -> Option<u64> {
+    let crc = u32::from_le_bytes(b[16..20].try_into().unwrap());
+    (b[0] == WALK_TAG && crc == crc32fast::hash(&b[..16]))
+        .then(|| u64::from_le_bytes(b[4..12].try_into().unwrap()))
 }
 
 /// Parse the last [`TRAILER_LEN`] bytes of a trace: its totals, or `None`

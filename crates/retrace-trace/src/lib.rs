@@ -41,8 +41,9 @@ mod reader;
 mod writer;
 
 pub use format::{
-    decode_trailer, decode_varint, DcacheMeasurement, Header, StreamKind, Totals, TraceError,
-    FORMAT_VERSION, MAGIC, MAX_VARINT_LEN, TRAILER_LEN,
+    decode_trailer, decode_varint, decode_walk_block, trailer_has_walk, DcacheMeasurement, Header,
+    StreamKind, Totals, TraceError, FORMAT_VERSION, MAGIC, MAX_VARINT_LEN, TRAILER_LEN,
+    WALK_BLOCK_LEN,
 };
 pub use pc_sequence::PcSequence;
 pub use reader::{rewrite_records, TraceReader};

@@ -372,6 +372,10 @@ impl<W: Write> Encoder<W> {
         totals.branches = self.writer.branches();
         totals.indirect = events.indirect;
         totals.escapes = events.escapes;
+        if self.loops.has_fixed {
+            let adjust = self.loops.stats.walk_adjust;
+            totals.walk_instructions = Some(totals.instructions.saturating_add_signed(adjust));
+        }
         self.writer.finish_with(&totals, dcache)
     }
 }

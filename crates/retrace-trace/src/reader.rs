@@ -7,6 +7,7 @@ use crate::format::{
     decode_varint, Cursor, Header, StreamKind, Totals, TraceError, FORMAT_VERSION, MAGIC,
     MAX_SEGMENT_RAW, SEGMENT_HEADER_LEN, SEGMENT_MID_GAP, SEGMENT_TAG, TRAILER_LEN, TRAILER_TAG,
 };
+use crate::format::{decode_walk_block, trailer_has_walk, WALK_BLOCK_LEN, WALK_TAG};
 use crate::format::{DcacheMeasurement, MEASUREMENTS_TAG, MEASUREMENT_LEN};
 use std::io::Read;
 
@@ -64,6 +65,8 @@ pub struct TraceReader<R: Read> {
     mid_gap_crossings: u64,
     totals: Option<(Totals, u32)>,
     dcache: Vec<DcacheMeasurement>,
+    /// The walk block's figure, once read.
+    walk: Option<u64>,
     /// Buffers reused from segment to segment: the stored (compressed)
     /// payload, the decompressed one, and the decompression context. A
     /// fresh megabyte per segment would cost the replay more in page faults
@@ -103,6 +106,7 @@ impl<R: Read> TraceReader<R> {
             mid_gap_crossings: 0,
             totals: None,
             dcache: Vec::new(),
+            walk: None,
             stored: Vec::new(),
             raw: Vec::new(),
             zstd: None,
@@ -454,6 +458,24 @@ impl<R: Read> TraceReader<R> {
         match tag[0] {
             SEGMENT_TAG => self.load_segment(at),
             MEASUREMENTS_TAG => self.load_measurements(at),
+            WALK_TAG => {
+                let mut b = [0u8; WALK_BLOCK_LEN];
+                b[0] = WALK_TAG;
+                if read_full(&mut self.input, &mut b[1..])? < WALK_BLOCK_LEN - 1 {
+                    return Err(truncated(at, "walk block"));
+                }
+                self.offset += WALK_BLOCK_LEN as u64;
+                match decode_walk_block(&b) {
+                    Some(w) if self.walk.is_none() => {
+                        self.walk = Some(w);
+                        Ok(())
+                    }
+                    _ => Err(corrupt(
+                        at,
+                        "walk block checksum mismatch (or a second one)".into(),
+                    )),
+                }
+            }
             TRAILER_TAG => {
                 let mut t = [0u8; TRAILER_LEN];
                 t[0] = TRAILER_TAG;
@@ -461,8 +483,15 @@ impl<R: Read> TraceReader<R> {
                     return Err(truncated(at, "trailer"));
                 }
                 self.offset += TRAILER_LEN as u64;
-                let (totals, segments) = Totals::decode(&t)
+                let (mut totals, segments) = Totals::decode(&t)
                     .ok_or_else(|| corrupt(at, "trailer checksum or end magic mismatch".into()))?;
+                if trailer_has_walk(&t) != self.walk.is_some() {
+                    return Err(corrupt(
+                        at,
+                        "the trailer and the walk block disagree on whether there is one".into(),
+                    ));
+                }
+                totals.walk_instructions = self.walk;
                 let seen = self.segment.wrapping_add(1);
                 if segments != seen {
                     return Err(corrupt(
@@ -808,6 +837,11 @@ pub fn rewrite_records(
                 let n = usize::from(u16::from_le_bytes([head[1], head[2]]));
                 c.bytes(n * MEASUREMENT_LEN + 4)
                     .ok_or_else(|| bad(at, "measurements"))?;
+                out.extend_from_slice(&trace[at..c.pos]);
+            }
+            WALK_TAG => {
+                c.bytes(WALK_BLOCK_LEN - 1)
+                    .ok_or_else(|| bad(at, "walk block"))?;
                 out.extend_from_slice(&trace[at..c.pos]);
             }
             TRAILER_TAG => {

@@ -329,6 +329,11 @@ impl<W: Write> TraceWriter<W> {
             self.out.write_all(&block)?;
             self.summary.file_bytes += block.len() as u64;
         }
+        if let Some(walk) = totals.walk_instructions {
+            let block = crate::format::encode_walk_block(walk);
+            self.out.write_all(&block)?;
+            self.summary.file_bytes += block.len() as u64;
+        }
         let trailer = totals.encode(self.summary.segments);
         self.out.write_all(&trailer)?;
         self.out.flush()?;

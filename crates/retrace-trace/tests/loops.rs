@@ -213,3 +213,93 @@ proptest! {
         round_trip(&ev);
     }
 }
+
+/// Fixed sites (lossy if-else aggregation): nothing is written for them,
+/// the replay gets the fixed outcome every time, they do not end a loop
+/// execution in progress, and the trace carries the walk's instruction
+/// count in its walk block (instructions ± each site's delta whenever the
+/// run went the other way).
+#[test]
+fn fixed_sites_write_nothing_and_carry_the_walk() {
+    use retrace_trace::protocol::loops::{FixedSite, PROBABILITY_UNIT};
+    const IF_A: u64 = 0x140;
+    const IF_B: u64 = 0x300;
+    let fixed = [
+        FixedSite {
+            site: IF_A,
+            outcome: true,
+            taken_ppm: 750_000,
+            walk_delta: -2,
+        },
+        FixedSite {
+            site: IF_B,
+            outcome: false,
+            taken_ppm: 100_000,
+            walk_delta: 5,
+        },
+    ];
+    let mut buf = Vec::new();
+    let w = TraceWriter::new(&mut buf, &Header::new(1, 64, 1)).unwrap();
+    let mut enc = Encoder::new(w, 1);
+    let mut loops = LoopEncoder::with_fixed(&mut enc, &PLAN, &fixed);
+    // A loop execution with an if-else inside its body (type 3 made type
+    // 1/2 by the fixed site), then branches elsewhere.
+    let mut ev = Vec::new();
+    for k in 0..40u64 {
+        for _ in 0..3 {
+            ev.push((LOOP_A, true));
+            ev.push((IF_A, k % 4 != 0));
+        }
+        ev.push((LOOP_A, false));
+        ev.push((IF_B, k % 10 == 0));
+        ev.push((OTHER, k % 2 == 0));
+    }
+    for &(site, taken) in &ev {
+        loops.branch(&mut enc, 0, site, taken);
+    }
+    loops.finish(&mut enc);
+    let stats = loops.stats(&enc);
+    assert_eq!(stats.fixed, 40 * 3 + 40);
+    // IF_A went the other way when k % 4 == 0 (10 × 3 times, −2 each), IF_B
+    // when k % 10 == 0 (4 times, +5 each).
+    assert_eq!(stats.fixed_other, 30 + 4);
+    assert_eq!(stats.walk_adjust, -60 + 20);
+    assert_eq!(enc.branches(), 40, "only OTHER writes bits");
+    let totals = Totals {
+        instructions: 10_000,
+        ..Totals::default()
+    };
+    enc.finish(totals, &[]).unwrap();
+
+    let t: [u8; retrace_trace::TRAILER_LEN] = buf[buf.len() - retrace_trace::TRAILER_LEN..]
+        .try_into()
+        .unwrap();
+    assert!(retrace_trace::trailer_has_walk(&t));
+    let mut r = TraceReader::new(&buf[..]).unwrap();
+    let mut dec = LoopDecoder::read_plan(&mut r, 0).unwrap().expect("a plan");
+    assert_eq!(dec.plan(), &PLAN);
+    assert_eq!(
+        dec.fixed(),
+        &[(IF_A, true, 750_000), (IF_B, false, 100_000)][..]
+    );
+    for &(site, taken) in &ev {
+        let want = match site {
+            IF_A => true,
+            IF_B => false,
+            _ => taken,
+        };
+        assert_eq!(dec.branch(&mut r, site).unwrap(), Some(want));
+    }
+    assert_eq!(dec.fixed_visits(), &[120, 40]);
+    dec.finish(&r).unwrap();
+    let got = r.finish().unwrap();
+    assert_eq!(got.walk_instructions, Some(10_000 - 40));
+    assert_eq!(got.instructions, 10_000);
+    assert!(u64::from(fixed[0].taken_ppm) <= PROBABILITY_UNIT);
+    // The whole file validates, and a damaged walk block is refused.
+    TraceReader::new(&buf[..]).unwrap().validate().unwrap();
+    let at = buf.len() - retrace_trace::TRAILER_LEN - retrace_trace::WALK_BLOCK_LEN + 5;
+    let mut bad = buf.clone();
+    bad[at] ^= 1;
+    assert!(TraceReader::new(&bad[..]).unwrap().validate().is_err());
+}

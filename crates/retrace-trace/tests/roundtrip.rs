@@ -31,6 +31,7 @@ fn sample(bits: u64, seed: u64) -> (Vec<u8>, Vec<bool>, Vec<u64>) {
         escapes: 0,
         exit_code: 3,
         last_pc: 0x8000_0100,
+        walk_instructions: None,
     };
     w.finish(&totals).unwrap();
     (buf, expect_bits, expect_recs)

@@ -76,7 +76,31 @@ impl<R: Read> AggregatedHistory<R> {
                 });
             }
         }
+        let fixed = self.fixed();
+        if !fixed.is_empty() {
+            let cands = super::ifelse::candidates(table);
+            for &(site, _, _) in fixed {
+                if cands.binary_search_by_key(&site, |c| c.site).is_err() {
+                    return Err(ReplayError::BadTarget {
+                        what: "a fixed if-else site (the trace's plan) that is no branch of this program whose two ways join".into(),
+                        addr: site,
+                    });
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// The plan's fixed sites (lossy if-else aggregation): address, the
+    /// outcome the replay takes, the taken probability in parts per
+    /// million. Empty for a trace without.
+    pub fn fixed(&self) -> &[(u64, bool, u32)] {
+        self.loops.as_ref().map_or(&[], LoopDecoder::fixed)
+    }
+
+    /// Per fixed site, the outcomes given so far.
+    pub fn fixed_visits(&self) -> &[u64] {
+        self.loops.as_ref().map_or(&[], LoopDecoder::fixed_visits)
     }
 
     /// The plain history, for a replay that reads the trace's bits itself

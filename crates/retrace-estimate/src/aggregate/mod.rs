@@ -12,6 +12,10 @@
 //!   outcomes the walk asks for, so an aggregated trace replays to exactly
 //!   the partial-program sequence (and time) of the unaggregated one.
 //!
+//! - [`ifelse`]: embodiment 3, if-else sites by branch probability (lossy),
+//!   gated by embodiment 6's if-else bias;
+//! - [`local`]: the local timing error — per call, the aggregated replay's
+//!   duration against the plain one's.
 //! - [`ladder`]: one program recorded and replayed at every level built,
 //!   for `retrace aggregate`.
 //!
@@ -24,7 +28,9 @@
 
 pub mod formula;
 pub mod history;
+pub mod ifelse;
 pub mod ladder;
+pub mod local;
 pub mod plan;
 #[cfg(test)]
 mod seed;

@@ -30,6 +30,9 @@ pub enum Level {
     None,
     /// Loops without inner branches or calls (embodiment 2, exact).
     Loops,
+    /// Loops, and if-else branches by probability (embodiment 3, lossy;
+    /// [`super::ifelse`]).
+    IfElse,
 }
 
 impl Level {
@@ -38,6 +41,7 @@ impl Level {
         match self {
             Level::None => "none",
             Level::Loops => "loops",
+            Level::IfElse => "+if-else",
         }
     }
 }
@@ -126,7 +130,7 @@ impl LoopPlan {
     pub fn new(program: &Program, level: Level) -> LoopPlan {
         match level {
             Level::None => LoopPlan::default(),
-            Level::Loops => LoopPlan::z1_loops(program),
+            Level::Loops | Level::IfElse => LoopPlan::z1_loops(program),
         }
     }
 

@@ -27,6 +27,17 @@
 //! every count it needs for the window — per loop in order, which makes
 //! the counts unambiguous (unlike the seed's one shared de-duplicated
 //! stream: `SEEDS.md`, executions 8, 8, 4).
+//!
+//! A plan may also name *fixed sites* (embodiment 3, if-else by
+//! probability; lossy): conditional branches whose two successors end at
+//! the same instruction, so either way the walk rejoins the run at the
+//! next branch. Such a site writes nothing; the replay takes its *fixed*
+//! outcome every time, and the estimate adds the probability-weighted
+//! difference in time. The replay then walks a different number of
+//! instructions than the run executed: the recorder adds up the difference
+//! (each site's `walk_delta`, the length of the fixed successor less the
+//! other one's, whenever the run went the other way), and the trace
+//! stores the walk's total for the replay to stop at ([`LoopStats::walk_adjust`]).
 
 use super::Encoder;
 use crate::{StreamKind, TraceError, TraceReader, TraceWriter};
@@ -34,22 +45,56 @@ use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 
-/// The first record of a plan: its layout's version.
+/// The first record of a plan: its layout's version (1: loops only; 2:
+/// loops, then fixed sites).
 pub const PLAN_VERSION: u64 = 1;
+/// The layout of a plan with fixed sites.
+pub const PLAN_VERSION_FIXED: u64 = 2;
+/// The unit of a fixed site's recorded probability: parts per million.
+pub const PROBABILITY_UNIT: u64 = 1_000_000;
 /// Aggregated sites a plan may name (bounds the replay's allocation on a
 /// damaged trace).
 pub const MAX_SITES: u64 = 1 << 20;
 
 const KIND: StreamKind = StreamKind::LoopRuns;
 
-/// Aggregated continue tests by address: the loop's index in the plan and
-/// the outcome that continues.
-fn site_map(sites: &[(u64, bool)]) -> FxHashMap<u64, (u32, bool)> {
-    sites
+/// What an aggregated site is: a loop's continue test (the loop's index
+/// in the plan and the outcome that continues), or a fixed site (its index
+/// among the fixed sites and its fixed outcome).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Site {
+    Loop(u32, bool),
+    Fixed(u32, bool),
+}
+
+/// Aggregated sites by address.
+fn site_map(loops: &[(u64, bool)], fixed: &[FixedSite]) -> FxHashMap<u64, Site> {
+    let mut m: FxHashMap<u64, Site> = loops
         .iter()
         .enumerate()
-        .map(|(i, &(s, c))| (s, (i as u32, c)))
-        .collect()
+        .map(|(i, &(s, c))| (s, Site::Loop(i as u32, c)))
+        .collect();
+    for (k, f) in fixed.iter().enumerate() {
+        m.entry(f.site).or_insert(Site::Fixed(k as u32, f.outcome));
+    }
+    m
+}
+
+/// A fixed site (embodiment 3): a conditional branch that writes no bit and
+/// that the replay always takes one way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FixedSite {
+    /// The branch's address.
+    pub site: u64,
+    /// The outcome the replay takes (`true`: taken).
+    pub outcome: bool,
+    /// How often the branch was taken in the profile it was planned from,
+    /// in [`PROBABILITY_UNIT`]s (recorded in the plan; the estimate weighs
+    /// the two ways' times with it).
+    pub taken_ppm: u32,
+    /// Instructions the replay's way is longer than the other one, up to
+    /// where they join (the recorder's bookkeeping; not recorded).
+    pub walk_delta: i64,
 }
 
 /// One hart's aggregation state while recording.
@@ -73,6 +118,13 @@ pub struct LoopStats {
     pub executions: u64,
     /// Runs written.
     pub runs: u64,
+    /// Outcomes at fixed sites (bits not written either).
+    pub fixed: u64,
+    /// Of those, the ones the run took the other way than the replay will.
+    pub fixed_other: u64,
+    /// Instructions the replay walks more than the run executed (negative:
+    /// fewer), from the fixed sites.
+    pub walk_adjust: i64,
 }
 
 /// Every hart's aggregation state while recording, kept in the
@@ -81,7 +133,9 @@ pub struct LoopStats {
 #[derive(Clone, Default)]
 pub(super) struct LoopState {
     harts: Vec<HartLoops>,
-    stats: LoopStats,
+    pub(super) stats: LoopStats,
+    /// The plan has fixed sites: the trace gets a walk block.
+    pub(super) has_fixed: bool,
 }
 
 impl LoopState {
@@ -113,7 +167,10 @@ impl LoopState {
 /// The recorder's side: sits in front of [`Encoder::branch`] and decides,
 /// per branch, whether it writes a bit or counts towards a loop.
 pub struct LoopEncoder {
-    sites: FxHashMap<u64, (u32, bool)>,
+    sites: FxHashMap<u64, Site>,
+    /// Per fixed site: the walk's extra instructions when the run goes the
+    /// other way.
+    deltas: Vec<i64>,
 }
 
 impl LoopEncoder {
@@ -121,13 +178,33 @@ impl LoopEncoder {
     /// continuing outcome, addresses distinct), and write the plan to every
     /// hart's loop-runs stream. Call before any other event is encoded.
     pub fn new<W: Write>(enc: &mut Encoder<W>, sites: &[(u64, bool)]) -> LoopEncoder {
+        LoopEncoder::with_fixed(enc, sites, &[])
+    }
+
+    /// [`LoopEncoder::new`], and make `fixed` fixed sites (distinct from
+    /// the loops' sites; a site named twice keeps its first role). A plan
+    /// with fixed sites is written in layout [`PLAN_VERSION_FIXED`].
+    pub fn with_fixed<W: Write>(
+        enc: &mut Encoder<W>,
+        sites: &[(u64, bool)],
+        fixed: &[FixedSite],
+    ) -> LoopEncoder {
         let mut sorted = sites.to_vec();
         sorted.sort_unstable();
         sorted.dedup_by_key(|s| s.0);
+        let mut fixed = fixed.to_vec();
+        fixed.sort_unstable_by_key(|f| f.site);
+        fixed.dedup_by_key(|f| f.site);
+        fixed.retain(|f| sorted.binary_search_by_key(&f.site, |s| s.0).is_err());
         let harts = enc.harts.len();
         for h in 0..harts as u16 {
             let w = &mut enc.writer;
-            w.record(h, KIND, PLAN_VERSION);
+            let layout = if fixed.is_empty() {
+                PLAN_VERSION
+            } else {
+                PLAN_VERSION_FIXED
+            };
+            w.record(h, KIND, layout);
             w.record(h, KIND, sorted.len() as u64);
             let mut prev = 0;
             for &(s, c) in &sorted {
@@ -135,6 +212,16 @@ impl LoopEncoder {
                 w.record(h, KIND, s - prev);
                 w.record(h, KIND, u64::from(c));
                 prev = s;
+            }
+            if !fixed.is_empty() {
+                w.record(h, KIND, fixed.len() as u64);
+                let mut prev = 0;
+                for f in &fixed {
+                    w.record(h, KIND, f.site - prev);
+                    w.record(h, KIND, u64::from(f.outcome));
+                    w.record(h, KIND, u64::from(f.taken_ppm).min(PROBABILITY_UNIT));
+                    prev = f.site;
+                }
             }
         }
         enc.loops = LoopState {
@@ -146,9 +233,11 @@ impl LoopEncoder {
                 harts
             ],
             stats: LoopStats::default(),
+            has_fixed: !fixed.is_empty(),
         };
         LoopEncoder {
-            sites: site_map(&sorted),
+            sites: site_map(&sorted, &fixed),
+            deltas: fixed.iter().map(|f| f.walk_delta).collect(),
         }
     }
 
@@ -161,11 +250,21 @@ impl LoopEncoder {
     #[inline]
     pub fn branch<W: Write>(&mut self, enc: &mut Encoder<W>, hart: u16, site: u64, taken: bool) {
         match self.sites.get(&site) {
-            Some(&(i, cont)) if !enc.loops.harts[usize::from(hart)].raw_next => {
+            Some(&Site::Fixed(k, outcome)) if !enc.loops.harts[usize::from(hart)].raw_next => {
+                // Nothing is written and nothing ends: the replay takes
+                // `outcome` and rejoins the run where the two ways meet.
+                let stats = &mut enc.loops.stats;
+                stats.fixed += 1;
+                if taken != outcome {
+                    stats.fixed_other += 1;
+                    stats.walk_adjust += self.deltas[k as usize];
+                }
+            }
+            Some(&Site::Loop(i, cont)) if !enc.loops.harts[usize::from(hart)].raw_next => {
                 // A test at an aggregated site is an event: its run may be
                 // written, so a mid-gap close may come first.
                 enc.event();
-                let LoopState { harts, stats } = &mut enc.loops;
+                let LoopState { harts, stats, .. } = &mut enc.loops;
                 let h = &mut harts[usize::from(hart)];
                 let w = &mut enc.writer;
                 stats.tests += 1;
@@ -184,7 +283,7 @@ impl LoopEncoder {
                 }
             }
             _ => {
-                let LoopState { harts, stats } = &mut enc.loops;
+                let LoopState { harts, stats, .. } = &mut enc.loops;
                 let h = &mut harts[usize::from(hart)];
                 h.raw_next = false;
                 if let Some((j, c)) = h.open.take() {
@@ -200,7 +299,7 @@ impl LoopEncoder {
     /// [`Encoder::trap`]): ends the execution in progress, and the next
     /// branch writes a bit.
     pub fn trap<W: Write>(&mut self, enc: &mut Encoder<W>, hart: u16) {
-        let LoopState { harts, stats } = &mut enc.loops;
+        let LoopState { harts, stats, .. } = &mut enc.loops;
         let h = &mut harts[usize::from(hart)];
         if let Some((j, c)) = h.open.take() {
             end(&mut enc.writer, h, stats, hart, j, c);
@@ -256,7 +355,12 @@ fn write_run<W: Write>(
 pub struct LoopDecoder {
     hart: u16,
     plan: Vec<(u64, bool)>,
-    sites: FxHashMap<u64, (u32, bool)>,
+    /// The fixed sites: address, fixed outcome, taken probability in
+    /// [`PROBABILITY_UNIT`]s.
+    fixed: Vec<(u64, bool, u32)>,
+    /// Per fixed site, outcomes given.
+    fixed_visits: Vec<u64>,
+    sites: FxHashMap<u64, Site>,
     /// Per loop, the runs read and not yet used up.
     queues: Vec<VecDeque<(u64, u64)>>,
     /// The execution in progress: loop, its count, continues given so far.
@@ -291,10 +395,10 @@ impl LoopDecoder {
             })
         };
         let version = next(r)?;
-        if version != PLAN_VERSION {
+        if version != PLAN_VERSION && version != PLAN_VERSION_FIXED {
             return Err(bad(
                 r,
-                format!("layout {version}, this retrace reads {PLAN_VERSION}; re-record the trace"),
+                format!("layout {version}, this retrace reads {PLAN_VERSION} and {PLAN_VERSION_FIXED}; re-record the trace"),
             ));
         }
         let n = next(r)?;
@@ -316,9 +420,48 @@ impl LoopDecoder {
             plan.push((site, cont == 1));
             prev = site;
         }
+        let mut fixed = Vec::new();
+        if version == PLAN_VERSION_FIXED {
+            let m = next(r)?;
+            if m > MAX_SITES {
+                return Err(bad(r, format!("{m} fixed sites")));
+            }
+            let mut prev = 0u64;
+            for k in 0..m {
+                let delta = next(r)?;
+                let outcome = next(r)?;
+                let ppm = next(r)?;
+                let site = prev.checked_add(delta).filter(|_| k == 0 || delta > 0);
+                let (Some(site), 0 | 1, 0..=PROBABILITY_UNIT) = (site, outcome, ppm) else {
+                    return Err(bad(
+                        r,
+                        format!("fixed site {k} is not a site after the previous one with an outcome and a probability"),
+                    ));
+                };
+                if plan.binary_search_by_key(&site, |p| p.0).is_ok() {
+                    return Err(bad(
+                        r,
+                        format!("fixed site {k} at {site:#x} is also an aggregated loop's test"),
+                    ));
+                }
+                fixed.push((site, outcome == 1, ppm as u32));
+                prev = site;
+            }
+        }
+        let fixed_sites: Vec<FixedSite> = fixed
+            .iter()
+            .map(|&(site, outcome, taken_ppm)| FixedSite {
+                site,
+                outcome,
+                taken_ppm,
+                walk_delta: 0,
+            })
+            .collect();
         Ok(Some(LoopDecoder {
             hart,
-            sites: site_map(&plan),
+            sites: site_map(&plan, &fixed_sites),
+            fixed_visits: vec![0; fixed.len()],
+            fixed,
             queues: vec![VecDeque::new(); plan.len()],
             plan,
             open: None,
@@ -335,9 +478,21 @@ impl LoopDecoder {
     }
 
     /// Outcomes given at aggregated sites so far: branches the replay
-    /// walked that the trace holds no bits for.
+    /// walked that the trace holds no bits for (fixed sites included).
     pub fn tests(&self) -> u64 {
-        self.tests
+        self.tests + self.fixed_visits.iter().sum::<u64>()
+    }
+
+    /// The fixed sites: address, the outcome the replay takes, and the
+    /// taken probability recorded with the plan, in [`PROBABILITY_UNIT`]s.
+    pub fn fixed(&self) -> &[(u64, bool, u32)] {
+        &self.fixed
+    }
+
+    /// Per fixed site (in [`LoopDecoder::fixed`]'s order), the outcomes
+    /// given so far.
+    pub fn fixed_visits(&self) -> &[u64] {
+        &self.fixed_visits
     }
 
     /// The next conditional branch, at `site`: from the counts when the site
@@ -350,7 +505,11 @@ impl LoopDecoder {
         site: u64,
     ) -> Result<Option<bool>, TraceError> {
         match self.sites.get(&site) {
-            Some(&(i, cont)) if !self.raw_next => self.test(r, i, cont).map(Some),
+            Some(&Site::Fixed(k, outcome)) if !self.raw_next => {
+                self.fixed_visits[k as usize] += 1;
+                Ok(Some(outcome))
+            }
+            Some(&Site::Loop(i, cont)) if !self.raw_next => self.test(r, i, cont).map(Some),
             _ => {
                 self.raw_next = false;
                 self.end_open(r, "a branch elsewhere")?;
