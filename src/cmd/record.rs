@@ -293,12 +293,15 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                 )
             })?;
             let plan = LoopPlan::new(&program, level);
-            let ifelse = if level == Level::IfElse {
-                if_else_plan(&args, &elf, &program, &shown, &plan)?
+            if level == Level::IfElse {
+                let ifelse = if_else_plan(&args, &elf, &program, &shown, &plan)?;
+                // Loops whose other branches are all fixed now record
+                // their trip counts too.
+                let fixed: Vec<u64> = ifelse.sites.iter().map(|s| s.candidate.site).collect();
+                (LoopPlan::admitting_fixed(&program, &fixed), ifelse)
             } else {
-                IfElsePlan::default()
-            };
-            (plan, ifelse)
+                (plan, IfElsePlan::default())
+            }
         }
     };
     let start = Instant::now();

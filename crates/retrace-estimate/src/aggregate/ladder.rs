@@ -150,8 +150,10 @@ pub fn ladder(
     let mut refused = Vec::new();
     let mut plain_rec = Some(plain_rec);
     'levels: for &level in levels {
+        // The Z1 loops; at the if-else level, also the loops whose other
+        // branches are all fixed sites (computed per gate below).
         let loop_plan = LoopPlan::new(program, level);
-        let loops = loop_plan.sites();
+        let z1_sites: Vec<u64> = loop_plan.loops.iter().map(|l| l.site.get()).collect();
         let gates: Vec<Option<f64>> = if level == Level::IfElse {
             std::iter::once(None)
                 .chain(thresholds.iter().map(|&t| Some(t)))
@@ -160,22 +162,28 @@ pub fn ladder(
             vec![None]
         };
         for threshold in gates {
-            let (fixed, gated) = if level == Level::IfElse {
+            let (fixed, gated, loop_plan) = if level == Level::IfElse {
                 if counts.is_none() {
                     counts = Some(branch_counts(program, &plain)?);
                 }
-                let exclude: Vec<u64> = loops.iter().map(|l| l.0).collect();
                 let plan = IfElsePlan::new(
                     &program.table,
                     counts.as_ref().unwrap(),
-                    &exclude,
+                    &z1_sites,
                     core,
                     threshold,
                 )?;
-                (plan.fixed_sites(), plan.gated)
+                let fixed = plan.fixed_sites();
+                let sites: Vec<u64> = fixed.iter().map(|f| f.site).collect();
+                (
+                    fixed,
+                    plan.gated,
+                    LoopPlan::admitting_fixed(program, &sites),
+                )
             } else {
-                (Vec::new(), 0)
+                (Vec::new(), 0, loop_plan.clone())
             };
+            let loops = loop_plan.sites();
             let (trace, recording, record_seconds) = if level == Level::None {
                 match plain_rec.take() {
                     Some(r) => (plain.clone(), r, plain_secs),

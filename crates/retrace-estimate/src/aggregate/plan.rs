@@ -137,12 +137,51 @@ impl LoopPlan {
     /// Every Z1 loop of the program with a continue test whose in-loop
     /// successor the function's graph shows.
     fn z1_loops(program: &Program) -> LoopPlan {
+        LoopPlan::admitting_fixed(program, &[])
+    }
+
+    /// The Z1 loops, and the loops that would be Z1 but for conditional
+    /// branches that are all in `fixed` (sorted): fixed if-else sites write
+    /// nothing and do not interrupt a loop's execution, so such a loop's
+    /// trip counts record as a Z1 loop's — the patent's type-3 loop made
+    /// type 1 or 2 once its if-else body is aggregated (embodiment 3).
+    pub fn admitting_fixed(program: &Program, fixed: &[u64]) -> LoopPlan {
         let mut loops: Vec<AggLoop> = Vec::new();
         for f in 0..program.functions.len() {
             let function = FuncId(f as u32);
             let cfg = program.cfg(function);
             let nest = program.loops(function);
-            for l in nest.loops.iter().filter(|l| l.z1) {
+            let admitted = |l: &&retrace_program::Loop| {
+                if l.z1 {
+                    return true;
+                }
+                let Some(trip) = l.trip else { return false };
+                if fixed.is_empty()
+                    || !l.x1
+                    || l.calls != 0
+                    || fixed.binary_search(&trip.branch.get()).is_ok()
+                {
+                    return false;
+                }
+                // Every other conditional branch of the body is fixed.
+                let others: Vec<u64> = l
+                    .body
+                    .iter()
+                    .map(|&b| cfg.block(b).last)
+                    .filter(|&a| a != trip.branch)
+                    .filter(|&a| {
+                        program
+                            .table
+                            .code()
+                            .get(a)
+                            .is_some_and(|i| i.class() == retrace_isa::Class::Branch)
+                    })
+                    .map(|a| a.get())
+                    .collect();
+                others.len() as u32 + 1 == l.branches
+                    && others.iter().all(|a| fixed.binary_search(a).is_ok())
+            };
+            for l in nest.loops.iter().filter(admitted) {
                 let Some(trip) = l.trip else { continue };
                 // The block ending with the test, and which of its edges
                 // stays in the loop.
