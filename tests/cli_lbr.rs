@@ -45,6 +45,25 @@ fn s(p: &Path) -> &str {
 }
 
 /// One line on stderr, naming the problem, status 125.
+/// `retrace lbr cc -- gcc -O2 -g` of the example crc32.c into `writer`.
+fn build_crc32_writer(writer: &Path) -> Output {
+    let inc = programs();
+    let src = inc.join("crc32.c");
+    retrace(&[
+        "lbr",
+        "cc",
+        "--",
+        "gcc",
+        "-O2",
+        "-g",
+        "-I",
+        s(&inc),
+        s(&src),
+        "-o",
+        s(writer),
+    ])
+}
+
 fn assert_refused(out: &Output, needle: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(125), "{stderr}");
@@ -60,21 +79,7 @@ fn cc_record_convert_end_to_end() {
     }
     let dir = scratch("e2e");
     let writer = dir.join("crc32.writer");
-    let src = programs().join("crc32.c");
-    let inc = programs();
-    let out = retrace(&[
-        "lbr",
-        "cc",
-        "--",
-        "gcc",
-        "-O2",
-        "-g",
-        "-I",
-        s(&inc),
-        s(&src),
-        "-o",
-        s(&writer),
-    ]);
+    let out = build_crc32_writer(&writer);
     assert!(
         out.status.success(),
         "{}",
@@ -159,19 +164,7 @@ fn bad_input_is_refused_in_one_line() {
     assert_refused(&out, "is not a retrace lbr recording");
     // A truncated recording.
     let writer = dir.join("crc32.writer");
-    let out = retrace(&[
-        "lbr",
-        "cc",
-        "--",
-        "gcc",
-        "-O2",
-        "-g",
-        "-I",
-        s(&inc),
-        s(&src),
-        "-o",
-        s(&writer),
-    ]);
+    let out = build_crc32_writer(&writer);
     assert!(out.status.success());
     let out = retrace(&[
         "lbr",

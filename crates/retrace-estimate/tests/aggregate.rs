@@ -24,7 +24,7 @@ use retrace_estimate::{estimate_trace, replay_check, Fidelity};
 use retrace_isa::{Class, Xlen};
 use retrace_program::{Addr, Elf, Program};
 use retrace_sim::check::PcSequenceObserver;
-use retrace_sim::record::{record_run_aggregated, Recording};
+use retrace_sim::record::{record_run_planned, Recording};
 use retrace_sim::{Console, HostConfig};
 use retrace_testkit::programs::{example_programs, ExampleProgram};
 use retrace_testkit::trials::{self, all_ok, Failed, Trial};
@@ -43,7 +43,7 @@ fn record(
         cmdline: path.to_string(),
         ..HostConfig::default()
     };
-    let rec = record_run_aggregated(
+    let rec = record_run_planned(
         elf,
         host,
         Console::null(),
@@ -53,6 +53,7 @@ fn record(
         &[],
         &mut pcs,
         sites,
+        &[],
     )
     .unwrap();
     (trace, rec, pcs)

@@ -470,35 +470,8 @@ pub fn record_run_watched<W: Write, O: Observer>(
 }
 
 /// [`record_run_watched`] aggregating the loops whose continue tests are
-/// `loops` (see [`Recorder::aggregate_loops`]; empty: none).
-#[allow(clippy::too_many_arguments)]
-pub fn record_run_aggregated<W: Write, O: Observer>(
-    elf: &retrace_program::Elf,
-    host: crate::HostConfig,
-    console: crate::Console,
-    max_insns: Option<u64>,
-    out: W,
-    header: retrace_trace::Header,
-    dcaches: &[retrace_timing::CacheModel],
-    watcher: &mut O,
-    loops: &[(u64, bool)],
-) -> Result<Recording, RecordError> {
-    record_run_planned(
-        elf,
-        host,
-        console,
-        max_insns,
-        out,
-        header,
-        dcaches,
-        watcher,
-        loops,
-        &[],
-    )
-}
-
-/// [`record_run_aggregated`] with `fixed` sites too (see
-/// [`Recorder::aggregate`]).
+/// `loops` and the `fixed` if-else sites (see [`Recorder::aggregate`];
+/// empty: none).
 #[allow(clippy::too_many_arguments)]
 pub fn record_run_planned<W: Write, O: Observer>(
     elf: &retrace_program::Elf,
