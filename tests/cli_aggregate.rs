@@ -1,9 +1,9 @@
-//! `retrace record --aggregate loops|if-else` and `retrace aggregate`: an
-//! aggregated trace records fewer bits, `estimate` (with `--check`) reads
-//! a loops trace to the same figures as the plain trace and an if-else
-//! trace to the profiled total, and the ladder lists the built levels with
-//! figures (the if-else bias sweep included) and the others as not built
-//! yet. Bad thresholds and profiles get one-line errors.
+//! `retrace record --aggregate loops|if-else|nested|functions|all` and
+//! `retrace aggregate`: an aggregated trace records fewer bits, `estimate`
+//! (with `--check`) reads a loops trace to the same figures as the plain
+//! trace and a lossy trace to the profiled total, and the ladder lists
+//! every level with figures (the two bias sweeps included). Bad thresholds
+//! and profiles get one-line errors.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -115,7 +115,7 @@ fn an_aggregated_trace_estimates_as_the_plain_one() {
 }
 
 #[test]
-fn the_ladder_shows_built_levels_and_marks_the_rest() {
+fn the_ladder_shows_every_level_and_both_sweeps() {
     let dir = scratch("ladder");
     let v = json(&retrace(
         &dir,
@@ -141,6 +141,10 @@ fn the_ladder_shows_built_levels_and_marks_the_rest() {
             "+if-else",
             "+if-else",
             "+nested",
+            "+nested",
+            "+nested",
+            "+nested",
+            "+nested",
             "+functions"
         ]
     );
@@ -160,18 +164,29 @@ fn the_ladder_shows_built_levels_and_marks_the_rest() {
         .map(|r| r["if_else_bias"].as_f64().unwrap())
         .collect();
     assert_eq!(swept, [1e3, 1e4, 1e5, 1e6]);
+    // The nested rungs: gate off, then the default loop sweep.
+    assert!(rungs[7]["loop_bias"].is_null());
+    let swept: Vec<f64> = rungs[8..12]
+        .iter()
+        .map(|r| r["loop_bias"].as_f64().unwrap())
+        .collect();
+    assert_eq!(swept, [1e3, 1e5, 1e7, 1e9]);
+    let functions = &rungs[12];
+    assert!(functions["functions"].as_u64().unwrap() > 0, "{functions}");
+    assert!(functions["bits_recorded"].as_u64() < ifelse["bits_recorded"].as_u64());
+    // On the profiled input the means add up to the plain total.
     for r in &rungs[7..] {
-        assert_eq!(r["built"], false);
-        assert!(r["cycles"].is_null() && r["bits_recorded"].is_null());
+        let e = r["total_error_percent"].as_f64().unwrap();
+        assert!(e.abs() < 0.01, "{r}");
     }
     let text = ok(&retrace(&dir, &["aggregate", "sieve-rv32-O2.elf"]));
-    assert!(text.contains("+nested          not built yet"), "{text}");
     assert!(text.contains("  bias < 1e4"), "{text}");
+    assert!(text.contains("  loop b. < 1e5"), "{text}");
     let csv = ok(&retrace(
         &dir,
         &["aggregate", "sieve-rv32-O2.elf", "--format", "csv"],
     ));
-    assert_eq!(csv.lines().count(), 10, "{csv}");
+    assert_eq!(csv.lines().count(), 14, "{csv}");
 }
 
 #[test]
@@ -270,8 +285,31 @@ fn bad_thresholds_and_profiles_are_refused_in_one_line() {
     one_line(
         &["record", "--if-else-bias", "5", p, "-o", "out.rtrace"],
         2,
-        "--aggregate if-else only",
+        "lossy levels only",
     );
+    one_line(
+        &[
+            "record",
+            "--aggregate",
+            "if-else",
+            "--loop-bias",
+            "5",
+            p,
+            "-o",
+            "out.rtrace",
+        ],
+        2,
+        "--loop-bias applies",
+    );
+    for bad in ["-1", "NaN"] {
+        let flag = format!("--loop-bias={bad}");
+        one_line(
+            &["record", "--aggregate", "all", &flag, p, "-o", "out.rtrace"],
+            2,
+            "bias threshold",
+        );
+        one_line(&["aggregate", p, &flag], 2, "bias threshold");
+    }
     one_line(
         &[
             "record",
@@ -286,4 +324,58 @@ fn bad_thresholds_and_profiles_are_refused_in_one_line() {
         125,
         "not sieve-rv32-O2.elf",
     );
+}
+
+#[test]
+fn a_collapsed_trace_estimates_the_profiled_total_and_refuses_check() {
+    let dir = scratch("collapse");
+    let p = "crc32-rv32-O2.elf";
+    let plain = json(&retrace(
+        &dir,
+        &["record", p, "-o", "plain.rtrace", "--format", "json"],
+    ));
+    let all = json(&retrace(
+        &dir,
+        &[
+            "record",
+            "--aggregate",
+            "all",
+            "--profile",
+            "plain.rtrace",
+            p,
+            "-o",
+            "all.rtrace",
+            "--format",
+            "json",
+        ],
+    ));
+    assert!(all["collapsed_functions"].as_u64().unwrap() > 0, "{all}");
+    assert!(all["collapsed_extents"].as_u64().unwrap() > 0, "{all}");
+    // Far fewer bits: the computation's functions hold no bits any more.
+    let bits = |v: &serde_json::Value| v["branches"].as_u64().unwrap();
+    assert!(bits(&all) * 10 < bits(&plain), "{all}");
+    let est = |t: &str| {
+        json(&retrace(
+            &dir,
+            &["estimate", p, t, "--core", "inorder5", "--format", "json"],
+        ))
+    };
+    let cycles = |v: &serde_json::Value| v["estimates"][0]["cycles"].as_f64().unwrap();
+    let (plain_est, all_est) = (est("plain.rtrace"), est("all.rtrace"));
+    let err = (cycles(&all_est) - cycles(&plain_est)).abs() / cycles(&plain_est);
+    assert!(err < 1e-4, "{plain_est} vs {all_est}");
+    // The run's instructions, not the replay's.
+    assert_eq!(
+        all_est["estimates"][0]["instructions"],
+        plain_est["estimates"][0]["instructions"]
+    );
+    // --check cannot follow a lossy trace: one line, no figures.
+    let out = retrace(
+        &dir,
+        &["estimate", p, "all.rtrace", "--core", "ideal", "--check"],
+    );
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(text.contains("lossy --aggregate level"), "{text}");
+    assert_eq!(text.trim_end().lines().count(), 1, "{text}");
 }

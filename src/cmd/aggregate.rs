@@ -1,9 +1,9 @@
 //! `retrace aggregate`: the aggregation ladder of US patent 8,448,140 for one program —
-//! recorded at each level (none, loops, +if-else and its bias-threshold
-//! sweep, …), each trace replayed on one core — in one table: bits
-//! recorded, trace bytes, replay time, the total error against the
-//! unaggregated replay and the local timing error (per call). Levels not
-//! built yet are listed as such, without figures.
+//! recorded at each level (none, loops, +if-else and its if-else bias
+//! sweep, +nested and its loop bias sweep, +functions), each trace
+//! replayed on one core — in one table: bits recorded, trace bytes, replay
+//! time, the total error against the unaggregated replay and the local
+//! timing error (per call).
 
 use super::common::{
     analyse, check_xlen, display, host, load_core, load_elf, thousands, FidelityArg, ProgramArgs,
@@ -11,6 +11,7 @@ use super::common::{
 use super::compare::pipeline_error;
 use crate::report::{csv_of, print, FormatArgs, Report};
 use retrace_estimate::aggregate::ladder::{ladder, LadderError, BUILT};
+use retrace_estimate::aggregate::Level;
 use retrace_estimate::Fidelity;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -21,7 +22,7 @@ use std::process::ExitCode;
 #[command(after_help = "Examples:\n  \
     retrace aggregate matmul-rv32-O2.elf\n  \
     retrace aggregate sort-rv32-O2.elf --core picorv32 --format csv -- 20000\n  \
-    retrace aggregate crc32-rv32-O2.elf --if-else-bias 0,100,1e4,1e6")]
+    retrace aggregate crc32-rv32-O2.elf --if-else-bias 0,100,1e4,1e6 --loop-bias 1e4,1e8")]
 pub struct Args {
     /// The program.
     pub program: PathBuf,
@@ -39,14 +40,16 @@ pub struct Args {
     /// the gate off.
     #[arg(long, value_name = "CYCLES", value_delimiter = ',', default_value = "1e3,1e4,1e5,1e6", value_parser = super::common::parse_threshold)]
     pub if_else_bias: Vec<f64>,
+    /// The loop bias thresholds to sweep (embodiment 6's gate for collapsed
+    /// nests, `Var(trip counts) × extents × cycles per pass` on `--core`):
+    /// one `+nested` rung per threshold after the one with the gate off.
+    #[arg(long, value_name = "CYCLES", value_delimiter = ',', default_value = "1e3,1e5,1e7,1e9", value_parser = super::common::parse_threshold)]
+    pub loop_bias: Vec<f64>,
     #[command(flatten)]
     pub output: FormatArgs,
     #[command(flatten)]
     pub program_args: ProgramArgs,
 }
-
-/// The ladder's rungs not built yet, after the built ones.
-const NOT_BUILT: [&str; 2] = ["+nested", "+functions"];
 
 /// One rung of the ladder.
 #[derive(Serialize)]
@@ -55,22 +58,23 @@ pub struct RungRow {
     pub program: String,
     /// The core replayed on.
     pub core: String,
-    /// The level: `none`, `loops`, `+if-else`, then the levels still to
-    /// come.
+    /// The level: `none`, `loops`, `+if-else`, `+nested`, `+functions`.
     pub level: &'static str,
     /// The if-else bias threshold of a `+if-else` rung (empty: gate off).
     pub if_else_bias: Option<f64>,
-    /// Whether retrace builds this level yet (the figures are empty when
-    /// not).
-    pub built: bool,
-    /// Loops aggregated.
+    /// The loop bias threshold of a `+nested` rung (empty: gate off).
+    pub loop_bias: Option<f64>,
+    /// Loops aggregated by trip counts.
     pub loops: Option<usize>,
     /// Fixed if-else sites (branches by probability).
     pub fixed_sites: Option<usize>,
+    /// Loop nests collapsed by their mean time.
+    pub nests: Option<usize>,
+    /// Functions collapsed by their mean time per call.
+    pub functions: Option<usize>,
     /// Branch bits recorded.
     pub bits_recorded: Option<u64>,
-    /// Branches not recorded: counted by aggregated loops, or at fixed
-    /// sites.
+    /// Branch bits the plain recording has and this one does not.
     pub bits_saved: Option<u64>,
     /// Loop runs written instead.
     pub loop_runs: Option<u64>,
@@ -89,17 +93,19 @@ pub struct RungRow {
 }
 
 impl RungRow {
-    /// A row without figures: a level not built yet, or (`built`) one the
-    /// recorder refused for this program.
-    fn empty(program: &str, core: &str, level: &'static str, built: bool) -> RungRow {
+    /// A row without figures: a level the recorder refused for this
+    /// program.
+    fn refused(program: &str, core: &str, level: &'static str) -> RungRow {
         RungRow {
             program: program.to_string(),
             core: core.to_string(),
             level,
             if_else_bias: None,
-            built,
+            loop_bias: None,
             loops: None,
             fixed_sites: None,
+            nests: None,
+            functions: None,
             bits_recorded: None,
             bits_saved: None,
             loop_runs: None,
@@ -136,7 +142,7 @@ fn opt<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
 impl Report for AggregateReport {
     fn text(&self) -> String {
         let mut s = format!(
-            "{} on {} ({} fidelity), {} instructions\n{:<16} {:>5} {:>5} {:>13} {:>13} {:>10} {:>9} {:>16} {:>9} {:>8} {:>8}\n",
+            "{} on {} ({} fidelity), {} instructions\n{:<16} {:>5} {:>5} {:>5} {:>5} {:>13} {:>13} {:>10} {:>9} {:>16} {:>9} {:>8} {:>8}\n",
             self.program,
             self.core,
             self.fidelity,
@@ -144,6 +150,8 @@ impl Report for AggregateReport {
             "level",
             "loops",
             "fixed",
+            "nests",
+            "funcs",
             "bits",
             "bits saved",
             "bytes",
@@ -154,24 +162,24 @@ impl Report for AggregateReport {
             "p99 %"
         );
         for r in &self.rungs {
-            if !r.built {
-                s += &format!("{:<16} not built yet\n", r.level);
-                continue;
-            }
             if r.bits_recorded.is_none() {
                 s += &format!("{:<16} refused for this program (see above)\n", r.level);
                 continue;
             }
-            let level = match r.if_else_bias {
-                Some(0.0) => "  bias < 0".to_string(),
-                Some(t) => format!("  bias < {t:e}"),
-                None => r.level.to_string(),
+            let level = match (r.if_else_bias, r.loop_bias) {
+                (Some(0.0), _) => "  bias < 0".to_string(),
+                (Some(t), _) => format!("  bias < {t:e}"),
+                (_, Some(0.0)) => "  loop bias < 0".to_string(),
+                (_, Some(t)) => format!("  loop b. < {t:e}"),
+                _ => r.level.to_string(),
             };
             s += &format!(
-                "{:<16} {:>5} {:>5} {:>13} {:>13} {:>10} {:>9} {:>16} {:>9} {:>8} {:>8}\n",
+                "{:<16} {:>5} {:>5} {:>5} {:>5} {:>13} {:>13} {:>10} {:>9} {:>16} {:>9} {:>8} {:>8}\n",
                 level,
                 opt(r.loops, |v| v.to_string()),
                 opt(r.fixed_sites, |v| v.to_string()),
+                opt(r.nests, |v| v.to_string()),
+                opt(r.functions, |v| v.to_string()),
                 opt(r.bits_recorded, thousands),
                 opt(r.bits_saved, thousands),
                 opt(r.trace_bytes, thousands),
@@ -207,6 +215,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         fidelity,
         &BUILT,
         &args.if_else_bias,
+        &args.loop_bias,
     )
     .map_err(|e| match e {
         LadderError::Pipeline(e) => pipeline_error(&shown, e),
@@ -217,18 +226,21 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     })?;
     let rungs = &ladder.rungs;
     let reference = rungs[0].estimate.cycles as f64;
+    let plain_bits = rungs[0].recording.branches;
     let mut rows: Vec<RungRow> = rungs
         .iter()
         .map(|r| RungRow {
             program: shown.clone(),
             core: core.name.clone(),
             level: r.level.name(),
-            if_else_bias: r.threshold,
-            built: true,
+            if_else_bias: r.threshold.filter(|_| r.level == Level::IfElse),
+            loop_bias: r.threshold.filter(|_| r.level == Level::Nested),
             loops: Some(r.loops),
             fixed_sites: Some(r.fixed),
+            nests: Some(r.nests),
+            functions: Some(r.functions),
             bits_recorded: Some(r.recording.branches),
-            bits_saved: Some(r.recording.loops.tests + r.recording.loops.fixed),
+            bits_saved: Some(plain_bits.saturating_sub(r.recording.branches)),
             loop_runs: Some(r.recording.loops.runs),
             trace_bytes: Some(r.recording.trace.file_bytes),
             replay_seconds: Some(r.replay_seconds),
@@ -244,10 +256,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     // figures, and why on stderr.
     for (level, why) in &ladder.refused {
         eprintln!("{shown}: no {} rung: {why}", level.name());
-        rows.push(RungRow::empty(&shown, &core.name, level.name(), true));
-    }
-    for level in NOT_BUILT {
-        rows.push(RungRow::empty(&shown, &core.name, level, false));
+        rows.push(RungRow::refused(&shown, &core.name, level.name()));
     }
     let report = AggregateReport {
         program: shown,

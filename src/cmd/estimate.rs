@@ -271,7 +271,7 @@ impl EstimateReport {
         );
         if first.is_some_and(|r| r.lossy_cycles != 0.0) {
             out += &format!(
-                "lossy aggregation (the trace's fixed if-else sites): the cycles include {:+.0} on {} (each core its own) for the ways the replay did not take, weighted by the profile's probabilities (docs/AGGREGATION.md); instructions are the replay's\n",
+                "lossy aggregation (the trace's fixed if-else sites or collapsed regions): the cycles include {:+.0} on {} (each core its own) for what the replay did not walk, from the profile's probabilities and mean times (docs/AGGREGATION.md); instructions are the run's\n",
                 first.map_or(0.0, |r| r.lossy_cycles),
                 first.map_or("", |r| r.core.as_str())
             );
@@ -436,10 +436,15 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let seconds = start.elapsed().as_secs_f64();
 
     let check = if args.check {
-        if results.iter().any(|(e, _)| e.lossy_cycles != 0.0) {
+        // A lossy trace stores the replay's own instruction count.
+        let lossy = retrace_estimate::read_totals(&args.trace)
+            .map_err(|e| replay_error(&args.trace, e))?
+            .walk_instructions
+            .is_some();
+        if lossy {
             return Err(tag(
                 anyhow!(
-                    "--check: trace {} was recorded with --aggregate if-else, whose replay takes one way at each fixed site where the run took either; only an exact trace (none or loops) can follow the functional engine",
+                    "--check: trace {} was recorded with a lossy --aggregate level (if-else, nested, functions), whose replay does not walk the run's instructions; only an exact trace (none or loops) can follow the functional engine",
                     args.trace.display()
                 ),
                 Status::BadInput,

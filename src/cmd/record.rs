@@ -9,8 +9,8 @@ use super::common::{
 use crate::report::{csv_of, print, Format, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
-use retrace_estimate::aggregate::ifelse::IfElsePlan;
-use retrace_estimate::aggregate::{Level, LoopPlan};
+use retrace_estimate::aggregate::build::{build_plan, BuiltPlan, Gates};
+use retrace_estimate::aggregate::Level;
 use retrace_estimate::compare::add_geometry;
 use retrace_sim::record::{record_run_planned, RecordError};
 use retrace_sim::{Console, Observer, StopReason};
@@ -28,7 +28,8 @@ use std::time::Instant;
     retrace record sort-rv32-O2.elf -o sort.rtrace -- 20000\n  \
     retrace estimate sort-rv32-O2.elf sort.rtrace --core picorv32 --core rocket\n  \
     retrace record --aggregate loops matmul-rv32-O2.elf -o matmul.rtrace\n  \
-    retrace record --aggregate if-else --profile plain.rtrace crc32-rv32-O2.elf -o crc.rtrace")]
+    retrace record --aggregate if-else --profile plain.rtrace crc32-rv32-O2.elf -o crc.rtrace\n  \
+    retrace record --aggregate all dhry-rv32-O2.elf -o dhry.rtrace")]
 pub struct Args {
     /// The program: a RISC-V ELF executable.
     pub program: PathBuf,
@@ -55,20 +56,31 @@ pub struct Args {
     /// `if-else` also records nothing for branches whose two ways join by
     /// the next branch: the replay takes the way the profile saw more often
     /// and the estimate adds the probability-weighted difference (lossy).
+    /// `nested` also collapses loop nests with one way out and no call into
+    /// their mean time; `functions` (or `all`) also collapses every
+    /// function that neither recurses nor makes an environment call into
+    /// its mean time per call (lossy: the means come from a profile run).
     #[arg(long, value_enum, default_value = "none", value_name = "LEVEL")]
     pub aggregate: AggregateArg,
-    /// For `--aggregate if-else`: a plain (or `loops`) trace of an earlier
-    /// run of this program, whose branch probabilities the plan uses. By
-    /// default the program is run once more first, without its console.
+    /// For the lossy levels: a plain (or `loops`) trace of an earlier run
+    /// of this program, whose branch probabilities and region times the
+    /// plan uses. By default the program is run once more first, without
+    /// its console.
     #[arg(long, value_name = "TRACE")]
     pub profile: Option<PathBuf>,
-    /// For `--aggregate if-else`: keep every branch whose if-else bias
+    /// For the lossy levels: keep every branch whose if-else bias
     /// `|T_true − T_false| × executions` (cycles on `--bias-core`) is at or
     /// above this as a recorded branch. By default every candidate is
     /// aggregated.
     #[arg(long, value_name = "CYCLES", value_parser = super::common::parse_threshold)]
     pub if_else_bias: Option<f64>,
-    /// The core whose static cycles the if-else bias is measured in.
+    /// For `--aggregate nested` and up: keep every loop nest whose loop
+    /// bias `Var(trip counts) × executions × cycles per pass` (on
+    /// `--bias-core`) is at or above this recorded. By default every
+    /// candidate nest collapses.
+    #[arg(long, value_name = "CYCLES", value_parser = super::common::parse_threshold)]
+    pub loop_bias: Option<f64>,
+    /// The core whose static cycles the bias gates weigh.
     #[arg(long, value_name = "NAME|FILE", default_value = "inorder5")]
     pub bias_core: String,
     /// Output format of the recording's figures: text (on stderr), or one
@@ -88,6 +100,12 @@ pub enum AggregateArg {
     Loops,
     /// Loops, and if-else branches by probability (lossy).
     IfElse,
+    /// As if-else, and loop nests by their mean time (lossy).
+    Nested,
+    /// As nested, and functions by their mean time per call (lossy).
+    Functions,
+    /// Everything: the same as `functions`.
+    All,
 }
 
 impl From<AggregateArg> for Level {
@@ -96,6 +114,8 @@ impl From<AggregateArg> for Level {
             AggregateArg::None => Level::None,
             AggregateArg::Loops => Level::Loops,
             AggregateArg::IfElse => Level::IfElse,
+            AggregateArg::Nested => Level::Nested,
+            AggregateArg::Functions | AggregateArg::All => Level::Functions,
         }
     }
 }
@@ -137,6 +157,15 @@ pub struct RecordReport {
     pub fixed_tests: u64,
     /// Candidates the if-else bias gate kept recorded.
     pub gated_sites: usize,
+    /// Loop nests collapsed by their mean time.
+    pub collapsed_nests: usize,
+    /// Functions collapsed by their mean time per call.
+    pub collapsed_functions: usize,
+    /// Nests the loop bias gate kept recorded.
+    pub gated_nests: usize,
+    /// Extents of collapsed regions the run went through (nothing
+    /// recorded for them).
+    pub collapsed_extents: u64,
 }
 
 impl Report for RecordReport {
@@ -165,6 +194,16 @@ impl Report for RecordReport {
                     self.fixed_sites,
                     thousands(self.fixed_tests),
                     self.gated_sites
+                )
+            } else {
+                String::new()
+            } + &if self.collapsed_nests + self.collapsed_functions + self.gated_nests > 0 {
+                format!(
+                    "collapsed {} loop nests and {} functions by their mean time: {} extents not recorded ({} nests kept recorded by the loop bias gate)\n",
+                    self.collapsed_nests,
+                    self.collapsed_functions,
+                    thousands(self.collapsed_extents),
+                    self.gated_nests
                 )
             } else {
                 String::new()
@@ -275,16 +314,23 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         is_tty: [false; 3],
     };
     let level = Level::from(args.aggregate);
-    if level != Level::IfElse && (args.profile.is_some() || args.if_else_bias.is_some()) {
+    if level < Level::IfElse && (args.profile.is_some() || args.if_else_bias.is_some()) {
         // A usage error, as clap reports one (status 2).
         clap::Error::raw(
             clap::error::ErrorKind::ArgumentConflict,
-            "--profile and --if-else-bias apply to --aggregate if-else only\n",
+            "--profile and --if-else-bias apply to the lossy levels only (--aggregate if-else, nested, functions, all)\n",
         )
         .exit();
     }
-    let (plan, ifelse) = match level {
-        Level::None => (LoopPlan::default(), IfElsePlan::default()),
+    if level < Level::Nested && args.loop_bias.is_some() {
+        clap::Error::raw(
+            clap::error::ErrorKind::ArgumentConflict,
+            "--loop-bias applies to --aggregate nested, functions and all only\n",
+        )
+        .exit();
+    }
+    let built = match level {
+        Level::None => BuiltPlan::default(),
         _ => {
             let program = retrace_program::Program::analyse(&elf).map_err(|e| {
                 tag(
@@ -292,16 +338,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                     Status::BadInput,
                 )
             })?;
-            let plan = LoopPlan::new(&program, level);
-            if level == Level::IfElse {
-                let ifelse = if_else_plan(&args, &elf, &program, &shown, &plan)?;
-                // Loops whose other branches are all fixed now record
-                // their trip counts too.
-                let fixed: Vec<u64> = ifelse.sites.iter().map(|s| s.candidate.site).collect();
-                (LoopPlan::admitting_fixed(&program, &fixed), ifelse)
-            } else {
-                (plan, IfElsePlan::default())
-            }
+            lossy_plan(&args, level, &elf, &program, &shown)?
         }
     };
     let start = Instant::now();
@@ -314,8 +351,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         header,
         &dcaches,
         &mut StopOnSignal(&signal),
-        &plan.sites(),
-        &ifelse.fixed_sites(),
+        &built.plan,
     );
     let wall = start.elapsed().as_secs_f64();
     let signal = signal.load(Ordering::Relaxed);
@@ -375,6 +411,17 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let branches = rec.branches.max(1) as f64;
+    let nests = built
+        .plan
+        .regions
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.kind,
+                retrace_trace::protocol::regions::RegionKind::Nest { .. }
+            )
+        })
+        .count();
     let report = RecordReport {
         trace: args.output.display().to_string(),
         exit_code: exit,
@@ -387,12 +434,16 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         wall_seconds: wall,
         mips: rec.run.instructions as f64 / wall.max(1e-9) / 1e6,
         aggregate: level.name().to_string(),
-        aggregated_loops: plan.loops.len(),
+        aggregated_loops: built.plan.loops.len(),
         aggregated_tests: rec.loops.tests,
         loop_runs: rec.loops.runs,
-        fixed_sites: ifelse.sites.len(),
+        fixed_sites: built.plan.fixed.len(),
         fixed_tests: rec.loops.fixed,
-        gated_sites: ifelse.gated,
+        gated_sites: built.ifelse.gated,
+        collapsed_nests: nests,
+        collapsed_functions: built.plan.regions.len() - nests,
+        gated_nests: built.collapse.gated,
+        collapsed_extents: rec.loops.collapsed,
     };
     match args.format.get() {
         // The program's own output owns stdout; the summary goes to stderr.
@@ -402,17 +453,26 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The fixed if-else sites for `--aggregate if-else`: branch probabilities
-/// from `--profile`'s trace, or from a run made for it now.
-fn if_else_plan(
+/// The plan of an aggregation level: for the lossy levels, from
+/// `--profile`'s trace, or from a run made for it now.
+fn lossy_plan(
     args: &Args,
+    level: Level,
     elf: &retrace_program::Elf,
     program: &retrace_program::Program,
     shown: &str,
-    plan: &LoopPlan,
-) -> anyhow::Result<IfElsePlan> {
+) -> anyhow::Result<BuiltPlan> {
     use retrace_estimate::aggregate::ladder::branch_counts;
     let bad = |e: anyhow::Error| tag(e, Status::BadInput);
+    let gate = load_core(&args.bias_core)?;
+    let gates = Gates {
+        if_else: args.if_else_bias,
+        loops: args.loop_bias,
+    };
+    if level < Level::IfElse {
+        return build_plan::<[u8]>(program, level, None, &gate, gates)
+            .map_err(|e| bad(anyhow!("{e}")));
+    }
     let plain = match &args.profile {
         Some(p) => {
             check_trace(p, elf, shown)?;
@@ -431,15 +491,11 @@ fn if_else_plan(
                 &[],
                 &mut (),
             )
-            .map_err(|e| {
-                bad(anyhow!(
-                    "cannot profile {shown} for --aggregate if-else: {e}"
-                ))
-            })?;
+            .map_err(|e| bad(anyhow!("cannot profile {shown} for --aggregate: {e}")))?;
             if !matches!(rec.run.stop, StopReason::Exit { .. }) {
                 return Err(tag(
                     anyhow!(
-                        "the profile run of {shown} for --aggregate if-else stopped: {}; a lossy plan needs a run that reaches its end",
+                        "the profile run of {shown} for --aggregate stopped: {}; a lossy plan needs a run that reaches its end",
                         rec.run.stop
                     ),
                     Status::Fault,
@@ -457,10 +513,10 @@ fn if_else_plan(
             .map_err(|e| bad(anyhow!("profile {}: {e}", shown_profile.display())))?;
         let lossy = retrace_trace::protocol::loops::LoopDecoder::read_plan(&mut r, 0)
             .map_err(|e| bad(anyhow!("profile {}: {e}", shown_profile.display())))?
-            .is_some_and(|d| !d.fixed().is_empty());
+            .is_some_and(|d| !d.fixed().is_empty() || !d.regions().is_empty());
         if lossy {
             return Err(bad(anyhow!(
-                "profile {} was recorded with --aggregate if-else: its fixed branches hold no outcomes; give a plain or --aggregate loops trace",
+                "profile {} was recorded with a lossy --aggregate level: it holds no outcomes for what that level aggregated; give a plain or --aggregate loops trace",
                 shown_profile.display()
             )));
         }
@@ -471,9 +527,11 @@ fn if_else_plan(
         ) => replay_error(shown_profile, e),
         e => bad(anyhow!("profile {}: {e}", shown_profile.display())),
     })?;
-    let gate = load_core(&args.bias_core)?;
-    let exclude: Vec<u64> = plan.sites().iter().map(|s| s.0).collect();
-    // The threshold was checked when parsed.
-    IfElsePlan::new(&program.table, &counts, &exclude, &gate, args.if_else_bias)
-        .map_err(|e| bad(anyhow!("{e}")))
+    // The thresholds were checked when parsed.
+    build_plan(program, level, Some((&plain[..], &counts)), &gate, gates).map_err(|e| match e {
+        retrace_estimate::aggregate::collapse::PlanError::Profile(e) => {
+            replay_error(shown_profile, e)
+        }
+        e => bad(anyhow!("{e}")),
+    })
 }

@@ -9,6 +9,7 @@ use crate::span::{walk_spans, Spans};
 use crate::walk::{walk, Graph, Leave, ReplayError, Visit, WalkStats};
 use retrace_program::{Addr, PpId, PpTable};
 use retrace_timing::CoreModel;
+use retrace_trace::protocol::regions::Region;
 use retrace_trace::{DcacheMeasurement, PcSequence, Totals, TraceReader};
 
 /// Open `trace`, replay it over `table` from `entry` with `visit`, and check
@@ -51,14 +52,57 @@ fn walk_tracked<R: std::io::Read, V: Visit<PpTable>>(
     walk(table, history, &mut tracked, start, limit)
 }
 
-/// A trace's fixed if-else sites (address, fixed outcome, taken
-/// probability in parts per million) and how often the replay visited
-/// each: what the estimate adds lossy cycles for.
-pub type FixedVisits = (Vec<(u64, bool, u32)>, Vec<u64>);
+/// What a lossy trace's replay visited that the estimate adds cycles for:
+/// the fixed if-else sites (address, fixed outcome, taken probability in
+/// parts per million) and the collapsed regions, each with how often the
+/// replay met it.
+#[derive(Clone, Debug, Default)]
+pub struct LossyVisits {
+    /// The plan's fixed sites.
+    pub fixed: Vec<(u64, bool, u32)>,
+    /// Per fixed site, visits.
+    pub fixed_visits: Vec<u64>,
+    /// The plan's collapsed regions.
+    pub regions: Vec<Region>,
+    /// Per region, extents stepped over.
+    pub region_visits: Vec<u64>,
+}
+
+impl LossyVisits {
+    /// The cycles the visits add on `core`: per fixed-site visit, the
+    /// probability-weighted difference of its two ways; per collapsed
+    /// extent, the region's mean time.
+    pub fn cycles(&self, table: &PpTable, core: &CoreModel) -> f64 {
+        let mut total = 0.0;
+        if !self.fixed.is_empty() {
+            let per_visit = crate::aggregate::ifelse::corrections(table, core, &self.fixed);
+            total += per_visit
+                .iter()
+                .zip(&self.fixed_visits)
+                .map(|(c, &n)| c * n as f64)
+                .sum::<f64>();
+        }
+        if !self.regions.is_empty() {
+            let mut t = table.clone();
+            let per_extent = crate::aggregate::collapse::region_cycles(&mut t, core, &self.regions);
+            total += per_extent
+                .iter()
+                .zip(&self.region_visits)
+                .map(|(c, &n)| c * n as f64)
+                .sum::<f64>();
+        }
+        total
+    }
+
+    /// Whether nothing lossy was visited or planned.
+    pub fn is_empty(&self) -> bool {
+        self.fixed.is_empty() && self.regions.is_empty()
+    }
+}
 
 /// What a replay returns: the walk's statistics, the recorded totals, the
-/// data-cache measurements and the fixed sites' visits.
-type Replayed = (WalkStats, Totals, Vec<DcacheMeasurement>, FixedVisits);
+/// data-cache measurements and the lossy visits.
+type Replayed = (WalkStats, Totals, Vec<DcacheMeasurement>, LossyVisits);
 
 /// The open trace's history, as the walk reads it.
 type SourceHistory<'a, S> = AggregatedHistory<<S as TraceSource>::Reader<'a>>;
@@ -97,7 +141,12 @@ fn replay_with<'s, S: TraceSource + ?Sized>(
     // Branches given back from aggregated loops' counts and fixed sites
     // hold no bits.
     let bits = stats.bits - history.synthesized();
-    let fixed = (history.fixed().to_vec(), history.fixed_visits().to_vec());
+    let lossy = LossyVisits {
+        fixed: history.fixed().to_vec(),
+        fixed_visits: history.fixed_visits().to_vec(),
+        regions: history.regions().to_vec(),
+        region_visits: history.region_visits().to_vec(),
+    };
     let (recorded, dcache) = history.finish()?.finish_all()?;
     if stats.last_pc != recorded.last_pc {
         return Err(ReplayError::Totals {
@@ -123,7 +172,7 @@ fn replay_with<'s, S: TraceSource + ?Sized>(
             ),
         });
     }
-    Ok((stats, recorded, dcache, fixed))
+    Ok((stats, recorded, dcache, lossy))
 }
 
 /// The trailer's totals, read from the end of the trace.
@@ -236,7 +285,8 @@ fn estimate_cores<S: TraceSource + ?Sized>(
                         .collect());
                     // Each core's walk statistics.
                     let mut walks = Vec::new();
-                    let mut fixed: FixedVisits = Default::default();
+                    let mut lossy = LossyVisits::default();
+                    let mut run_instructions = 0;
                     let measured = if spans && fidelity == Fidelity::Fast {
                         // Memoised stretches belong to one core's node graph:
                         // each core walks the trace on its own.
@@ -244,7 +294,8 @@ fn estimate_cores<S: TraceSource + ?Sized>(
                         for est in &mut fan.0 {
                             let mut memo = Spans::default();
                             let stats;
-                            (stats, _, measured, fixed) =
+                            let totals;
+                            (stats, totals, measured, lossy) =
                                 replay_with(&mut t, entry, trace, |t, h, s, n| {
                                     if h.plan().is_some() {
                                         // The stretches key on the trace's
@@ -255,14 +306,16 @@ fn estimate_cores<S: TraceSource + ?Sized>(
                                     }
                                     walk_spans(t, h.inner_mut(), est, &mut memo, s, n)
                                 })?;
+                            run_instructions = totals.instructions;
                             memo.stats.pps = stats.pps;
                             est.set_span_stats(memo.stats);
                             walks.push(stats);
                         }
                         measured
                     } else {
-                        let (stats, _, measured, f) = replay(&mut t, entry, trace, &mut fan)?;
-                        fixed = f;
+                        let (stats, totals, measured, f) = replay(&mut t, entry, trace, &mut fan)?;
+                        run_instructions = totals.instructions;
+                        lossy = f;
                         walks.resize(fan.0.len(), stats);
                         measured
                     };
@@ -279,15 +332,13 @@ fn estimate_cores<S: TraceSource + ?Sized>(
                             est.set_dcache_miss_rate(measured_rate.unwrap_or(0.0));
                         }
                         let mut e = est.estimate();
-                        if !fixed.0.is_empty() {
-                            let per_visit =
-                                crate::aggregate::ifelse::corrections(table, core, &fixed.0);
-                            e.lossy_cycles = per_visit
-                                .iter()
-                                .zip(&fixed.1)
-                                .map(|(c, &n)| c * n as f64)
-                                .sum();
+                        if !lossy.is_empty() {
+                            e.lossy_cycles = lossy.cycles(table, core);
                             e.cycles = (e.cycles as f64 + e.lossy_cycles).round().max(0.0) as u64;
+                            // The run's instructions, not the replay's
+                            // (which steps over what was aggregated): the
+                            // CPI is the program's.
+                            e.instructions = run_instructions;
                         }
                         (e.max_depth, e.stack_dropped) = (walked.max_depth, walked.dropped);
                         e.dcache_measured = core.dcache.is_none()
@@ -374,25 +425,35 @@ pub fn profile_trace<S: TraceSource + ?Sized>(
 
 /// Replay `trace` on one core timing every call (the local timing error's
 /// input, [`crate::aggregate::local`]): per call, the callee's entry and
-/// its duration, fixed if-else sites' lossy cycles included where the
-/// replay visits them.
+/// its duration, the lossy cycles of fixed sites and collapsed regions
+/// included where the replay visits them. For a plain trace, `skip` names
+/// the regions an aggregated replay it is compared with steps over: the
+/// calls made inside their extents are left out, as that replay never
+/// makes them.
 pub fn time_calls<S: TraceSource + ?Sized>(
     program: &retrace_program::Program,
     trace: &S,
     core: &CoreModel,
     fidelity: Fidelity,
+    skip: &[Region],
 ) -> Result<Vec<crate::aggregate::local::Call>, ReplayError> {
-    let fixed = {
+    let (fixed, regions) = {
         let mut r = TraceReader::new(trace.open()?)?;
         retrace_trace::protocol::loops::LoopDecoder::read_plan(&mut r, 0)?
-            .map(|d| d.fixed().to_vec())
+            .map(|d| (d.fixed().to_vec(), d.regions().to_vec()))
             .unwrap_or_default()
     };
     let per_visit = crate::aggregate::ifelse::corrections(&program.table, core, &fixed);
     let lossy = fixed.iter().map(|f| f.0).zip(per_visit).collect();
-    let mut timer =
-        crate::aggregate::local::CallTimer::new(Estimator::new(core, fidelity, 0.0), lossy);
     let mut table = program.table.clone();
+    let per_extent = crate::aggregate::collapse::region_cycles(&mut table, core, &regions);
+    let mut timer = crate::aggregate::local::CallTimer::new(
+        Estimator::new(core, fidelity, 0.0),
+        lossy,
+        &regions,
+        per_extent,
+        skip,
+    );
     replay(&mut table, program.entry, trace, &mut timer)?;
     Ok(timer.calls)
 }

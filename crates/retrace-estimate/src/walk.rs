@@ -117,6 +117,22 @@ pub trait History {
     /// Take the code event [`History::next_code`] announced: the address
     /// and the bytes memory holds there from then on.
     fn code(&mut self) -> Result<(u64, Vec<u8>), ReplayError>;
+
+    /// Whether this kind of history may collapse regions (seed 000,
+    /// embodiments 4 and 5; `retrace_trace::protocol::regions`): when not,
+    /// the walk never asks, and pays nothing for it.
+    const COLLAPSES: bool = false;
+    /// A call to `target`: `Some(region)` when it is a collapsed function,
+    /// which the walk then steps over to the return point.
+    fn collapse_call(&mut self, _target: u64) -> Option<u32> {
+        None
+    }
+    /// The conditional branch at `site`: `Some((region, resume))` when it
+    /// is the entry of a collapsed nest, which the walk then leaves as if
+    /// it fell through, for the nest's way out at `resume`.
+    fn collapse_branch(&mut self, _site: u64) -> Option<(u32, u64)> {
+        None
+    }
 }
 
 /// How a partial program was left.
@@ -154,6 +170,10 @@ pub trait Visit<G: Graph> {
     /// goes on at the next pc in the changed code, with nothing in between
     /// (no end outcome, no trap).
     fn cut(&mut self, graph: &G, pp: G::Id, executed: u32);
+    /// The walk stepped over an extent of collapsed region `region` right
+    /// after the partial program it last reported ([`Visit::pp`]): a call
+    /// into a collapsed function, or a collapsed nest's entry branch.
+    fn collapsed(&mut self, _graph: &G, _region: u32) {}
 }
 
 /// Why a replay failed.
@@ -591,24 +611,61 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
         };
         let instructions = self.stats.instructions;
         let exhausted = |what| ReplayError::HistoryExhausted { what, instructions };
+        let mut collapsed = None;
         let (how, next) = match exit {
             Exit::Branch { taken, not_taken } => {
-                let b = history.bit()?.ok_or_else(|| exhausted("a branch bit"))?;
-                self.stats.bits += 1;
-                (Leave::Branch(b), if b { taken } else { not_taken })
+                let nest = if H::COLLAPSES {
+                    history.collapse_branch(graph.pc_at(cur, len - 1))
+                } else {
+                    None
+                };
+                match nest {
+                    Some((region, resume)) => {
+                        // The nest's extent is stepped over: on where it
+                        // leads, the entry branch left as a fall-through.
+                        collapsed = Some(region);
+                        (
+                            Leave::Branch(false),
+                            self.resolve_next(graph, history, resume, final_pp)?,
+                        )
+                    }
+                    None => {
+                        let b = history.bit()?.ok_or_else(|| exhausted("a branch bit"))?;
+                        self.stats.bits += 1;
+                        (Leave::Branch(b), if b { taken } else { not_taken })
+                    }
+                }
             }
             Exit::Call { target, ret } => {
-                self.push(ret);
-                (Leave::Call, target)
+                collapsed = if H::COLLAPSES {
+                    history.collapse_call(graph.start(target))
+                } else {
+                    None
+                };
+                if collapsed.is_some() {
+                    (Leave::Call, ret)
+                } else {
+                    self.push(ret);
+                    (Leave::Call, target)
+                }
             }
             Exit::IndirectCall { site, ret } => {
                 let addr = history.indirect(site)?;
                 self.stats.indirect += 1;
-                self.push(ret);
-                (
-                    Leave::Call,
-                    self.resolve_next(graph, history, addr, final_pp)?,
-                )
+                collapsed = if H::COLLAPSES {
+                    history.collapse_call(addr)
+                } else {
+                    None
+                };
+                if collapsed.is_some() {
+                    (Leave::Call, ret)
+                } else {
+                    self.push(ret);
+                    (
+                        Leave::Call,
+                        self.resolve_next(graph, history, addr, final_pp)?,
+                    )
+                }
             }
             Exit::Return => {
                 let top = self.stack.pop();
@@ -662,6 +719,9 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
             // after it.
             self.stats.last_pc = graph.pc_at(cur, len - 1);
             visit.pp(graph, cur, how, next);
+            if let Some(r) = collapsed {
+                visit.collapsed(graph, r);
+            }
             // A trap recorded at the run's total is the last thing the run
             // did: it entered the handler and stopped there.
             if history.next_trap(self.limit)? == Some(self.limit) {
@@ -671,6 +731,9 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
             return Ok(true);
         }
         visit.pp(graph, cur, how, next);
+        if let Some(r) = collapsed {
+            visit.collapsed(graph, r);
+        }
         self.cur = next;
         Ok(false)
     }

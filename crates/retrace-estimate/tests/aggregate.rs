@@ -9,16 +9,18 @@
 //!   sequence and to the plain trace's estimate, cycle for cycle, on
 //!   `ideal`, `picorv32` (RV32) and `inorder5`.
 //!
-//! - the aggregation ladder (`aggregate::PROG::if-else`): with fixed
+//! - the aggregation ladder (`aggregate::PROG::ladder`): with fixed
 //!   if-else sites (embodiment 3, lossy) the trace holds the plain bits less
-//!   the loops' tests and the fixed sites' executions, replays making the
-//!   plain replay's calls in the same order, and its total on `inorder5`
-//!   is within 0.1% of the plain one on the profiled input; raising the
-//!   if-else bias threshold (embodiment 6's gate) never records more bits.
+//!   the loops' tests and the fixed sites' executions; with collapsed nests
+//!   and functions (embodiments 4 and 5) fewer still; every lossy rung
+//!   replays making the plain replay's calls in the same order (those
+//!   inside collapsed extents left out), and its total on `inorder5` is
+//!   within 0.1% of the plain one on the profiled input; raising either
+//!   bias threshold (embodiment 6's gates) never records more bits.
 //!
 //! Each row prints the bits and bytes saved (`--nocapture`).
 
-use retrace_estimate::aggregate::ladder::{ladder, BUILT};
+use retrace_estimate::aggregate::ladder::{ladder, Rung, BUILT};
 use retrace_estimate::aggregate::{Level, LoopPlan};
 use retrace_estimate::{estimate_trace, replay_check, Fidelity};
 use retrace_isa::{Class, Xlen};
@@ -29,6 +31,7 @@ use retrace_sim::{Console, HostConfig};
 use retrace_testkit::programs::{example_programs, ExampleProgram};
 use retrace_testkit::trials::{self, all_ok, Failed, Trial};
 use retrace_timing::preset;
+use retrace_trace::protocol::loops::Plan;
 
 const BUDGET: Option<u64> = Some(2_000_000_000);
 
@@ -52,8 +55,10 @@ fn record(
         retrace_trace::Header::new(0, 32, 1),
         &[],
         &mut pcs,
-        sites,
-        &[],
+        &Plan {
+            loops: sites.to_vec(),
+            ..Plan::default()
+        },
     )
     .unwrap();
     (trace, rec, pcs)
@@ -205,10 +210,32 @@ fn refused_over_crc32(trace: &[u8], what: &str) -> Result<(), Failed> {
     }
 }
 
-/// Thresholds the ladder sweeps, ascending.
+/// If-else bias thresholds the ladder sweeps, ascending.
 const SWEEP: [f64; 3] = [1e2, 1e4, 1e6];
+/// Loop bias thresholds the ladder sweeps, ascending.
+const LOOP_SWEEP: [f64; 3] = [1e3, 1e6, 1e9];
 
-fn if_else_row(p: &ExampleProgram) -> Result<(), Failed> {
+/// Bits by ascending threshold, then with the gate off: never more.
+fn monotonic(what: &str, rungs: &[&Rung], sweep: &[f64], bad: &mut Vec<String>) {
+    let Some((off, swept)) = rungs.split_first() else {
+        return;
+    };
+    let bits: Vec<u64> = swept
+        .iter()
+        .map(|r| r.recording.branches)
+        .chain([off.recording.branches])
+        .collect();
+    if !bits.windows(2).all(|w| w[0] >= w[1]) {
+        bad.push(format!(
+            "{what}: bits by rising threshold {sweep:?} then gate off: {bits:?}"
+        ));
+    }
+}
+
+/// The whole ladder of one program on inorder5: every lossy rung within
+/// 0.1% of the plain estimate on the profiled input, both gates monotonic,
+/// and the bits each level records.
+fn ladder_row(p: &ExampleProgram) -> Result<(), Failed> {
     let elf = Elf::parse(&p.bytes()).unwrap();
     let program = Program::analyse(&elf).unwrap();
     let path = p.path.display().to_string();
@@ -226,19 +253,24 @@ fn if_else_row(p: &ExampleProgram) -> Result<(), Failed> {
         Fidelity::Fast,
         &BUILT,
         &SWEEP,
+        &LOOP_SWEEP,
     )
     .map_err(|e| format!("ladder: {e}"))?;
     // A program that writes code: lossy aggregation refuses it (the replay
     // walks other instructions than the run, and could not place the
-    // code events), in one line, and the ladder has no if-else rung.
+    // code events), in one line, and the ladder has no lossy rung.
     let writes_code = p.name.starts_with("selfmod");
     match ladder.refused.as_slice() {
         [] if !writes_code => {}
-        [(Level::IfElse, why)] if writes_code => {
-            return if why.contains("code written at run time") && !why.contains('\n') {
+        refused if writes_code => {
+            let levels: Vec<Level> = refused.iter().map(|r| r.0).collect();
+            let lines_ok = refused
+                .iter()
+                .all(|(_, why)| why.contains("code written at run time") && !why.contains('\n'));
+            return if levels == [Level::IfElse, Level::Nested, Level::Functions] && lines_ok {
                 Ok(())
             } else {
-                Err(format!("refused otherwise than expected: {why}").into())
+                Err(format!("refused otherwise than expected: {refused:?}").into())
             };
         }
         other => return Err(format!("refused levels: {other:?}").into()),
@@ -247,9 +279,38 @@ fn if_else_row(p: &ExampleProgram) -> Result<(), Failed> {
     let mut bad = Vec::new();
     let plain = &rungs[0];
     let reference = plain.estimate.cycles as f64;
-    let lossy: Vec<_> = rungs.iter().filter(|r| r.level == Level::IfElse).collect();
-    if lossy.len() != 1 + SWEEP.len() {
-        bad.push(format!("{} if-else rungs", lossy.len()));
+    let at = |level| -> Vec<&Rung> { rungs.iter().filter(|r| r.level == level).collect() };
+    let lossy = at(Level::IfElse);
+    let nested = at(Level::Nested);
+    let functions = at(Level::Functions);
+    if lossy.len() != 1 + SWEEP.len()
+        || nested.len() != 1 + LOOP_SWEEP.len()
+        || functions.len() != 1
+    {
+        bad.push(format!(
+            "{} if-else, {} nested, {} functions rungs",
+            lossy.len(),
+            nested.len(),
+            functions.len()
+        ));
+    }
+    for r in rungs.iter().filter(|r| r.level >= Level::IfElse) {
+        let err = (r.estimate.cycles as f64 - reference) / reference;
+        if err.abs() > 1e-3 {
+            bad.push(format!(
+                "{} threshold {:?}: total error {:+.4}%",
+                r.level.name(),
+                r.threshold,
+                err * 100.0
+            ));
+        }
+        if r.local.is_none() {
+            bad.push(format!(
+                "{} threshold {:?}: no local error",
+                r.level.name(),
+                r.threshold
+            ));
+        }
     }
     for r in &lossy {
         let l = r.recording.loops;
@@ -259,42 +320,33 @@ fn if_else_row(p: &ExampleProgram) -> Result<(), Failed> {
                 r.threshold, r.recording.branches, l.tests, l.fixed, plain.recording.branches
             ));
         }
-        let err = (r.estimate.cycles as f64 - reference) / reference;
-        if err.abs() > 1e-3 {
-            bad.push(format!(
-                "threshold {:?}: total error {:+.4}%",
-                r.threshold,
-                err * 100.0
-            ));
-        }
-        if r.local.is_none() {
-            bad.push(format!("threshold {:?}: no local error", r.threshold));
-        }
     }
-    let off = lossy[0];
+    let (off, all) = (lossy[0], functions[0]);
+    let row = |r: &Rung| {
+        format!(
+            "{:>11} bits ({:>7.1}x fewer) error {:+.5}% local mean {:.3}% p99 {:.3}%",
+            r.recording.branches,
+            plain.recording.branches as f64 / r.recording.branches.max(1) as f64,
+            (r.estimate.cycles as f64 - reference) / reference * 100.0,
+            r.local.as_ref().map_or(0.0, |l| l.mean * 100.0),
+            r.local.as_ref().map_or(0.0, |l| l.p99 * 100.0),
+        )
+    };
     println!(
-        "{:<22} {:>3} fixed  bits {:>11} -> {:>11} ({:>5.1}% fewer)  error {:+.5}%  local mean {:.4}% p99 {:.4}%",
+        "{:<22} plain {:>11} bits\n  +if-else   {:>3} fixed                    {}\n  +nested    {:>3} nests                    {}\n  +functions {:>3} nests {:>3} functions      {}",
         p.name,
-        off.fixed,
         plain.recording.branches,
-        off.recording.branches,
-        (plain.recording.branches - off.recording.branches) as f64 * 100.0
-            / plain.recording.branches.max(1) as f64,
-        (off.estimate.cycles as f64 - reference) / reference * 100.0,
-        off.local.as_ref().map_or(0.0, |l| l.mean * 100.0),
-        off.local.as_ref().map_or(0.0, |l| l.p99 * 100.0),
+        off.fixed,
+        row(off),
+        nested[0].nests,
+        row(nested[0]),
+        all.nests,
+        all.functions,
+        row(all),
     );
     // Ascending thresholds aggregate more; the gate off aggregates most.
-    let bits: Vec<u64> = lossy[1..]
-        .iter()
-        .map(|r| r.recording.branches)
-        .chain([off.recording.branches])
-        .collect();
-    if !bits.windows(2).all(|w| w[0] >= w[1]) {
-        bad.push(format!(
-            "bits by rising threshold {SWEEP:?} then gate off: {bits:?}"
-        ));
-    }
+    monotonic("if-else gate", &lossy, &SWEEP, &mut bad);
+    monotonic("loop gate", &nested, &LOOP_SWEEP, &mut bad);
     all_ok(bad)
 }
 
@@ -324,17 +376,62 @@ fn foreign_if_else_plan() -> Result<(), Failed> {
         retrace_trace::Header::new(0, 32, 1),
         &[],
         &mut (),
-        &[],
-        &plan.fixed_sites(),
+        &Plan {
+            fixed: plan.fixed_sites(),
+            ..Plan::default()
+        },
     )
     .unwrap();
     refused_over_crc32(&trace, "foreign if-else plan")
+}
+
+/// A trace with collapsed regions (nests and functions) replayed over
+/// another program is refused with a one-line error.
+fn foreign_collapse_plan() -> Result<(), Failed> {
+    use retrace_estimate::aggregate::build::{build_plan, Gates};
+    use retrace_estimate::aggregate::ladder::branch_counts;
+    let (p, elf, program) = load("dhry-rv32-O2");
+    let (plain, _, _) = record(&elf, &p.path.display().to_string(), &[]);
+    let counts = branch_counts(&program, &plain).map_err(|e| e.to_string())?;
+    let core = preset("inorder5").unwrap();
+    let built = build_plan(
+        &program,
+        Level::Functions,
+        Some((&plain[..], &counts)),
+        &core,
+        Gates::default(),
+    )
+    .map_err(|e| e.to_string())?;
+    if built.plan.regions.is_empty() {
+        return Err("dhry has no collapsed region".into());
+    }
+    let mut trace = Vec::new();
+    retrace_sim::record::record_run_planned(
+        &elf,
+        HostConfig {
+            cmdline: p.path.display().to_string(),
+            ..HostConfig::default()
+        },
+        Console::null(),
+        BUDGET,
+        &mut trace,
+        retrace_trace::Header::new(0, 32, 1),
+        &[],
+        &mut (),
+        &Plan {
+            regions: built.plan.regions,
+            ..Plan::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    refused_over_crc32(&trace, "foreign collapse plan")
 }
 
 fn main() {
     let mut trials = vec![
         Trial::test("aggregate::foreign-program", foreign_program),
         Trial::test("aggregate::foreign-if-else-plan", foreign_if_else_plan),
+        Trial::test("aggregate::foreign-collapse-plan", foreign_collapse_plan),
     ];
     for p in example_programs() {
         let q = p.clone();
@@ -348,8 +445,8 @@ fn main() {
             move || replay_row(&q),
         ));
         trials.push(Trial::test(
-            format!("aggregate::{}::if-else", p.name),
-            move || if_else_row(&p),
+            format!("aggregate::{}::ladder", p.name),
+            move || ladder_row(&p),
         ));
     }
     trials::run(trials, || {});

@@ -29,13 +29,19 @@
 
 use crate::observer::{CodeEvent, HartId, Observer, TrapEvent};
 use retrace_isa::{Flow, Inst};
-use retrace_trace::protocol::loops::{FixedSite, LoopEncoder, LoopStats};
+use retrace_trace::protocol::loops::{LoopEncoder, LoopStats, Plan};
+use retrace_trace::protocol::regions::{RegionTracker, Step};
 use retrace_trace::protocol::Encoder;
 use retrace_trace::{Totals, TraceError, TraceWriter, WriteSummary};
 use std::io::Write;
 
 /// Writes the trace of a run; see the module docs.
-pub struct Recorder<W: Write> {
+///
+/// `COUNT` makes the recorder count every retired instruction (the
+/// engine's [`Observer::retire`] hook, which costs the run its speed): a
+/// plan with collapsed regions needs it, to say how many instructions the
+/// replay will not walk.
+pub struct Recorder<W: Write, const COUNT: bool = false> {
     encoder: Encoder<W>,
     harts: Vec<HartTraps>,
     /// The program's code as the replay will see it (see the module docs):
@@ -53,8 +59,20 @@ pub struct Recorder<W: Write> {
     /// Aggregated loops (seed 000, embodiment 2): in front of the encoder's
     /// branch event, their continue tests count instead of writing bits.
     loops: Option<LoopEncoder>,
-    /// The plan has fixed sites (see [`Recorder::aggregate`]).
-    fixed: bool,
+    /// The plan is lossy (see [`Recorder::aggregate`]).
+    lossy: bool,
+    /// Collapsed regions: where each hart is relative to them.
+    regions: Option<Regions>,
+}
+
+/// Per hart, the position relative to a plan's collapsed regions and the
+/// instruction counts that measure each extent.
+struct Regions {
+    trackers: Vec<RegionTracker>,
+    /// Instructions retired so far.
+    retired: Vec<u64>,
+    /// `retired` when the open extent started.
+    start: Vec<u64>,
 }
 
 /// Measures data-cache miss rates on a thread of its own: the engine logs
@@ -129,9 +147,9 @@ struct HartTraps {
     last: Option<(u64, u64)>,
 }
 
-impl<W: Write> Recorder<W> {
+impl<W: Write, const COUNT: bool> Recorder<W, COUNT> {
     /// Record into `writer` (which has written the header).
-    pub fn new(writer: TraceWriter<W>, harts: usize) -> Recorder<W> {
+    pub fn new(writer: TraceWriter<W>, harts: usize) -> Recorder<W, COUNT> {
         Recorder {
             encoder: Encoder::new(writer, harts),
             harts: vec![HartTraps::default(); harts],
@@ -140,37 +158,86 @@ impl<W: Write> Recorder<W> {
             unsupported: None,
             dcaches: None,
             loops: None,
-            fixed: false,
+            lossy: false,
+            regions: None,
         }
     }
 
-    /// Aggregate the loops whose continue tests are `sites` (address, and
-    /// whether the taken outcome continues the loop): their outcomes are
-    /// counted into the trace's loop runs instead of written as bits, and
-    /// the plan is written first. Call before the run.
-    pub fn aggregate_loops(&mut self, sites: &[(u64, bool)]) {
-        self.aggregate(sites, &[]);
-    }
-
-    /// [`Recorder::aggregate_loops`], and make `fixed` fixed sites (seed
-    /// 000's embodiment 3, lossy): branches that write nothing and that the
-    /// replay always takes one way. A run with fixed sites cannot take a
-    /// trap in the middle of a partial program or write code (the replay,
-    /// which walks other instructions than the run, could not place
-    /// them): the recording stops there as unsupported.
-    pub fn aggregate(&mut self, sites: &[(u64, bool)], fixed: &[FixedSite]) {
-        if !sites.is_empty() || !fixed.is_empty() {
-            self.loops = Some(LoopEncoder::with_fixed(&mut self.encoder, sites, fixed));
-            self.fixed = !fixed.is_empty();
+    /// Aggregate as `plan` says (seed 000, embodiments 2–5): continue
+    /// tests of aggregated loops count into the trace's loop runs instead
+    /// of writing bits; fixed if-else sites write nothing and the replay
+    /// takes them one way; collapsed regions write nothing at all (only
+    /// with `COUNT`). The plan is written first. A lossy plan cannot follow
+    /// a trap in the middle of a partial program or code written at run
+    /// time (the replay, which walks other instructions than the run,
+    /// could not place them): the recording stops there as unsupported.
+    /// Call before the run.
+    pub fn aggregate(&mut self, plan: &Plan) {
+        if plan.is_empty() {
+            return;
+        }
+        self.loops = Some(LoopEncoder::with_plan(&mut self.encoder, plan));
+        self.lossy = plan.is_lossy();
+        if !plan.regions.is_empty() {
+            if !COUNT {
+                self.unsupported.get_or_insert_with(|| {
+                    "collapsed regions need a recorder that counts instructions".into()
+                });
+            }
+            let harts = self.harts.len();
+            self.regions = Some(Regions {
+                trackers: vec![RegionTracker::new(&plan.regions); harts],
+                retired: vec![0; harts],
+                start: vec![0; harts],
+            });
         }
     }
 
-    /// Refuse, in a recording with fixed sites, an event the replay could
-    /// not place.
-    fn refuse_with_fixed(&mut self, what: &str) {
-        if self.fixed {
+    /// Refuse, in a lossy recording, an event the replay could not place.
+    fn refuse_lossy(&mut self, what: &str) {
+        if self.lossy {
             self.unsupported.get_or_insert_with(|| {
-                format!("{what} in a recording with lossy aggregation (fixed if-else sites): record with --aggregate loops or none")
+                format!("{what} in a recording with lossy aggregation (fixed if-else sites or collapsed regions): record with --aggregate loops or none")
+            });
+        }
+    }
+
+    /// A collapsed-region `step` of `hart` that is not [`Step::Outside`]:
+    /// nothing is recorded; an extent that ends tells the encoder how many
+    /// instructions it held. `true` when the event belongs to an extent.
+    #[inline]
+    fn region_step(&mut self, hart: HartId, step: Step) -> bool {
+        let Some(r) = &mut self.regions else {
+            return false;
+        };
+        // The event's own instruction has not retired yet.
+        let now = r.retired[hart] + 1;
+        let n = match step {
+            Step::Outside => return false,
+            Step::Inside => return true,
+            Step::Enter(_) => {
+                r.start[hart] = now;
+                return true;
+            }
+            Step::Leave(_) => now - r.start[hart],
+            Step::Through(_) => 0,
+        };
+        if let Some(l) = &mut self.loops {
+            l.collapsed(&mut self.encoder, n);
+        }
+        true
+    }
+
+    /// After the run: a run that stopped inside an extent (its budget ran
+    /// out there) cannot be replayed with the regions.
+    fn check_end(&mut self) {
+        let inside = self
+            .regions
+            .as_ref()
+            .and_then(|r| r.trackers.iter().find_map(RegionTracker::inside));
+        if let Some(region) = inside {
+            self.unsupported.get_or_insert_with(|| {
+                format!("the run stopped inside collapsed region {region} (its instruction budget ran out there?): raise --max-insns or record without --aggregate nested/functions")
             });
         }
     }
@@ -178,7 +245,7 @@ impl<W: Write> Recorder<W> {
     /// The program's code: needed to record a breakpoint trap at a
     /// semihosting sequence (an `ebreak` between `slli x0,x0,0x1f` and
     /// `srai x0,x0,7`, executed in U-mode) as the replay sees it.
-    pub fn with_code(mut self, code: retrace_program::Code) -> Recorder<W> {
+    pub fn with_code(mut self, code: retrace_program::Code) -> Recorder<W, COUNT> {
         self.code = Some(code);
         self
     }
@@ -249,11 +316,19 @@ impl<W: Write> Recorder<W> {
     }
 }
 
-impl<W: Write> Observer for Recorder<W> {
+impl<W: Write, const COUNT: bool> Observer for Recorder<W, COUNT> {
     // Instruction count and last pc come from the machine at the end
     // ([`Recorder::finish`]): a hook on every instruction would cost the
-    // recording more than everything else it does.
-    const RETIRE: bool = false;
+    // recording more than everything else it does. Only collapsed regions
+    // need it (`COUNT`).
+    const RETIRE: bool = COUNT;
+
+    #[inline(always)]
+    fn retire(&mut self, ev: &crate::observer::Retired<'_>) {
+        if let Some(r) = &mut self.regions {
+            r.retired[ev.hart] += 1;
+        }
+    }
 
     const BULK_ADDRESSES: bool = true;
 
@@ -269,6 +344,14 @@ impl<W: Write> Observer for Recorder<W> {
 
     #[inline(always)]
     fn branch(&mut self, hart: HartId, pc: u64, _inst: &Inst, taken: bool, _target: u64) {
+        if COUNT {
+            if let Some(r) = &mut self.regions {
+                let step = r.trackers[hart].branch(pc, taken);
+                if self.region_step(hart, step) {
+                    return;
+                }
+            }
+        }
         match &mut self.loops {
             None => self.encoder.branch(hart as u16, taken),
             Some(l) => l.branch(&mut self.encoder, hart as u16, pc, taken),
@@ -280,6 +363,29 @@ impl<W: Write> Observer for Recorder<W> {
     #[inline(never)]
     fn jump(&mut self, hart: HartId, pc: u64, inst: &Inst, flow: Flow, target: u64) {
         let h = hart as u16;
+        if COUNT {
+            if let Some(r) = &mut self.regions {
+                let t = &mut r.trackers[hart];
+                let step = match flow {
+                    Flow::Call | Flow::IndirectCall => t.call(target, inst.fallthrough(pc)),
+                    Flow::Return => t.ret(target).unwrap_or_else(|strayed| {
+                        self.unsupported.get_or_insert_with(|| {
+                            format!("a return at {pc:#x} left collapsed region {} for {:#x}, not where the region ends (a longjmp?): record without --aggregate nested/functions", strayed.region, strayed.target)
+                        });
+                        Step::Inside
+                    }),
+                    _ if t.inside().is_some() => Step::Inside,
+                    _ => Step::Outside,
+                };
+                if matches!(step, Step::Enter(_)) && flow == Flow::IndirectCall {
+                    // The replay learns the callee from the target.
+                    self.encoder.indirect(h, pc, target);
+                }
+                if self.region_step(hart, step) {
+                    return;
+                }
+            }
+        }
         match flow {
             Flow::Call => self.encoder.call(h, inst.fallthrough(pc)),
             Flow::IndirectCall => self
@@ -339,7 +445,7 @@ impl<W: Write> Observer for Recorder<W> {
         // The replay cuts the partial program it is in after as many
         // instructions as it has executed by now.
         let executed = ev.retired + t.calls;
-        self.refuse_with_fixed("a trap in the middle of a partial program");
+        self.refuse_lossy("a trap in the middle of a partial program");
         if let Some(l) = &mut self.loops {
             l.trap(&mut self.encoder, h);
         }
@@ -385,7 +491,7 @@ impl<W: Write> Observer for Recorder<W> {
         let addr = ev.base + lo as u64;
         shadow.patch(retrace_program::Addr(addr), bytes);
         let calls = self.harts.get(ev.hart).map_or(0, |t| t.calls);
-        self.refuse_with_fixed("code written at run time");
+        self.refuse_lossy("code written at run time");
         // Aggregated loops: a code event ends the execution in progress, as
         // a trap does, so the replay's history resets at the same point.
         if let Some(l) = &mut self.loops {
@@ -464,14 +570,12 @@ pub fn record_run_watched<W: Write, O: Observer>(
         header,
         dcaches,
         watcher,
-        &[],
-        &[],
+        &Plan::default(),
     )
 }
 
-/// [`record_run_watched`] aggregating the loops whose continue tests are
-/// `loops` and the `fixed` if-else sites (see [`Recorder::aggregate`];
-/// empty: none).
+/// [`record_run_watched`] aggregating as `plan` says (see
+/// [`Recorder::aggregate`]; an empty plan: nothing).
 #[allow(clippy::too_many_arguments)]
 pub fn record_run_planned<W: Write, O: Observer>(
     elf: &retrace_program::Elf,
@@ -482,21 +586,42 @@ pub fn record_run_planned<W: Write, O: Observer>(
     mut header: retrace_trace::Header,
     dcaches: &[retrace_timing::CacheModel],
     watcher: &mut O,
-    loops: &[(u64, bool)],
-    fixed: &[FixedSite],
+    plan: &Plan,
 ) -> Result<Recording, RecordError> {
     let mut machine = crate::Machine::new(elf, &crate::MachineConfig::default(), host, console)?;
     header.identity = elf.identity();
     header.xlen = elf.xlen.bits() as u8;
     header.harts = 1;
     let writer = TraceWriter::new(out, &header)?;
-    let mut rec = Recorder::new(writer, 1);
-    if let Ok(code) = retrace_program::Code::from_elf(elf) {
+    let code = retrace_program::Code::from_elf(elf).ok();
+    // Collapsed regions need every instruction counted; everything else
+    // records without the per-instruction hook.
+    if plan.regions.is_empty() {
+        let rec = Recorder::<W, false>::new(writer, 1);
+        record_with(rec, &mut machine, code, dcaches, plan, max_insns, watcher)
+    } else {
+        let rec = Recorder::<W, true>::new(writer, 1);
+        record_with(rec, &mut machine, code, dcaches, plan, max_insns, watcher)
+    }
+}
+
+/// Run `machine` with `rec` (and `watcher`) and finish the trace.
+fn record_with<W: Write, O: Observer, const COUNT: bool>(
+    mut rec: Recorder<W, COUNT>,
+    machine: &mut crate::Machine,
+    code: Option<retrace_program::Code>,
+    dcaches: &[retrace_timing::CacheModel],
+    plan: &Plan,
+    max_insns: Option<u64>,
+    watcher: &mut O,
+) -> Result<Recording, RecordError> {
+    if let Some(code) = code {
         rec = rec.with_code(code);
     }
     rec.measure_dcaches(dcaches);
-    rec.aggregate(loops, fixed);
+    rec.aggregate(plan);
     let run = machine.run(max_insns, &mut (&mut rec, watcher));
+    rec.check_end();
     if let Some(why) = rec.unsupported() {
         return Err(RecordError::Unsupported(why.to_string()));
     }
@@ -505,7 +630,7 @@ pub fn record_run_planned<W: Write, O: Observer>(
         _ => -1,
     };
     let loops = rec.finish_loops();
-    let trace = rec.finish(&machine, &run, exit)?;
+    let trace = rec.finish(machine, &run, exit)?;
     Ok(Recording {
         run,
         branches: trace.bits,

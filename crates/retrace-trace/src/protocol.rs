@@ -68,6 +68,7 @@
 //! ```
 
 pub mod loops;
+pub mod regions;
 
 use crate::format::decode_varint;
 use crate::WriteSummary;
@@ -372,7 +373,7 @@ impl<W: Write> Encoder<W> {
         totals.branches = self.writer.branches();
         totals.indirect = events.indirect;
         totals.escapes = events.escapes;
-        if self.loops.has_fixed {
+        if self.loops.lossy {
             let adjust = self.loops.stats.walk_adjust;
             totals.walk_instructions = Some(totals.instructions.saturating_add_signed(adjust));
         }

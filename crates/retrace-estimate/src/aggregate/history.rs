@@ -18,7 +18,9 @@ use crate::machine::TraceHistory;
 use crate::walk::{Exit, Graph, History, Leave, ReplayError, Visit};
 use retrace_program::{Addr, PpTable};
 use retrace_trace::protocol::loops::LoopDecoder;
+use retrace_trace::protocol::regions::{Region, RegionKind};
 use retrace_trace::TraceReader;
+use rustc_hash::FxHashMap;
 use std::cell::Cell;
 use std::io::Read;
 use std::rc::Rc;
@@ -38,6 +40,21 @@ pub struct AggregatedHistory<R: Read> {
     inner: TraceHistory<R>,
     loops: Option<LoopDecoder>,
     site: SiteTracker,
+    /// The plan's collapsed regions, as the walk looks them up (set by
+    /// [`AggregatedHistory::check_plan`]).
+    collapse: Option<Collapse>,
+}
+
+/// Collapsed regions by where the walk meets them, and how often it did.
+#[derive(Clone, Debug, Default)]
+struct Collapse {
+    /// Function regions by entry address.
+    functions: FxHashMap<u64, u32>,
+    /// Nest regions by branch site: the region and where its way out
+    /// starts.
+    nests: FxHashMap<u64, (u32, u64)>,
+    /// Per region, extents stepped over.
+    visits: Vec<u64>,
 }
 
 impl<R: Read> AggregatedHistory<R> {
@@ -50,6 +67,7 @@ impl<R: Read> AggregatedHistory<R> {
             inner,
             loops,
             site: SiteTracker::default(),
+            collapse: None,
         })
     }
 
@@ -63,7 +81,7 @@ impl<R: Read> AggregatedHistory<R> {
     /// conditional branch of `table`'s code. A trace of another program (or
     /// a plan damaged in transit) is refused here, before it could steer
     /// the walk.
-    pub fn check_plan(&self, table: &PpTable) -> Result<(), ReplayError> {
+    pub fn check_plan(&mut self, table: &PpTable) -> Result<(), ReplayError> {
         for &(site, _) in self.plan().unwrap_or(&[]) {
             let branch = table
                 .code()
@@ -88,7 +106,21 @@ impl<R: Read> AggregatedHistory<R> {
                 }
             }
         }
+        let regions = self.regions();
+        if !regions.is_empty() {
+            self.collapse = Some(collapse_map(table, regions)?);
+        }
         Ok(())
+    }
+
+    /// The plan's collapsed regions (empty for a trace without).
+    pub fn regions(&self) -> &[Region] {
+        self.loops.as_ref().map_or(&[], LoopDecoder::regions)
+    }
+
+    /// Per collapsed region, the extents the walk stepped over so far.
+    pub fn region_visits(&self) -> &[u64] {
+        self.collapse.as_ref().map_or(&[], |c| &c.visits)
     }
 
     /// The plan's fixed sites (lossy if-else aggregation): address, the
@@ -131,7 +163,78 @@ impl<R: Read> AggregatedHistory<R> {
     }
 }
 
+/// Check a plan's regions against the program and index them for the
+/// walk: a function region's entry must be code; a nest's branches must be
+/// conditional branches, and its exit's leaving way gives where the walk
+/// goes on.
+fn collapse_map(table: &PpTable, regions: &[Region]) -> Result<Collapse, ReplayError> {
+    let code = table.code();
+    let branch = |site: u64| {
+        code.get(Addr(site))
+            .filter(|i| i.class() == retrace_isa::Class::Branch)
+            .ok_or_else(|| ReplayError::BadTarget {
+                what: "a collapsed nest's branch (the trace's plan) that is no conditional branch of this program".into(),
+                addr: site,
+            })
+    };
+    let mut c = Collapse {
+        visits: vec![0; regions.len()],
+        ..Collapse::default()
+    };
+    for (i, r) in regions.iter().enumerate() {
+        let i = i as u32;
+        if let Some(p) = r.pps.iter().find(|p| code.get(Addr(p.start)).is_none()) {
+            return Err(ReplayError::BadTarget {
+                what: "a collapsed region's partial program (the trace's plan) that starts at no code of this program".into(),
+                addr: p.start,
+            });
+        }
+        match &r.kind {
+            RegionKind::Function { entry } => {
+                if code.get(Addr(*entry)).is_none() {
+                    return Err(ReplayError::BadTarget {
+                        what: "a collapsed function (the trace's plan) whose entry is no code of this program".into(),
+                        addr: *entry,
+                    });
+                }
+                c.functions.entry(*entry).or_insert(i);
+            }
+            RegionKind::Nest { sites, exit, leave } => {
+                let inst = branch(*exit)?;
+                let resume = if *leave {
+                    inst.direct_target(*exit).unwrap_or(0)
+                } else {
+                    inst.fallthrough(*exit)
+                };
+                for &s in sites {
+                    branch(s)?;
+                    c.nests.entry(s).or_insert((i, resume));
+                }
+            }
+        }
+    }
+    Ok(c)
+}
+
 impl<R: Read> History for AggregatedHistory<R> {
+    const COLLAPSES: bool = true;
+
+    #[inline]
+    fn collapse_call(&mut self, target: u64) -> Option<u32> {
+        let c = self.collapse.as_mut()?;
+        let r = *c.functions.get(&target)?;
+        c.visits[r as usize] += 1;
+        Some(r)
+    }
+
+    #[inline]
+    fn collapse_branch(&mut self, site: u64) -> Option<(u32, u64)> {
+        let c = self.collapse.as_mut()?;
+        let (r, resume) = *c.nests.get(&site)?;
+        c.visits[r as usize] += 1;
+        Some((r, resume))
+    }
+
     #[inline]
     fn bit(&mut self) -> Result<Option<bool>, ReplayError> {
         match &mut self.loops {
@@ -237,6 +340,10 @@ impl<G: Graph, V: Visit<G>> Visit<G> for Tracked<'_, V> {
         // The handler's partial program is not known here: the protocol's
         // next branch is a bit.
         self.site.0.set(NO_SITE);
+    }
+
+    fn collapsed(&mut self, graph: &G, region: u32) {
+        self.visit.collapsed(graph, region);
     }
 
     fn cut(&mut self, graph: &G, pp: G::Id, executed: u32) {

@@ -94,19 +94,37 @@ pub fn candidates(table: &PpTable) -> Vec<Candidate> {
     v
 }
 
-/// Per branch site, `(taken, executed)` in a replay: the profile a lossy
-/// plan is made from. Fill it by replaying a plain trace with it as the
-/// visitor.
+/// The profile a lossy plan is made from: per branch site, `(taken,
+/// executed)` in a replay, and per indirect call site the callees it
+/// reached. Fill it by replaying a plain trace with it as the visitor.
 #[derive(Clone, Debug, Default)]
-pub struct BranchCounts(pub FxHashMap<u64, (u64, u64)>);
+pub struct BranchCounts {
+    /// Per conditional branch's address, `(taken, executed)`.
+    pub branches: FxHashMap<u64, (u64, u64)>,
+    /// Per indirect call's address, the entries it called (sorted).
+    pub indirect_calls: FxHashMap<u64, Vec<u64>>,
+}
 
 impl Visit<PpTable> for BranchCounts {
     #[inline]
-    fn pp(&mut self, table: &PpTable, pp: PpId, how: Leave, _next: PpId) {
-        if let Leave::Branch(taken) = how {
-            let e = self.0.entry(table.get(pp).last.get()).or_default();
-            e.0 += u64::from(taken);
-            e.1 += 1;
+    fn pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
+        match how {
+            Leave::Branch(taken) => {
+                let e = self.branches.entry(table.get(pp).last.get()).or_default();
+                e.0 += u64::from(taken);
+                e.1 += 1;
+            }
+            Leave::Call if next != crate::machine::INVALID => {
+                let p = table.get(pp);
+                if let End::IndirectCall { .. } = p.end {
+                    let targets = self.indirect_calls.entry(p.last.get()).or_default();
+                    let t = table.get(next).start.get();
+                    if let Err(i) = targets.binary_search(&t) {
+                        targets.insert(i, t);
+                    }
+                }
+            }
+            _ => {}
         }
     }
     fn last(&mut self, _: &PpTable, _: PpId, _: u32) {}
@@ -174,7 +192,7 @@ impl IfElsePlan {
         let costs = StaticCycles::new(gate, table, &timed_pps(&cands));
         let mut plan = IfElsePlan::default();
         for c in cands {
-            let Some(&(taken, executions)) = profile.0.get(&c.site) else {
+            let Some(&(taken, executions)) = profile.branches.get(&c.site) else {
                 continue;
             };
             if executions == 0 {

@@ -9,10 +9,12 @@
 //! probability) is its replay — the seed's "profile of an earlier run", on
 //! the same input.
 
+use super::build::{build_plan, Gates};
+use super::collapse::PlanError;
 use super::formula::BadThreshold;
-use super::ifelse::{BranchCounts, IfElsePlan};
+use super::ifelse::BranchCounts;
 use super::local::{compare, Call, LocalError};
-use super::plan::{Level, LoopPlan};
+use super::plan::Level;
 use crate::compare::CompareError;
 use crate::estimator::{Estimate, Fidelity};
 use crate::run::{estimate_trace, replay_visit, time_calls};
@@ -20,25 +22,36 @@ use retrace_program::{Addr, Elf, Program};
 use retrace_sim::record::{record_run_planned, RecordError, Recording};
 use retrace_sim::{Console, HostConfig, StopReason};
 use retrace_timing::CoreModel;
-use retrace_trace::protocol::loops::FixedSite;
+use retrace_trace::protocol::loops::Plan;
 use std::time::Instant;
 
-/// The levels that are built, from none up.
-pub const BUILT: [Level; 3] = [Level::None, Level::Loops, Level::IfElse];
+/// The levels, from none up.
+pub const BUILT: [Level; 5] = [
+    Level::None,
+    Level::Loops,
+    Level::IfElse,
+    Level::Nested,
+    Level::Functions,
+];
 
 /// One level of the ladder.
 #[derive(Debug)]
 pub struct Rung {
     /// The level.
     pub level: Level,
-    /// The if-else bias threshold (embodiment 6's gate; `None`: off).
+    /// The bias threshold of this rung's gate (embodiment 6; the if-else
+    /// gate at `+if-else`, the loop gate at `+nested`; `None`: off).
     pub threshold: Option<f64>,
     /// Loops the plan aggregates.
     pub loops: usize,
     /// Fixed if-else sites the plan has.
     pub fixed: usize,
-    /// If-else candidates the gate kept recorded.
+    /// Candidates the gate kept recorded (if-else sites or nests).
     pub gated: usize,
+    /// Collapsed nests.
+    pub nests: usize,
+    /// Collapsed functions.
+    pub functions: usize,
     /// What the recorder reports (bits written, aggregated tests, runs,
     /// trace sizes).
     pub recording: Recording,
@@ -62,6 +75,9 @@ pub enum LadderError {
     /// A bias threshold that is no threshold.
     #[error(transparent)]
     Threshold(#[from] BadThreshold),
+    /// The plan could not be made from the profile.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
     /// The aggregated replay made other calls than the plain one.
     #[error("the aggregated replay does not follow the plain one: {0}")]
     Calls(String),
@@ -73,14 +89,13 @@ impl From<crate::walk::ReplayError> for LadderError {
     }
 }
 
-/// Record `elf` with `loops` and `fixed` (its console discarded). A run
-/// that does not reach its end is an error: there is no time to compare.
+/// Record `elf` with `plan` (its console discarded). A run that does not
+/// reach its end is an error: there is no time to compare.
 fn record(
     elf: &Elf,
     host: HostConfig,
     max_insns: Option<u64>,
-    loops: &[(u64, bool)],
-    fixed: &[FixedSite],
+    plan: &Plan,
 ) -> Result<(Vec<u8>, Recording, f64), CompareError> {
     let mut trace = Vec::with_capacity(1 << 20);
     let t = Instant::now();
@@ -93,8 +108,7 @@ fn record(
         retrace_trace::Header::new(0, 32, 1),
         &[],
         &mut (),
-        loops,
-        fixed,
+        plan,
     )?;
     let seconds = t.elapsed().as_secs_f64();
     match recording.run.stop {
@@ -128,7 +142,7 @@ pub struct Ladder {
 
 /// Record `elf` at each of `levels` and estimate `core` from each trace;
 /// the if-else level once with its gate off and once per threshold of
-/// `thresholds`.
+/// `thresholds`, the nested level likewise with `loop_thresholds`.
 #[allow(clippy::too_many_arguments)]
 pub fn ladder(
     elf: &Elf,
@@ -139,62 +153,63 @@ pub fn ladder(
     fidelity: Fidelity,
     levels: &[Level],
     thresholds: &[f64],
+    loop_thresholds: &[f64],
 ) -> Result<Ladder, LadderError> {
-    for &t in thresholds {
+    for &t in thresholds.iter().chain(loop_thresholds) {
         super::formula::keep_unaggregated(0.0, t)?;
     }
-    let (plain, plain_rec, plain_secs) = record(elf, host(), max_insns, &[], &[])?;
+    let (plain, plain_rec, plain_secs) = record(elf, host(), max_insns, &Plan::default())?;
     let mut reference_calls: Option<Vec<Call>> = None;
     let mut counts: Option<BranchCounts> = None;
     let mut rungs = Vec::new();
     let mut refused = Vec::new();
     let mut plain_rec = Some(plain_rec);
     'levels: for &level in levels {
-        // The Z1 loops; at the if-else level, also the loops whose other
-        // branches are all fixed sites (computed per gate below).
-        let loop_plan = LoopPlan::new(program, level);
-        let z1_sites: Vec<u64> = loop_plan.loops.iter().map(|l| l.site.get()).collect();
-        let gates: Vec<Option<f64>> = if level == Level::IfElse {
+        // Each gate's sweep at its own level, the gate off first.
+        let sweep = |ts: &[f64]| -> Vec<Option<f64>> {
             std::iter::once(None)
-                .chain(thresholds.iter().map(|&t| Some(t)))
+                .chain(ts.iter().map(|&t| Some(t)))
                 .collect()
-        } else {
-            vec![None]
         };
-        for threshold in gates {
-            let (fixed, gated, loop_plan) = if level == Level::IfElse {
-                if counts.is_none() {
-                    counts = Some(branch_counts(program, &plain)?);
-                }
-                let plan = IfElsePlan::new(
-                    &program.table,
-                    counts.as_ref().unwrap(),
-                    &z1_sites,
-                    core,
-                    threshold,
-                )?;
-                let fixed = plan.fixed_sites();
-                let sites: Vec<u64> = fixed.iter().map(|f| f.site).collect();
-                (
-                    fixed,
-                    plan.gated,
-                    LoopPlan::admitting_fixed(program, &sites),
-                )
-            } else {
-                (Vec::new(), 0, loop_plan.clone())
-            };
-            let loops = loop_plan.sites();
+        let gate_sweep: Vec<Gates> = match level {
+            Level::IfElse => sweep(thresholds)
+                .into_iter()
+                .map(|t| Gates {
+                    if_else: t,
+                    loops: None,
+                })
+                .collect(),
+            Level::Nested => sweep(loop_thresholds)
+                .into_iter()
+                .map(|t| Gates {
+                    if_else: None,
+                    loops: t,
+                })
+                .collect(),
+            _ => vec![Gates::default()],
+        };
+        for gates in gate_sweep {
+            if level >= Level::IfElse && counts.is_none() {
+                counts = Some(branch_counts(program, &plain)?);
+            }
+            let built = build_plan(
+                program,
+                level,
+                counts.as_ref().map(|c| (&plain[..], c)),
+                core,
+                gates,
+            )?;
             let (trace, recording, record_seconds) = if level == Level::None {
                 match plain_rec.take() {
                     Some(r) => (plain.clone(), r, plain_secs),
-                    None => record(elf, host(), max_insns, &[], &[])?,
+                    None => record(elf, host(), max_insns, &Plan::default())?,
                 }
             } else {
-                match record(elf, host(), max_insns, &loops, &fixed) {
+                match record(elf, host(), max_insns, &built.plan) {
                     // Lossy aggregation cannot follow this program (it
                     // writes code, or traps mid partial program): no rung.
                     Err(CompareError::Record(RecordError::Unsupported(why)))
-                        if !fixed.is_empty() =>
+                        if built.plan.is_lossy() =>
                     {
                         refused.push((level, why));
                         continue 'levels;
@@ -216,21 +231,40 @@ pub fn ladder(
             let local = if level == Level::None {
                 None
             } else {
-                if reference_calls.is_none() {
-                    reference_calls = Some(time_calls(program, &plain[..], core, fidelity)?);
-                }
-                let calls = time_calls(program, &trace[..], core, fidelity)?;
-                Some(
-                    compare(reference_calls.as_ref().unwrap(), &calls)
-                        .map_err(LadderError::Calls)?,
-                )
+                // The reference leaves out the calls this plan's
+                // collapsed extents hold (per plan; without regions, once).
+                let regions = &built.plan.regions;
+                let reference = match (&reference_calls, regions.is_empty()) {
+                    (Some(r), true) => r.clone(),
+                    _ => {
+                        let r = time_calls(program, &plain[..], core, fidelity, regions)?;
+                        if regions.is_empty() {
+                            reference_calls = Some(r.clone());
+                        }
+                        r
+                    }
+                };
+                let calls = time_calls(program, &trace[..], core, fidelity, &[])?;
+                Some(compare(&reference, &calls).map_err(LadderError::Calls)?)
             };
+            let regions = &built.collapse.regions;
+            let nests = regions
+                .iter()
+                .filter(|r| {
+                    matches!(
+                        r.region.kind,
+                        retrace_trace::protocol::regions::RegionKind::Nest { .. }
+                    )
+                })
+                .count();
             rungs.push(Rung {
                 level,
-                threshold,
-                loops: loop_plan.loops.len(),
-                fixed: fixed.len(),
-                gated,
+                threshold: gates.if_else.or(gates.loops),
+                loops: built.plan.loops.len(),
+                fixed: built.plan.fixed.len(),
+                gated: built.ifelse.gated + built.collapse.gated,
+                nests,
+                functions: regions.len() - nests,
                 recording,
                 record_seconds,
                 estimate: est[0].0,

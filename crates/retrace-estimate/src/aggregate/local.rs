@@ -7,12 +7,17 @@
 //! first instruction to the return that leaves it, callees included.
 //!
 //! Fixed if-else sites keep every call and return of the run (their ways
-//! hold none), so the calls of the two replays correspond one to one, in
-//! order; [`compare`] checks that they do.
+//! hold none). Collapsed regions do not: a collapsed function's call is
+//! one call of its mean duration, and the calls made inside any collapsed
+//! extent are not made at all, so the plain replay leaves those out
+//! (tracking the same regions). Then the calls of the two replays
+//! correspond one to one, in order; [`compare`] checks that they do.
 
+use super::collapse::track;
 use crate::estimator::Estimator;
 use crate::walk::{Leave, Visit};
 use retrace_program::{PpId, PpTable};
+use retrace_trace::protocol::regions::{Region, RegionKind, RegionTracker, Step};
 use rustc_hash::FxHashMap;
 
 /// One call: the callee's entry address and its duration in cycles
@@ -31,18 +36,42 @@ pub struct CallTimer {
     stack: Vec<(usize, f64)>,
     /// Every call, in the order made.
     pub calls: Vec<Call>,
+    /// Per collapsed region of the replayed trace: a function's entry
+    /// (`None` for a nest), and the cycles of one extent.
+    collapsed: Vec<(Option<u64>, f64)>,
+    /// For a plain replay compared with one that collapses regions: where
+    /// the walk is relative to those.
+    skip: Option<RegionTracker>,
 }
 
 impl CallTimer {
-    /// Time calls with `estimator`; `lossy` gives each fixed site's cycles
-    /// per visit (empty for a plain replay).
-    pub fn new(estimator: Estimator, lossy: FxHashMap<u64, f64>) -> CallTimer {
+    /// Time calls with `estimator`. `lossy` gives each fixed site's cycles
+    /// per visit, `regions` and `extent_cycles` the replayed trace's
+    /// collapsed regions and the cycles of one extent of each (all empty
+    /// for a plain replay); `skip` the regions whose extents' calls to
+    /// leave out (for a plain replay compared with a collapsing one).
+    pub fn new(
+        estimator: Estimator,
+        lossy: FxHashMap<u64, f64>,
+        regions: &[Region],
+        extent_cycles: Vec<f64>,
+        skip: &[Region],
+    ) -> CallTimer {
         CallTimer {
             estimator,
             lossy,
             lossy_so_far: 0.0,
             stack: Vec::new(),
             calls: Vec::new(),
+            collapsed: regions
+                .iter()
+                .zip(extent_cycles)
+                .map(|(r, c)| match r.kind {
+                    RegionKind::Function { entry } => (Some(entry), c),
+                    RegionKind::Nest { .. } => (None, c),
+                })
+                .collect(),
+            skip: (!skip.is_empty()).then(|| RegionTracker::new(skip)),
         }
     }
 
@@ -58,6 +87,20 @@ impl Visit<PpTable> for CallTimer {
             if let Some(c) = self.lossy.get(&table.get(pp).last.get()) {
                 self.lossy_so_far += c;
             }
+        }
+        // Inside a collapsed extent, calls are not the other replay's.
+        let inside = match &mut self.skip {
+            Some(t) => match track(t, table, pp, how, next) {
+                Ok(step) => step == Step::Inside,
+                Err(_) => {
+                    t.abandon();
+                    false
+                }
+            },
+            None => false,
+        };
+        if inside {
+            return;
         }
         match how {
             Leave::Call => {
@@ -75,6 +118,19 @@ impl Visit<PpTable> for CallTimer {
                 }
             }
             _ => {}
+        }
+    }
+    fn collapsed(&mut self, _: &PpTable, region: u32) {
+        let Some(&(function, cycles)) = self.collapsed.get(region as usize) else {
+            return;
+        };
+        self.lossy_so_far += cycles;
+        if let Some(entry) = function {
+            // The call just made went to the function (the walk went on at
+            // the return point) and returns at once, after the mean time.
+            if let Some((i, start)) = self.stack.pop() {
+                self.calls[i] = (entry, Some(self.now() - start));
+            }
         }
     }
     fn last(&mut self, table: &PpTable, pp: PpId, executed: u32) {

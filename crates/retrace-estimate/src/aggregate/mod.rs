@@ -14,6 +14,9 @@
 //!
 //! - [`ifelse`]: embodiment 3, if-else sites by branch probability (lossy),
 //!   gated by embodiment 6's if-else bias;
+//! - [`collapse`]: embodiments 4 and 5, loop nests and functions collapsed
+//!   by their mean time (lossy), nests gated by embodiment 6's loop bias;
+//! - [`build`]: one level's whole plan, for `record` and the ladder alike;
 //! - [`local`]: the local timing error — per call, the aggregated replay's
 //!   duration against the plain one's.
 //! - [`ladder`]: one program recorded and replayed at every level built,
@@ -26,6 +29,8 @@
 //! this crate produces; the static facts it is built on (loops, Z1, the
 //! trip-count test) stay in `retrace_program::loops`.
 
+pub mod build;
+pub mod collapse;
 pub mod formula;
 pub mod history;
 pub mod ifelse;

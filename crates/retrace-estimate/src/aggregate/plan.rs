@@ -33,6 +33,13 @@ pub enum Level {
     /// Loops, and if-else branches by probability (embodiment 3, lossy;
     /// [`super::ifelse`]).
     IfElse,
+    /// As [`Level::IfElse`], and loop nests without calls collapsed by
+    /// their mean time (embodiment 4, lossy; [`super::collapse`]).
+    Nested,
+    /// As [`Level::Nested`], and functions collapsed by their mean time
+    /// per call, nests that call only such functions too (embodiment 5,
+    /// lossy): everything the seed aggregates.
+    Functions,
 }
 
 impl Level {
@@ -42,6 +49,8 @@ impl Level {
             Level::None => "none",
             Level::Loops => "loops",
             Level::IfElse => "+if-else",
+            Level::Nested => "+nested",
+            Level::Functions => "+functions",
         }
     }
 }
@@ -130,7 +139,7 @@ impl LoopPlan {
     pub fn new(program: &Program, level: Level) -> LoopPlan {
         match level {
             Level::None => LoopPlan::default(),
-            Level::Loops | Level::IfElse => LoopPlan::z1_loops(program),
+            _ => LoopPlan::z1_loops(program),
         }
     }
 

@@ -39,6 +39,7 @@
 //! other one's, whenever the run went the other way), and the trace
 //! stores the walk's total for the replay to stop at ([`LoopStats::walk_adjust`]).
 
+use super::regions::{unzigzag, zigzag, PpCount, Region, RegionKind};
 use super::Encoder;
 use crate::{StreamKind, TraceError, TraceReader, TraceWriter};
 use rustc_hash::FxHashMap;
@@ -50,6 +51,9 @@ use std::io::{Read, Write};
 pub const PLAN_VERSION: u64 = 1;
 /// The layout of a plan with fixed sites.
 pub const PLAN_VERSION_FIXED: u64 = 2;
+/// The layout of a plan with fixed sites and collapsed regions
+/// ([`super::regions`]).
+pub const PLAN_VERSION_REGIONS: u64 = 3;
 /// The unit of a fixed site's recorded probability: parts per million.
 pub const PROBABILITY_UNIT: u64 = 1_000_000;
 /// Aggregated sites a plan may name (bounds the replay's allocation on a
@@ -97,6 +101,137 @@ pub struct FixedSite {
     pub walk_delta: i64,
 }
 
+/// Everything a recording aggregates: the loops whose trip counts are
+/// recorded (continue test, continuing outcome), the fixed if-else sites
+/// and the collapsed regions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Aggregated loops: continue test and the outcome that continues.
+    pub loops: Vec<(u64, bool)>,
+    /// Fixed if-else sites.
+    pub fixed: Vec<FixedSite>,
+    /// Collapsed regions (nests and functions).
+    pub regions: Vec<Region>,
+}
+
+impl Plan {
+    /// Whether the plan aggregates nothing.
+    pub fn is_empty(&self) -> bool {
+        self.loops.is_empty() && self.fixed.is_empty() && self.regions.is_empty()
+    }
+
+    /// Whether the plan loses information (fixed sites or collapsed
+    /// regions): the replay then walks other instructions than the run.
+    pub fn is_lossy(&self) -> bool {
+        !self.fixed.is_empty() || !self.regions.is_empty()
+    }
+}
+
+/// Write `regions` to `hart`'s plan (layout [`PLAN_VERSION_REGIONS`]; see
+/// `docs/FORMATS.md`).
+fn write_regions<W: Write>(w: &mut TraceWriter<W>, hart: u16, regions: &[Region]) {
+    w.record(hart, KIND, regions.len() as u64);
+    for r in regions {
+        match &r.kind {
+            RegionKind::Function { entry } => {
+                w.record(hart, KIND, 0);
+                w.record(hart, KIND, *entry);
+            }
+            RegionKind::Nest { sites, exit, leave } => {
+                w.record(hart, KIND, 1);
+                w.record(hart, KIND, *exit);
+                w.record(hart, KIND, u64::from(*leave));
+                w.record(hart, KIND, sites.len() as u64);
+                let mut prev = 0;
+                for &s in sites {
+                    w.record(hart, KIND, s - prev);
+                    prev = s;
+                }
+            }
+        }
+        w.record(hart, KIND, r.entries);
+        w.record(hart, KIND, r.pps.len() as u64);
+        for p in &r.pps {
+            w.record(hart, KIND, p.start);
+            w.record(hart, KIND, zigzag(p.fall));
+            w.record(hart, KIND, zigzag(p.taken));
+        }
+    }
+}
+
+/// Read the regions of a plan (layout [`PLAN_VERSION_REGIONS`]), checking
+/// every count and order before it sizes anything.
+fn read_regions(
+    next: &mut dyn FnMut() -> Result<u64, TraceError>,
+    bad: &dyn Fn(String) -> TraceError,
+) -> Result<Vec<Region>, TraceError> {
+    let n = next()?;
+    if n > MAX_SITES {
+        return Err(bad(format!("{n} collapsed regions")));
+    }
+    let mut regions = Vec::new();
+    for k in 0..n {
+        let kind = match next()? {
+            0 => RegionKind::Function { entry: next()? },
+            1 => {
+                let exit = next()?;
+                let leave = next()?;
+                let m = next()?;
+                if leave > 1 || m > MAX_SITES {
+                    return Err(bad(format!(
+                        "region {k}: a nest with outcome {leave} and {m} branches"
+                    )));
+                }
+                let mut sites = Vec::new();
+                let mut prev = 0u64;
+                for j in 0..m {
+                    let d = next()?;
+                    let Some(s) = prev.checked_add(d).filter(|_| j == 0 || d > 0) else {
+                        return Err(bad(format!(
+                            "region {k}: branch {j} is not after the previous one"
+                        )));
+                    };
+                    sites.push(s);
+                    prev = s;
+                }
+                if sites.binary_search(&exit).is_err() {
+                    return Err(bad(format!(
+                        "region {k}: the exit test {exit:#x} is not one of the nest's branches"
+                    )));
+                }
+                RegionKind::Nest {
+                    sites,
+                    exit,
+                    leave: leave == 1,
+                }
+            }
+            other => {
+                return Err(bad(format!(
+                    "region {k} is of kind {other}, this retrace reads 0 and 1"
+                )))
+            }
+        };
+        let entries = next()?;
+        let m = next()?;
+        if entries == 0 || m > MAX_SITES {
+            return Err(bad(format!(
+                "region {k}: {entries} extents, {m} partial programs"
+            )));
+        }
+        let mut pps = Vec::new();
+        for _ in 0..m {
+            let (start, fall, taken) = (next()?, next()?, next()?);
+            pps.push(PpCount {
+                start,
+                fall: unzigzag(fall),
+                taken: unzigzag(taken),
+            });
+        }
+        regions.push(Region { kind, entries, pps });
+    }
+    Ok(regions)
+}
+
 /// One hart's aggregation state while recording.
 #[derive(Clone, Default)]
 pub(super) struct HartLoops {
@@ -123,8 +258,10 @@ pub struct LoopStats {
     /// Of those, the ones the run took the other way than the replay will.
     pub fixed_other: u64,
     /// Instructions the replay walks more than the run executed (negative:
-    /// fewer), from the fixed sites.
+    /// fewer), from the fixed sites and the collapsed regions.
     pub walk_adjust: i64,
+    /// Extents of collapsed regions (nothing recorded for them).
+    pub collapsed: u64,
 }
 
 /// Every hart's aggregation state while recording, kept in the
@@ -134,8 +271,9 @@ pub struct LoopStats {
 pub(super) struct LoopState {
     harts: Vec<HartLoops>,
     pub(super) stats: LoopStats,
-    /// The plan has fixed sites: the trace gets a walk block.
-    pub(super) has_fixed: bool,
+    /// The plan is lossy (fixed sites or collapsed regions): the trace
+    /// gets a walk block.
+    pub(super) lossy: bool,
 }
 
 impl LoopState {
@@ -182,28 +320,48 @@ impl LoopEncoder {
     }
 
     /// [`LoopEncoder::new`], and make `fixed` fixed sites (distinct from
-    /// the loops' sites; a site named twice keeps its first role). A plan
-    /// with fixed sites is written in layout [`PLAN_VERSION_FIXED`].
+    /// the loops' sites; a site named twice keeps its first role).
     pub fn with_fixed<W: Write>(
         enc: &mut Encoder<W>,
         sites: &[(u64, bool)],
         fixed: &[FixedSite],
     ) -> LoopEncoder {
-        let mut sorted = sites.to_vec();
+        LoopEncoder::with_plan(
+            enc,
+            &Plan {
+                loops: sites.to_vec(),
+                fixed: fixed.to_vec(),
+                regions: Vec::new(),
+            },
+        )
+    }
+
+    /// Aggregate as `plan` says, and write the plan to every hart's
+    /// loop-runs stream (layout [`PLAN_VERSION`] for loops alone,
+    /// [`PLAN_VERSION_FIXED`] with fixed sites, [`PLAN_VERSION_REGIONS`]
+    /// with collapsed regions). Call before any other event is encoded.
+    /// Collapsed regions are the recorder's to follow
+    /// ([`super::regions::RegionTracker`]); it reports each extent with
+    /// [`LoopEncoder::collapsed`].
+    pub fn with_plan<W: Write>(enc: &mut Encoder<W>, plan: &Plan) -> LoopEncoder {
+        let mut sorted = plan.loops.clone();
         sorted.sort_unstable();
         sorted.dedup_by_key(|s| s.0);
-        let mut fixed = fixed.to_vec();
+        let mut fixed = plan.fixed.clone();
         fixed.sort_unstable_by_key(|f| f.site);
         fixed.dedup_by_key(|f| f.site);
         fixed.retain(|f| sorted.binary_search_by_key(&f.site, |s| s.0).is_err());
+        let regions = &plan.regions;
         let harts = enc.harts.len();
+        let layout = if !regions.is_empty() {
+            PLAN_VERSION_REGIONS
+        } else if !fixed.is_empty() {
+            PLAN_VERSION_FIXED
+        } else {
+            PLAN_VERSION
+        };
         for h in 0..harts as u16 {
             let w = &mut enc.writer;
-            let layout = if fixed.is_empty() {
-                PLAN_VERSION
-            } else {
-                PLAN_VERSION_FIXED
-            };
             w.record(h, KIND, layout);
             w.record(h, KIND, sorted.len() as u64);
             let mut prev = 0;
@@ -213,7 +371,7 @@ impl LoopEncoder {
                 w.record(h, KIND, u64::from(c));
                 prev = s;
             }
-            if !fixed.is_empty() {
+            if layout >= PLAN_VERSION_FIXED {
                 w.record(h, KIND, fixed.len() as u64);
                 let mut prev = 0;
                 for f in &fixed {
@@ -222,6 +380,9 @@ impl LoopEncoder {
                     w.record(h, KIND, u64::from(f.taken_ppm).min(PROBABILITY_UNIT));
                     prev = f.site;
                 }
+            }
+            if layout >= PLAN_VERSION_REGIONS {
+                write_regions(w, h, regions);
             }
         }
         enc.loops = LoopState {
@@ -233,12 +394,20 @@ impl LoopEncoder {
                 harts
             ],
             stats: LoopStats::default(),
-            has_fixed: !fixed.is_empty(),
+            lossy: !fixed.is_empty() || !regions.is_empty(),
         };
         LoopEncoder {
             sites: site_map(&sorted, &fixed),
             deltas: fixed.iter().map(|f| f.walk_delta).collect(),
         }
+    }
+
+    /// The recorder stepped over an extent of a collapsed region in which
+    /// the run executed `instructions` that the replay will not walk.
+    pub fn collapsed<W: Write>(&mut self, enc: &mut Encoder<W>, instructions: u64) {
+        let stats = &mut enc.loops.stats;
+        stats.collapsed += 1;
+        stats.walk_adjust -= instructions as i64;
     }
 
     /// What was aggregated so far in `enc`'s run.
@@ -360,6 +529,8 @@ pub struct LoopDecoder {
     fixed: Vec<(u64, bool, u32)>,
     /// Per fixed site, outcomes given.
     fixed_visits: Vec<u64>,
+    /// The collapsed regions (the replay's to step over).
+    regions: Vec<Region>,
     sites: FxHashMap<u64, Site>,
     /// Per loop, the runs read and not yet used up.
     queues: Vec<VecDeque<(u64, u64)>>,
@@ -395,10 +566,10 @@ impl LoopDecoder {
             })
         };
         let version = next(r)?;
-        if version != PLAN_VERSION && version != PLAN_VERSION_FIXED {
+        if !(PLAN_VERSION..=PLAN_VERSION_REGIONS).contains(&version) {
             return Err(bad(
                 r,
-                format!("layout {version}, this retrace reads {PLAN_VERSION} and {PLAN_VERSION_FIXED}; re-record the trace"),
+                format!("layout {version}, this retrace reads {PLAN_VERSION} to {PLAN_VERSION_REGIONS}; re-record the trace"),
             ));
         }
         let n = next(r)?;
@@ -421,7 +592,7 @@ impl LoopDecoder {
             prev = site;
         }
         let mut fixed = Vec::new();
-        if version == PLAN_VERSION_FIXED {
+        if version >= PLAN_VERSION_FIXED {
             let m = next(r)?;
             if m > MAX_SITES {
                 return Err(bad(r, format!("{m} fixed sites")));
@@ -448,6 +619,15 @@ impl LoopDecoder {
                 prev = site;
             }
         }
+        let regions = if version >= PLAN_VERSION_REGIONS {
+            let segment = r.segment();
+            read_regions(&mut || next(r), &|what| TraceError::Desync {
+                segment,
+                what: format!("hart {hart}'s aggregation plan: {what}"),
+            })?
+        } else {
+            Vec::new()
+        };
         let fixed_sites: Vec<FixedSite> = fixed
             .iter()
             .map(|&(site, outcome, taken_ppm)| FixedSite {
@@ -462,6 +642,7 @@ impl LoopDecoder {
             sites: site_map(&plan, &fixed_sites),
             fixed_visits: vec![0; fixed.len()],
             fixed,
+            regions,
             queues: vec![VecDeque::new(); plan.len()],
             plan,
             open: None,
@@ -487,6 +668,11 @@ impl LoopDecoder {
     /// taken probability recorded with the plan, in [`PROBABILITY_UNIT`]s.
     pub fn fixed(&self) -> &[(u64, bool, u32)] {
         &self.fixed
+    }
+
+    /// The plan's collapsed regions.
+    pub fn regions(&self) -> &[Region] {
+        &self.regions
     }
 
     /// Per fixed site (in [`LoopDecoder::fixed`]'s order), the outcomes
