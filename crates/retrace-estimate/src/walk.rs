@@ -637,35 +637,21 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
                 }
             }
             Exit::Call { target, ret } => {
-                collapsed = if H::COLLAPSES {
-                    history.collapse_call(graph.start(target))
-                } else {
-                    None
-                };
-                if collapsed.is_some() {
-                    (Leave::Call, ret)
-                } else {
-                    self.push(ret);
-                    (Leave::Call, target)
-                }
+                let addr = graph.start(target);
+                self.call(
+                    graph,
+                    history,
+                    addr,
+                    Some(target),
+                    ret,
+                    final_pp,
+                    &mut collapsed,
+                )?
             }
             Exit::IndirectCall { site, ret } => {
                 let addr = history.indirect(site)?;
                 self.stats.indirect += 1;
-                collapsed = if H::COLLAPSES {
-                    history.collapse_call(addr)
-                } else {
-                    None
-                };
-                if collapsed.is_some() {
-                    (Leave::Call, ret)
-                } else {
-                    self.push(ret);
-                    (
-                        Leave::Call,
-                        self.resolve_next(graph, history, addr, final_pp)?,
-                    )
-                }
+                self.call(graph, history, addr, None, ret, final_pp, &mut collapsed)?
             }
             Exit::Return => {
                 let top = self.stack.pop();
@@ -736,6 +722,37 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
         }
         self.cur = next;
         Ok(false)
+    }
+
+    /// A call to `addr` (`target` when the graph knows it) returning to
+    /// `ret`: into the callee, or — a collapsed function, which the history
+    /// says in `collapsed` — straight on at the return point.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn call<G: Graph<Id = Id>, H: History>(
+        &mut self,
+        graph: &mut G,
+        history: &mut H,
+        addr: u64,
+        target: Option<Id>,
+        ret: Id,
+        final_pp: bool,
+        collapsed: &mut Option<u32>,
+    ) -> Result<(Leave, Id), ReplayError> {
+        *collapsed = if H::COLLAPSES {
+            history.collapse_call(addr)
+        } else {
+            None
+        };
+        if collapsed.is_some() {
+            return Ok((Leave::Call, ret));
+        }
+        self.push(ret);
+        let next = match target {
+            Some(t) => t,
+            None => self.resolve_next(graph, history, addr, final_pp)?,
+        };
+        Ok((Leave::Call, next))
     }
 
     #[inline]

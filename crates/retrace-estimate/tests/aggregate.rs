@@ -350,6 +350,27 @@ fn ladder_row(p: &ExampleProgram) -> Result<(), Failed> {
     all_ok(bad)
 }
 
+/// `elf` (example `p`) recorded with `plan`.
+fn record_planned(elf: &Elf, p: &ExampleProgram, plan: &Plan) -> Result<Vec<u8>, Failed> {
+    let mut trace = Vec::new();
+    record_run_planned(
+        elf,
+        HostConfig {
+            cmdline: p.path.display().to_string(),
+            ..HostConfig::default()
+        },
+        Console::null(),
+        BUDGET,
+        &mut trace,
+        retrace_trace::Header::new(0, 32, 1),
+        &[],
+        &mut (),
+        plan,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(trace)
+}
+
 /// A trace with fixed if-else sites replayed over another program is
 /// refused with a one-line error.
 fn foreign_if_else_plan() -> Result<(), Failed> {
@@ -363,25 +384,14 @@ fn foreign_if_else_plan() -> Result<(), Failed> {
     if plan.sites.is_empty() {
         return Err("exprparse has no if-else candidate".into());
     }
-    let mut trace = Vec::new();
-    retrace_sim::record::record_run_planned(
+    let trace = record_planned(
         &elf,
-        HostConfig {
-            cmdline: p.path.display().to_string(),
-            ..HostConfig::default()
-        },
-        Console::null(),
-        BUDGET,
-        &mut trace,
-        retrace_trace::Header::new(0, 32, 1),
-        &[],
-        &mut (),
+        &p,
         &Plan {
             fixed: plan.fixed_sites(),
             ..Plan::default()
         },
-    )
-    .unwrap();
+    )?;
     refused_over_crc32(&trace, "foreign if-else plan")
 }
 
@@ -405,25 +415,14 @@ fn foreign_collapse_plan() -> Result<(), Failed> {
     if built.plan.regions.is_empty() {
         return Err("dhry has no collapsed region".into());
     }
-    let mut trace = Vec::new();
-    retrace_sim::record::record_run_planned(
+    let trace = record_planned(
         &elf,
-        HostConfig {
-            cmdline: p.path.display().to_string(),
-            ..HostConfig::default()
-        },
-        Console::null(),
-        BUDGET,
-        &mut trace,
-        retrace_trace::Header::new(0, 32, 1),
-        &[],
-        &mut (),
+        &p,
         &Plan {
             regions: built.plan.regions,
             ..Plan::default()
         },
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     refused_over_crc32(&trace, "foreign collapse plan")
 }
 

@@ -36,11 +36,11 @@
 //! stays recorded.
 
 use super::formula::{keep_unaggregated, loop_bias, BadThreshold};
-use super::plan::LoopPlan;
+use super::plan::{branch_sites, continues_when_taken, LoopPlan};
 use crate::static_pp::StaticCycles;
 use crate::walk::{Leave, Visit};
 use retrace_program::cfg::Terminator;
-use retrace_program::{Addr, EdgeKind, FuncId, PpId, PpTable, Program};
+use retrace_program::{Addr, FuncId, PpId, PpTable, Program};
 use retrace_timing::CoreModel;
 use retrace_trace::protocol::regions::{PpCount, Region, RegionKind, RegionTracker, Step, Strayed};
 use rustc_hash::FxHashMap;
@@ -201,42 +201,11 @@ pub fn collapsible_nests(
             if exact.at(trip.branch.get()).is_some() {
                 continue;
             }
-            // Which outcome of the test leaves the loop.
-            let Some(b) = l
-                .body
-                .iter()
-                .map(|&b| cfg.block(b))
-                .find(|b| b.last == trip.branch)
-            else {
+            // The outcome of the test that leaves the loop.
+            let Some(cont) = continues_when_taken(cfg, l, trip.branch) else {
                 continue;
             };
-            let inside = |s: &retrace_program::BlockId| l.body.binary_search(s).is_ok();
-            let leave: Vec<EdgeKind> = b
-                .succs
-                .iter()
-                .filter(|(s, _)| !inside(s))
-                .map(|&(_, k)| k)
-                .collect();
-            let leave = match leave.as_slice() {
-                [EdgeKind::Taken] => true,
-                [EdgeKind::NotTaken] => false,
-                _ => continue,
-            };
-            let mut sites: Vec<u64> = l
-                .body
-                .iter()
-                .map(|&b| cfg.block(b).last)
-                .filter(|&a| {
-                    program
-                        .table
-                        .code()
-                        .get(a)
-                        .is_some_and(|i| i.class() == retrace_isa::Class::Branch)
-                })
-                .map(|a| a.get())
-                .collect();
-            sites.sort_unstable();
-            sites.dedup();
+            let (leave, sites) = (!cont, branch_sites(program, cfg, l));
             out.push(RegionKind::Nest {
                 sites,
                 exit: trip.branch.get(),

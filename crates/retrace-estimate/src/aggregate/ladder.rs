@@ -166,26 +166,21 @@ pub fn ladder(
     let mut plain_rec = Some(plain_rec);
     'levels: for &level in levels {
         // Each gate's sweep at its own level, the gate off first.
-        let sweep = |ts: &[f64]| -> Vec<Option<f64>> {
+        let sweep = |ts: &[f64], gate: fn(Option<f64>) -> Gates| -> Vec<Gates> {
             std::iter::once(None)
                 .chain(ts.iter().map(|&t| Some(t)))
+                .map(gate)
                 .collect()
         };
         let gate_sweep: Vec<Gates> = match level {
-            Level::IfElse => sweep(thresholds)
-                .into_iter()
-                .map(|t| Gates {
-                    if_else: t,
-                    loops: None,
-                })
-                .collect(),
-            Level::Nested => sweep(loop_thresholds)
-                .into_iter()
-                .map(|t| Gates {
-                    if_else: None,
-                    loops: t,
-                })
-                .collect(),
+            Level::IfElse => sweep(thresholds, |t| Gates {
+                if_else: t,
+                loops: None,
+            }),
+            Level::Nested => sweep(loop_thresholds, |t| Gates {
+                if_else: None,
+                loops: t,
+            }),
             _ => vec![Gates::default()],
         };
         for gates in gate_sweep {

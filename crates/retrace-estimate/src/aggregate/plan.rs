@@ -173,48 +173,17 @@ impl LoopPlan {
                     return false;
                 }
                 // Every other conditional branch of the body is fixed.
-                let others: Vec<u64> = l
-                    .body
-                    .iter()
-                    .map(|&b| cfg.block(b).last)
-                    .filter(|&a| a != trip.branch)
-                    .filter(|&a| {
-                        program
-                            .table
-                            .code()
-                            .get(a)
-                            .is_some_and(|i| i.class() == retrace_isa::Class::Branch)
-                    })
-                    .map(|a| a.get())
+                let others: Vec<u64> = branch_sites(program, cfg, l)
+                    .into_iter()
+                    .filter(|&a| a != trip.branch.get())
                     .collect();
                 others.len() as u32 + 1 == l.branches
                     && others.iter().all(|a| fixed.binary_search(a).is_ok())
             };
             for l in nest.loops.iter().filter(admitted) {
                 let Some(trip) = l.trip else { continue };
-                // The block ending with the test, and which of its edges
-                // stays in the loop.
-                let Some(b) = l
-                    .body
-                    .iter()
-                    .map(|&b| cfg.block(b))
-                    .find(|b| b.last == trip.branch)
-                else {
+                let Some(continue_taken) = continues_when_taken(cfg, l, trip.branch) else {
                     continue;
-                };
-                let inside = |s: &retrace_program::BlockId| l.body.binary_search(s).is_ok();
-                let stay: Vec<EdgeKind> = b
-                    .succs
-                    .iter()
-                    .filter(|(s, _)| inside(s))
-                    .map(|&(_, k)| k)
-                    .collect();
-                let continue_taken = match stay.as_slice() {
-                    [EdgeKind::Taken] => true,
-                    [EdgeKind::NotTaken] => false,
-                    // Both edges in the loop, or neither: not a continue
-                    // test this plan can count.
-                    _ => continue,
                 };
                 loops.push(AggLoop {
                     function,
@@ -253,5 +222,58 @@ impl LoopPlan {
             .binary_search_by_key(&site, |l| l.site.get())
             .ok()
             .map(|i| &self.loops[i])
+    }
+}
+
+/// The conditional branches of loop `l`'s body (inner loops' included), by
+/// address, each once.
+pub(crate) fn branch_sites(
+    program: &Program,
+    cfg: &retrace_program::Cfg,
+    l: &retrace_program::Loop,
+) -> Vec<u64> {
+    let mut sites: Vec<u64> = l
+        .body
+        .iter()
+        .map(|&b| cfg.block(b).last)
+        .filter(|&a| {
+            program
+                .table
+                .code()
+                .get(a)
+                .is_some_and(|i| i.class() == retrace_isa::Class::Branch)
+        })
+        .map(|a| a.get())
+        .collect();
+    sites.sort_unstable();
+    sites.dedup();
+    sites
+}
+
+/// Whether the taken outcome of `test` keeps loop `l` going (`false`: the
+/// fall-through does); `None` when the test's block has not exactly one
+/// edge staying in the loop (not a continue test).
+pub(crate) fn continues_when_taken(
+    cfg: &retrace_program::Cfg,
+    l: &retrace_program::Loop,
+    test: Addr,
+) -> Option<bool> {
+    let b = l
+        .body
+        .iter()
+        .map(|&b| cfg.block(b))
+        .find(|b| b.last == test)?;
+    let inside = |s: &retrace_program::BlockId| l.body.binary_search(s).is_ok();
+    let stay: Vec<EdgeKind> = b
+        .succs
+        .iter()
+        .filter(|(s, _)| inside(s))
+        .map(|&(_, k)| k)
+        .collect();
+    match stay.as_slice() {
+        [EdgeKind::Taken] => Some(true),
+        [EdgeKind::NotTaken] => Some(false),
+        // Both edges in the loop, or neither.
+        _ => None,
     }
 }
