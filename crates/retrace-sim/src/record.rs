@@ -30,6 +30,7 @@
 use crate::observer::{CodeEvent, HartId, Observer, TrapEvent};
 use retrace_isa::{Flow, Inst};
 use retrace_trace::protocol::loops::{FixedSite, LoopEncoder, LoopStats};
+use retrace_trace::protocol::sync::{SyncCall, SyncEncoder};
 use retrace_trace::protocol::Encoder;
 use retrace_trace::{Totals, TraceError, TraceWriter, WriteSummary};
 use std::io::Write;
@@ -55,6 +56,9 @@ pub struct Recorder<W: Write> {
     loops: Option<LoopEncoder>,
     /// The plan has fixed sites (see [`Recorder::aggregate`]).
     fixed: bool,
+    /// A run of several harts: each hart's synchronisation events
+    /// ([`retrace_trace::protocol::sync`]) and the calls so far.
+    sync: Option<(Vec<SyncEncoder>, u64)>,
 }
 
 /// Measures data-cache miss rates on a thread of its own: the engine logs
@@ -141,6 +145,9 @@ impl<W: Write> Recorder<W> {
             dcaches: None,
             loops: None,
             fixed: false,
+            // One hart's trace stays what it always was: its replay needs
+            // no synchronisation events.
+            sync: (harts > 1).then(|| (vec![SyncEncoder::default(); harts], 0)),
         }
     }
 
@@ -232,6 +239,14 @@ impl<W: Write> Recorder<W> {
         };
         if let Some(l) = &mut self.loops {
             l.finish(&mut self.encoder);
+        }
+        if let Some((encoders, _)) = &mut self.sync {
+            // Each hart's end: what its replay walks, and where it stops.
+            for (h, e) in encoders.iter_mut().enumerate() {
+                let executed = machine.harts[h].stats.instructions + self.harts[h].calls;
+                let items = e.end(executed, machine.last_pc(h));
+                self.encoder.sync_items(h as u16, &items);
+            }
         }
         let caches = self.dcaches.take().map(DcacheMeter::finish);
         let measured: Vec<_> = caches
@@ -353,13 +368,32 @@ impl<W: Write> Observer for Recorder<W> {
     /// A synchronisation call's `ecall` ends a partial program like any
     /// `ecall`, and the replay reads where it went from the indirect
     /// stream: on after itself, once the call completes (at once, or when
-    /// another hart completes it). The events themselves are not recorded
-    /// yet: a recording runs one hart.
+    /// another hart completes it). With several harts each call is also a
+    /// synchronisation event of its hart, recorded when it is made: where,
+    /// which call, which object, and its place in the run's order. How it
+    /// went is not recorded; the replay of several harts works that out
+    /// for the cores it times.
     fn sync(&mut self, ev: &crate::sync::SyncEvent) {
         use crate::sync::SyncOutcome;
         if matches!(ev.outcome, SyncOutcome::Done | SyncOutcome::Resumed { .. }) {
             self.encoder.indirect(ev.hart as u16, ev.pc, ev.pc + 4);
         }
+        let Some((encoders, seq)) = &mut self.sync else {
+            return;
+        };
+        if matches!(ev.outcome, SyncOutcome::Resumed { .. }) {
+            return;
+        }
+        let calls = self.harts.get(ev.hart).map_or(0, |t| t.calls);
+        let call = SyncCall {
+            at: ev.retired + calls,
+            op: ev.op.0,
+            seq: *seq,
+            object: ev.op.object_kind().map(|_| (ev.object, ev.param)),
+        };
+        *seq += 1;
+        let items = encoders[ev.hart].call(&call);
+        self.encoder.sync_items(ev.hart as u16, &items);
     }
 
     fn trap_return(&mut self, hart: HartId, pc: u64, target: u64) {
@@ -408,6 +442,9 @@ pub struct Recording {
     pub branches: u64,
     /// What loop aggregation did (all 0 without it).
     pub loops: LoopStats,
+    /// Each hart's time on the cores that scheduled the run
+    /// ([`record_run_harts`] with a schedule; empty otherwise).
+    pub clocked: Vec<crate::clocked::HartTime>,
 }
 
 /// Why a recording failed.
@@ -479,24 +516,113 @@ pub fn record_run_planned<W: Write, O: Observer>(
     console: crate::Console,
     max_insns: Option<u64>,
     out: W,
-    mut header: retrace_trace::Header,
+    header: retrace_trace::Header,
     dcaches: &[retrace_timing::CacheModel],
     watcher: &mut O,
     loops: &[(u64, bool)],
     fixed: &[FixedSite],
 ) -> Result<Recording, RecordError> {
-    let mut machine = crate::Machine::new(elf, &crate::MachineConfig::default(), host, console)?;
+    let plan = Plan {
+        loops,
+        fixed,
+        harts: 1,
+        schedule: None,
+    };
+    record_with(
+        elf, host, console, max_insns, out, header, dcaches, watcher, plan,
+    )
+}
+
+/// What a recording runs besides the program: its loop plan, its harts,
+/// and the cores whose clocks schedule them (`None`: the functional
+/// engine's fixed turns).
+struct Plan<'a> {
+    loops: &'a [(u64, bool)],
+    fixed: &'a [FixedSite],
+    harts: usize,
+    schedule: Option<&'a [&'a retrace_timing::CoreModel]>,
+}
+
+/// Record a run of `elf` on `harts` harts: each hart's branch history and
+/// its synchronisation events. With `schedule` (one core model per hart)
+/// the harts run in the order of those cores' clocks, exactly as the
+/// multi-hart cycle-level engine runs them ([`crate::clocked`]), so a
+/// replay on the same cores meets the calls in the recorded order; without
+/// it they take the functional engine's fixed turns.
+#[allow(clippy::too_many_arguments)]
+pub fn record_run_harts<W: Write>(
+    elf: &retrace_program::Elf,
+    host: crate::HostConfig,
+    console: crate::Console,
+    max_insns: Option<u64>,
+    out: W,
+    header: retrace_trace::Header,
+    dcaches: &[retrace_timing::CacheModel],
+    harts: usize,
+    schedule: Option<&[&retrace_timing::CoreModel]>,
+) -> Result<Recording, RecordError> {
+    let plan = Plan {
+        loops: &[],
+        fixed: &[],
+        harts,
+        schedule,
+    };
+    record_with(
+        elf,
+        host,
+        console,
+        max_insns,
+        out,
+        header,
+        dcaches,
+        &mut (),
+        plan,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn record_with<W: Write, O: Observer>(
+    elf: &retrace_program::Elf,
+    host: crate::HostConfig,
+    console: crate::Console,
+    max_insns: Option<u64>,
+    out: W,
+    mut header: retrace_trace::Header,
+    dcaches: &[retrace_timing::CacheModel],
+    watcher: &mut O,
+    plan: Plan<'_>,
+) -> Result<Recording, RecordError> {
+    let config = crate::MachineConfig {
+        harts: plan.harts,
+        ..crate::MachineConfig::default()
+    };
+    let mut machine = crate::Machine::new(elf, &config, host, console)?;
     header.identity = elf.identity();
     header.xlen = elf.xlen.bits() as u8;
-    header.harts = 1;
+    header.harts = plan.harts as u16;
     let writer = TraceWriter::new(out, &header)?;
-    let mut rec = Recorder::new(writer, 1);
+    let mut rec = Recorder::new(writer, plan.harts);
     if let Ok(code) = retrace_program::Code::from_elf(elf) {
         rec = rec.with_code(code);
     }
     rec.measure_dcaches(dcaches);
-    rec.aggregate(loops, fixed);
-    let run = machine.run(max_insns, &mut (&mut rec, watcher));
+    rec.aggregate(plan.loops, plan.fixed);
+    let mut clocked = Vec::new();
+    let run = match plan.schedule {
+        None => machine.run(max_insns, &mut (&mut rec, watcher)),
+        Some(models) => {
+            let mut cores =
+                crate::clocked::ClockedHarts::heterogeneous(models, &[]).reading_code(elf);
+            let run = crate::clocked::run_by_clock_watched(
+                &mut machine,
+                max_insns,
+                &mut cores,
+                &mut (&mut rec, watcher),
+            );
+            clocked = cores.times();
+            run
+        }
+    };
     if let Some(why) = rec.unsupported() {
         return Err(RecordError::Unsupported(why.to_string()));
     }
@@ -511,5 +637,6 @@ pub fn record_run_planned<W: Write, O: Observer>(
         branches: trace.bits,
         trace,
         loops,
+        clocked,
     })
 }

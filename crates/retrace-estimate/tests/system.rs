@@ -1,0 +1,240 @@
+//! The multiprocessor replay (`retrace_estimate::system`) against its
+//! ground truth, the multi-hart cycle-level engine (`run_by_clock`), for
+//! every example program of `programs/bin/mp` that uses the
+//! synchronisation API (the `-atomic` builds make no call: they spin on
+//! memory) at 2, 4 and 8 harts.
+//!
+//! - Recorded under the clocks of the cores it is replayed on, the replay
+//!   meets every call in the recorded order and gives the makespan and
+//!   every hart's instructions, busy and wait cycles exactly: `ideal`,
+//!   `picorv32` (RV32 only) and `inorder5` at `fast`, `rocket` without its
+//!   data cache at `control`, and a heterogeneous system (hart 1 on another
+//!   core than the rest) equal to `ClockedHarts::heterogeneous`.
+//! - Replayed on other cores than the recording's schedule, the paths are
+//!   the recorded ones (which hart took which task), so the result is an
+//!   estimate: when the replay still meets the calls in the recorded order
+//!   it must be exact; otherwise its makespan error is printed and must
+//!   stay within [`CROSS_BOUND`].
+
+use retrace_estimate::system::{estimate_system, SystemEstimate};
+use retrace_estimate::Fidelity;
+use retrace_program::{Elf, Program};
+use retrace_sim::clocked::{run_by_clock, ClockedHarts, HartTime};
+use retrace_sim::record::record_run_harts;
+use retrace_sim::{Console, HostConfig, Machine, MachineConfig};
+use retrace_testkit::programs::{program_dir, programs_in, ExampleProgram};
+use retrace_timing::{preset, CoreModel};
+use retrace_trace::Header;
+
+/// Largest makespan error, in per cent, of a replay on other cores than
+/// the clocks that scheduled the recording (measured: at most 0.05%; see
+/// docs/MULTIPROCESSOR.md).
+const CROSS_BOUND: f64 = 1.0;
+
+/// Largest makespan error, in per cent, of a replay of a recording made
+/// in the functional engine's fixed turns (measured: see
+/// docs/MULTIPROCESSOR.md).
+const TURNS_BOUND: f64 = 50.0;
+
+const BUDGET: Option<u64> = Some(500_000_000);
+
+fn host(p: &ExampleProgram) -> HostConfig {
+    HostConfig {
+        cmdline: p.path.display().to_string(),
+        ..HostConfig::default()
+    }
+}
+
+/// The cycle-level engine's times with hart `h` on `cores[h]`.
+fn truth(elf: &Elf, p: &ExampleProgram, cores: &[&CoreModel]) -> Vec<HartTime> {
+    let config = MachineConfig {
+        harts: cores.len(),
+        ..MachineConfig::default()
+    };
+    let mut m = Machine::new(elf, &config, host(p), Console::null()).unwrap();
+    let mut obs = ClockedHarts::heterogeneous(cores, &[]).reading_code(elf);
+    let run = run_by_clock(&mut m, BUDGET, &mut obs);
+    assert!(run.exit_code().is_some(), "{}: {:?}", p.name, run.stop);
+    obs.times()
+}
+
+/// A recording of `p` on `harts` harts, scheduled by `schedule`'s clocks
+/// (`None`: the functional engine's turns), and the clocked times the
+/// recording run itself had.
+fn record(
+    elf: &Elf,
+    p: &ExampleProgram,
+    harts: usize,
+    schedule: Option<&[&CoreModel]>,
+) -> (Vec<u8>, Vec<HartTime>) {
+    let mut out = Vec::new();
+    let header = Header::new(0, 0, 1);
+    let rec = record_run_harts(
+        elf,
+        host(p),
+        Console::null(),
+        BUDGET,
+        &mut out,
+        header,
+        &[],
+        harts,
+        schedule,
+    )
+    .unwrap();
+    assert!(
+        rec.run.exit_code().is_some(),
+        "{}: {:?}",
+        p.name,
+        rec.run.stop
+    );
+    (out, rec.clocked)
+}
+
+fn replay(program: &Program, trace: &[u8], cores: &[CoreModel], f: Fidelity) -> SystemEstimate {
+    estimate_system(&program.table, program.entry, trace, cores, f)
+        .unwrap_or_else(|e| panic!("replay: {e}"))
+}
+
+/// Whether `est` is `truth`, hart by hart; the first difference if not.
+fn differs(est: &SystemEstimate, truth: &[HartTime]) -> Option<String> {
+    for (h, (e, t)) in est.harts.iter().zip(truth).enumerate() {
+        if (e.instructions, e.busy, e.wait) != (t.instructions, t.busy, t.wait) {
+            return Some(format!(
+                "hart {h}: replay instructions {} busy {} wait {}, engine {} {} {}",
+                e.instructions, e.busy, e.wait, t.instructions, t.busy, t.wait
+            ));
+        }
+    }
+    let makespan = truth.iter().map(HartTime::clock).max().unwrap_or(0);
+    (est.makespan != makespan).then(|| format!("makespan {} vs {makespan}", est.makespan))
+}
+
+/// The cores of the sweep: name, model and fidelity.
+fn rows(xlen: u32) -> Vec<(&'static str, CoreModel, Fidelity)> {
+    let mut rows = vec![("ideal", preset("ideal").unwrap(), Fidelity::Fast)];
+    if xlen == 32 {
+        rows.push(("picorv32", preset("picorv32").unwrap(), Fidelity::Fast));
+    }
+    rows.push(("inorder5", preset("inorder5").unwrap(), Fidelity::Fast));
+    rows.push((
+        "rocket",
+        preset("rocket").unwrap().without_dcache(),
+        Fidelity::Control,
+    ));
+    rows
+}
+
+/// Every row of one program: exact under its own schedule, measured on
+/// the others.
+fn sweep(name: &str) {
+    let mp = program_dir().join("mp");
+    let progs: Vec<ExampleProgram> = programs_in(&mp)
+        .into_iter()
+        .filter(|p| p.base_name() == name && !p.name.ends_with("-atomic"))
+        .collect();
+    assert_eq!(progs.len(), 2, "{name}: an RV32 and an RV64 build");
+    for p in &progs {
+        let elf = Elf::parse(&p.bytes()).unwrap();
+        let program = Program::analyse(&elf).unwrap();
+        let rows = rows(p.xlen);
+        for harts in [2, 4, 8] {
+            let mut truths = Vec::new();
+            for (core, model, fidelity) in &rows {
+                let t = truth(&elf, p, &vec![model; harts]);
+                let (trace, recorded) = record(&elf, p, harts, Some(&vec![model; harts]));
+                assert_eq!(
+                    recorded, t,
+                    "{} {harts} harts on {core}: the recorder changed the schedule",
+                    p.name
+                );
+                let est = replay(&program, &trace, std::slice::from_ref(model), *fidelity);
+                assert_eq!(est.reordered, 0, "{} {harts} harts on {core}", p.name);
+                if let Some(d) = differs(&est, &t) {
+                    panic!("{} {harts} harts on {core}: {d}", p.name);
+                }
+                truths.push((trace, t));
+            }
+            // Each recording replayed on every other core of the sweep.
+            for (i, (trace, _)) in truths.iter().enumerate() {
+                for (j, (core, model, fidelity)) in rows.iter().enumerate() {
+                    if i == j {
+                        continue;
+                    }
+                    let est = replay(&program, trace, std::slice::from_ref(model), *fidelity);
+                    let t = &truths[j].1;
+                    let makespan = t.iter().map(HartTime::clock).max().unwrap();
+                    let err = 100.0 * (est.makespan as f64 - makespan as f64) / makespan as f64;
+                    println!(
+                        "{} {harts} harts: recorded on {}, replayed on {core}: makespan {} vs {makespan} ({err:+.3}%), {} of {} calls reordered",
+                        p.name, rows[i].0, est.makespan, est.reordered, est.calls
+                    );
+                    if est.reordered == 0 {
+                        assert_eq!(differs(&est, t), None, "{} {harts} on {core}", p.name);
+                    }
+                    assert!(
+                        err.abs() <= CROSS_BOUND,
+                        "{} {harts} harts recorded on {} replayed on {core}: {err:+.3}%",
+                        p.name,
+                        rows[i].0
+                    );
+                }
+            }
+            // The functional engine's turns, replayed on each core.
+            let (trace, _) = record(&elf, p, harts, None);
+            for (j, (core, model, fidelity)) in rows.iter().enumerate() {
+                let est = replay(&program, &trace, std::slice::from_ref(model), *fidelity);
+                let t = &truths[j].1;
+                let makespan = t.iter().map(HartTime::clock).max().unwrap();
+                let err = 100.0 * (est.makespan as f64 - makespan as f64) / makespan as f64;
+                println!(
+                    "{} {harts} harts: recorded in fixed turns, replayed on {core}: makespan {} vs {makespan} ({err:+.3}%), {} of {} calls reordered",
+                    p.name, est.makespan, est.reordered, est.calls
+                );
+                if est.reordered == 0 {
+                    assert_eq!(differs(&est, t), None, "{} {harts} on {core}", p.name);
+                }
+                assert!(
+                    err.abs() <= TURNS_BOUND,
+                    "{} {harts} harts fixed turns on {core}: {err:+.3}%",
+                    p.name
+                );
+            }
+        }
+        // A heterogeneous system: hart 1 on another core than the others.
+        let base = preset("inorder5").unwrap();
+        let other = preset(if p.xlen == 32 { "picorv32" } else { "ideal" }).unwrap();
+        for harts in [2, 4] {
+            let models: Vec<&CoreModel> = (0..harts)
+                .map(|h| if h == 1 { &other } else { &base })
+                .collect();
+            let t = truth(&elf, p, &models);
+            let (trace, _) = record(&elf, p, harts, Some(&models));
+            let cores: Vec<CoreModel> = models.iter().map(|m| (*m).clone()).collect();
+            let est = replay(&program, &trace, &cores, Fidelity::Fast);
+            assert_eq!(est.reordered, 0, "{} heterogeneous {harts}", p.name);
+            if let Some(d) = differs(&est, &t) {
+                panic!("{} heterogeneous, {harts} harts: {d}", p.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn pipeline() {
+    sweep("pipeline");
+}
+
+#[test]
+fn reduce() {
+    sweep("reduce");
+}
+
+#[test]
+fn workq() {
+    sweep("workq");
+}
+
+#[test]
+fn table() {
+    sweep("table");
+}
