@@ -548,9 +548,10 @@ struct Plan<'a> {
 /// the harts run in the order of those cores' clocks, exactly as the
 /// multi-hart cycle-level engine runs them ([`crate::clocked`]), so a
 /// replay on the same cores meets the calls in the recorded order; without
-/// it they take the functional engine's fixed turns.
+/// it they take the functional engine's fixed turns. `watcher` observes
+/// the same run.
 #[allow(clippy::too_many_arguments)]
-pub fn record_run_harts<W: Write>(
+pub fn record_run_harts<W: Write, O: Observer>(
     elf: &retrace_program::Elf,
     host: crate::HostConfig,
     console: crate::Console,
@@ -558,6 +559,7 @@ pub fn record_run_harts<W: Write>(
     out: W,
     header: retrace_trace::Header,
     dcaches: &[retrace_timing::CacheModel],
+    watcher: &mut O,
     harts: usize,
     schedule: Option<&[&retrace_timing::CoreModel]>,
 ) -> Result<Recording, RecordError> {
@@ -568,15 +570,7 @@ pub fn record_run_harts<W: Write>(
         schedule,
     };
     record_with(
-        elf,
-        host,
-        console,
-        max_insns,
-        out,
-        header,
-        dcaches,
-        &mut (),
-        plan,
+        elf, host, console, max_insns, out, header, dcaches, watcher, plan,
     )
 }
 
