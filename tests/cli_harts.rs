@@ -26,10 +26,11 @@ fn prog(name: &str) -> String {
     program_dir().join("mp").join(name).display().to_string()
 }
 
-/// The JSON object on the last line of stdout.
+/// The JSON object on the last line of stdout (`retrace run` exits with
+/// the program's exit code, the others with 0).
 fn json(out: &Output) -> serde_json::Value {
     assert!(
-        out.status.success(),
+        out.status.code().is_some_and(|c| c < 100),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

@@ -40,8 +40,9 @@ struct SystemReport {
     resources: Vec<ResourceRow>,
     /// Synchronisation calls replayed.
     calls: u64,
-    /// Calls replayed in another place of the order than recorded (0: the
-    /// recorded order, and the paths fit the schedule exactly).
+    /// Calls that met their object in another order than recorded (0:
+    /// every call returns what it did in the recording, and the replay is
+    /// exact).
     reordered: u64,
 }
 
@@ -70,12 +71,12 @@ impl Report for SystemReport {
         let _ = match self.reordered {
             0 => writeln!(
                 out,
-                "  {} synchronisation calls, in the order recorded",
+                "  {} synchronisation calls, each object's in the order recorded",
                 thousands(self.calls)
             ),
             n => writeln!(
                 out,
-                "  {} synchronisation calls, {} of them in another place of the order than recorded: each hart runs its recorded path, so this is an estimate (record with --schedule-core for an exact replay on that core)",
+                "  {} synchronisation calls, {} of them met their object in another order than recorded: each hart runs its recorded path, which it may not take on these cores, so this is an estimate (record with --schedule-core on these cores for an exact replay)",
                 thousands(self.calls),
                 thousands(n)
             ),

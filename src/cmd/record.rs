@@ -339,9 +339,10 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     };
     let start = Instant::now();
     let rec = if harts > 1 || !schedule.is_empty() {
-        let models: Vec<&retrace_timing::CoreModel> = (0..harts)
-            .map(|h| &schedule[h % schedule.len().max(1)])
-            .collect();
+        let models: Vec<&retrace_timing::CoreModel> = match schedule.len() {
+            0 => Vec::new(),
+            n => (0..harts).map(|h| &schedule[h % n]).collect(),
+        };
         record_run_harts(
             &elf,
             host(&shown, &args.program_args.args),

@@ -31,9 +31,12 @@
 //! hands tasks to whoever asks first): the recording holds the paths of
 //! the recorded schedule. Replayed on cores whose clocks order the calls
 //! differently, the paths are still the recorded ones, and the result is
-//! an estimate. The replay counts the calls it made in another order than
-//! the recording ([`SystemEstimate::reordered`]); 0 means it met every
-//! call in the recorded order, which is what makes it exact.
+//! an estimate. The replay counts the calls that met their object in
+//! another order than in the recording ([`SystemEstimate::reordered`]):
+//! an object's calls in the recorded order return what they returned in
+//! the recording, so with 0 every hart's recorded path is the one it takes
+//! under the replayed schedule, and the replay is exact (for programs whose
+//! harts share data only through the API, or under its locks).
 
 use crate::estimator::{Estimator, Fidelity};
 use crate::machine::TraceHistory;
@@ -91,13 +94,17 @@ pub struct SystemEstimate {
     pub resources: Vec<ResourceEstimate>,
     /// Synchronisation calls replayed (all harts).
     pub calls: u64,
-    /// Calls the replay made in another place of the run's order than the
-    /// recording did: 0 when the replay met every call in the recorded
-    /// order.
+    /// Calls that met their object in another order than in the
+    /// recording (the k-th call on a channel, say, was another hart's):
+    /// such a call may return something else than it did in the recorded
+    /// run, so the hart's recorded path may not be the one it would take.
+    /// 0 when every object saw its calls in the recorded order — then
+    /// every call returns what it returned in the recording, and the
+    /// replay is exact.
     pub reordered: u64,
-    /// The first such call: its place in the replay's order, its hart,
-    /// and its place in the recording's.
-    pub first_reordered: Option<(u64, usize, u64)>,
+    /// The first such call: its hart and its place in the run's recorded
+    /// order of calls.
+    pub first_reordered: Option<(usize, u64)>,
 }
 
 /// An [`Estimator`] that also notes the clock before a given instruction
@@ -270,6 +277,19 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
     // The object each blocked hart waits on (an index into `resources`).
     let mut waiting_on: Vec<Option<usize>> = vec![None; n];
     let (mut calls, mut reordered, mut first_reordered) = (0u64, 0u64, None);
+    // Per object, its calls' places in the recorded order, sorted: the
+    // order in which the recorded run made them.
+    let mut recorded: std::collections::HashMap<u64, (Vec<u64>, usize)> = Default::default();
+    for hart in &harts {
+        for c in &hart.sync.calls {
+            if let Some((object, _)) = c.object {
+                recorded.entry(object).or_default().0.push(c.seq);
+            }
+        }
+    }
+    recorded
+        .values_mut()
+        .for_each(|(seqs, _)| seqs.sort_unstable());
     let mut counts = Vec::new();
     loop {
         for (h, hart) in harts.iter_mut().enumerate() {
@@ -294,9 +314,12 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
         };
         let call: SyncCall = harts[h].sync.calls[harts[h].next];
         harts[h].next += 1;
-        if call.seq != calls {
-            reordered += 1;
-            first_reordered.get_or_insert((calls, h, call.seq));
+        if let Some((seqs, next)) = call.object.and_then(|(o, _)| recorded.get_mut(&o)) {
+            if seqs.get(*next) != Some(&call.seq) {
+                reordered += 1;
+                first_reordered.get_or_insert((h, call.seq));
+            }
+            *next += 1;
         }
         calls += 1;
         let op = SyncOp(call.op);
