@@ -362,7 +362,12 @@ impl HartsReport {
     pub fn text(&self) -> String {
         use std::fmt::Write as _;
         let mut out = format!(
-            "retrace: core {}, {} harts: makespan {} cycles\n",
+            "retrace: {} {}, {} harts: makespan {} cycles\n",
+            if self.core.contains(", ") {
+                "cores"
+            } else {
+                "core"
+            },
             self.core,
             self.harts.len(),
             thousands(self.makespan)

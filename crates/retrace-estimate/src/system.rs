@@ -32,9 +32,9 @@
 //! the recorded schedule. Replayed on cores whose clocks order the calls
 //! differently, the paths are still the recorded ones, and the result is
 //! an estimate. The replay counts the calls that met their object in
-//! another order than in the recording ([`SystemEstimate::reordered`]):
-//! an object's calls in the recorded order return what they returned in
-//! the recording, so with 0 every hart's recorded path is the one it takes
+//! another order than in the recording, among the calls of their kind
+//! ([`SystemEstimate::reordered`]): an object's calls of one kind in the
+//! recorded order return what they returned in the recording, so with 0 every hart's recorded path is the one it takes
 //! under the replayed schedule, and the replay is exact (for programs whose
 //! harts share data only through the API, or under its locks).
 
@@ -95,12 +95,13 @@ pub struct SystemEstimate {
     /// Synchronisation calls replayed (all harts).
     pub calls: u64,
     /// Calls that met their object in another order than in the
-    /// recording (the k-th call on a channel, say, was another hart's):
-    /// such a call may return something else than it did in the recorded
-    /// run, so the hart's recorded path may not be the one it would take.
-    /// 0 when every object saw its calls in the recorded order — then
-    /// every call returns what it returned in the recording, and the
-    /// replay is exact.
+    /// recording, among the calls of their kind on it (the k-th receive
+    /// from a channel, say, was another hart's): such a call may return
+    /// something else than it did in the recorded run, so the hart's
+    /// recorded path may not be the one it would take. 0 when every
+    /// object saw each kind of call in the recorded order — then every
+    /// call returns what it returned in the recording, and the replay is
+    /// exact.
     pub reordered: u64,
     /// The first such call: its hart and its place in the run's recorded
     /// order of calls.
@@ -277,13 +278,18 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
     // The object each blocked hart waits on (an index into `resources`).
     let mut waiting_on: Vec<Option<usize>> = vec![None; n];
     let (mut calls, mut reordered, mut first_reordered) = (0u64, 0u64, None);
-    // Per object, its calls' places in the recorded order, sorted: the
-    // order in which the recorded run made them.
-    let mut recorded: std::collections::HashMap<u64, (Vec<u64>, usize)> = Default::default();
+    // Per object and call, the calls' places in the recorded order, sorted:
+    // the order in which the recorded run made them. What a call returns
+    // depends on the calls of its kind on its object before it — a receive
+    // gets the word of the send of its own rank, whoever sent it and
+    // whenever; the k-th lock is the k-th to hold the mutex; the last
+    // arrival at a barrier gets 1 — not on how sends and receives
+    // interleave.
+    let mut recorded: std::collections::HashMap<(u64, u8), (Vec<u64>, usize)> = Default::default();
     for hart in &harts {
         for c in &hart.sync.calls {
             if let Some((object, _)) = c.object {
-                recorded.entry(object).or_default().0.push(c.seq);
+                recorded.entry((object, c.op)).or_default().0.push(c.seq);
             }
         }
     }
@@ -314,7 +320,10 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
         };
         let call: SyncCall = harts[h].sync.calls[harts[h].next];
         harts[h].next += 1;
-        if let Some((seqs, next)) = call.object.and_then(|(o, _)| recorded.get_mut(&o)) {
+        if let Some((seqs, next)) = call
+            .object
+            .and_then(|(o, _)| recorded.get_mut(&(o, call.op)))
+        {
             if seqs.get(*next) != Some(&call.seq) {
                 reordered += 1;
                 first_reordered.get_or_insert((h, call.seq));
