@@ -159,7 +159,6 @@ pub fn decode(hart: u16, items: &[u64]) -> Result<HartSync, TraceError> {
             object,
         });
     }
-    drop(next);
     if it.next().is_some() {
         return Err(bad("items after the end record".into()));
     }
