@@ -152,6 +152,10 @@ fn bad_per_hart_options_and_damaged_traces_are_one_line() {
         ]),
         "3 --schedule-core for 2 harts",
     );
+    refused(
+        &retrace(&["profile", &elf, t]),
+        "the trace holds 4 harts and this replay follows one",
+    );
     // Cut short: no trailer, and no end of any hart's events.
     let bytes = std::fs::read(&trace).unwrap();
     let cut = dir.join("cut.rtrace");
