@@ -114,6 +114,22 @@ fn differs(est: &SystemEstimate, truth: &[HartTime]) -> Option<String> {
     (est.makespan != makespan).then(|| format!("makespan {} vs {makespan}", est.makespan))
 }
 
+/// Print `est`'s makespan error against the engine's `truth`, check it
+/// exact when every object met its calls in the recorded order, and return
+/// the error's size in per cent.
+fn measured(what: &str, est: &SystemEstimate, truth: &[HartTime]) -> f64 {
+    let makespan = truth.iter().map(HartTime::clock).max().unwrap();
+    let err = 100.0 * (est.makespan as f64 - makespan as f64) / makespan as f64;
+    println!(
+        "{what}: makespan {} vs {makespan} ({err:+.3}%), {} of {} calls met their object out of the recorded order",
+        est.makespan, est.reordered, est.calls
+    );
+    if est.reordered == 0 {
+        assert_eq!(differs(est, truth), None, "{what}");
+    }
+    err.abs()
+}
+
 /// The cores of the sweep: name, model and fidelity.
 fn rows(xlen: u32) -> Vec<(&'static str, CoreModel, Fidelity)> {
     let mut rows = vec![("ideal", preset("ideal").unwrap(), Fidelity::Fast)];
@@ -166,43 +182,22 @@ fn sweep(name: &str) {
                         continue;
                     }
                     let est = replay(&program, trace, std::slice::from_ref(model), *fidelity);
-                    let t = &truths[j].1;
-                    let makespan = t.iter().map(HartTime::clock).max().unwrap();
-                    let err = 100.0 * (est.makespan as f64 - makespan as f64) / makespan as f64;
-                    println!(
-                        "{} {harts} harts: recorded on {}, replayed on {core}: makespan {} vs {makespan} ({err:+.3}%), {} of {} calls met their object out of the recorded order",
-                        p.name, rows[i].0, est.makespan, est.reordered, est.calls
+                    let what = format!(
+                        "{} {harts} harts: recorded on {}, replayed on {core}",
+                        p.name, rows[i].0
                     );
-                    if est.reordered == 0 {
-                        assert_eq!(differs(&est, t), None, "{} {harts} on {core}", p.name);
-                    }
-                    assert!(
-                        err.abs() <= CROSS_BOUND,
-                        "{} {harts} harts recorded on {} replayed on {core}: {err:+.3}%",
-                        p.name,
-                        rows[i].0
-                    );
+                    assert!(measured(&what, &est, &truths[j].1) <= CROSS_BOUND, "{what}");
                 }
             }
             // The functional engine's turns, replayed on each core.
             let (trace, _) = record(&elf, p, harts, None);
             for (j, (core, model, fidelity)) in rows.iter().enumerate() {
                 let est = replay(&program, &trace, std::slice::from_ref(model), *fidelity);
-                let t = &truths[j].1;
-                let makespan = t.iter().map(HartTime::clock).max().unwrap();
-                let err = 100.0 * (est.makespan as f64 - makespan as f64) / makespan as f64;
-                println!(
-                    "{} {harts} harts: recorded in fixed turns, replayed on {core}: makespan {} vs {makespan} ({err:+.3}%), {} of {} calls met their object out of the recorded order",
-                    p.name, est.makespan, est.reordered, est.calls
-                );
-                if est.reordered == 0 {
-                    assert_eq!(differs(&est, t), None, "{} {harts} on {core}", p.name);
-                }
-                assert!(
-                    err.abs() <= TURNS_BOUND,
-                    "{} {harts} harts fixed turns on {core}: {err:+.3}%",
+                let what = format!(
+                    "{} {harts} harts: recorded in fixed turns, replayed on {core}",
                     p.name
                 );
+                assert!(measured(&what, &est, &truths[j].1) <= TURNS_BOUND, "{what}");
             }
         }
         // A heterogeneous system: hart 1 on another core than the others,
@@ -224,15 +219,11 @@ fn sweep(name: &str) {
             }
             let (trace, _) = record(&elf, p, harts, Some(&vec![&base; harts]));
             let est = replay(&program, &trace, &cores, Fidelity::Fast);
-            let makespan = t.iter().map(HartTime::clock).max().unwrap();
-            let err = 100.0 * (est.makespan as f64 - makespan as f64) / makespan as f64;
-            println!(
-                "{} {harts} harts: recorded on inorder5, replayed with hart 1 on {}: makespan {} vs {makespan} ({err:+.3}%), {} of {} calls met their object out of the recorded order",
-                p.name, other.name, est.makespan, est.reordered, est.calls
+            let what = format!(
+                "{} {harts} harts: recorded on inorder5, replayed with hart 1 on {}",
+                p.name, other.name
             );
-            if est.reordered == 0 {
-                assert_eq!(differs(&est, &t), None, "{} what-if {harts}", p.name);
-            }
+            measured(&what, &est, &t);
         }
     }
 }
