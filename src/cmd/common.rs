@@ -54,6 +54,36 @@ pub fn check_xlen(core: &CoreModel, elf: &Elf, shown: &str) -> anyhow::Result<()
     ))
 }
 
+/// The cores of several harts from repeated `--core`-style options: one
+/// for every hart, or one per hart in hart order (a heterogeneous system),
+/// each checked against the ELF's width. `option` names the flag in the
+/// message.
+pub fn hart_cores(
+    specs: &[String],
+    harts: usize,
+    elf: &Elf,
+    shown: &str,
+    option: &str,
+) -> anyhow::Result<Vec<CoreModel>> {
+    if specs.len() != 1 && specs.len() != harts {
+        return Err(tag(
+            anyhow!(
+                "{} {option} for {harts} harts: give one {option} for every hart, or one per hart in hart order",
+                specs.len()
+            ),
+            Status::BadInput,
+        ));
+    }
+    specs
+        .iter()
+        .map(|spec| {
+            let core = load_core(spec)?;
+            check_xlen(&core, elf, shown)?;
+            Ok(core)
+        })
+        .collect()
+}
+
 /// Analyse a program (CFG, partial programs), with a bad-input error.
 pub fn analyse(elf: &Elf, shown: &str) -> anyhow::Result<Program> {
     Program::analyse(elf).map_err(|e| tag(anyhow!("cannot analyse {shown}: {e}"), Status::BadInput))

@@ -22,14 +22,17 @@ use std::time::Instant;
     retrace estimate prog.elf prog.rtrace --core rocket\n  \
     retrace estimate prog.elf prog.rtrace --core ideal --core picorv32 --core inorder5 --fidelity fast\n  \
     retrace estimate prog.elf prog.rtrace --core my-core.toml --format json\n  \
-    retrace estimate prog.elf prog.rtrace --core rocket --check")]
+    retrace estimate prog.elf prog.rtrace --core rocket --check\n  \
+    retrace estimate workq.elf workq.rtrace --core inorder5 --core picorv32 --fidelity fast  (a trace of 2 harts)")]
 pub struct Args {
     /// The program the trace was recorded from.
     pub program: PathBuf,
     /// The trace (`retrace record`).
     pub trace: PathBuf,
     /// A core: preset name (`retrace cores`) or TOML file. Repeatable; the
-    /// cores are estimated in parallel from the one trace.
+    /// cores are estimated in parallel from the one trace. For a trace of
+    /// several harts: one core for all harts, or one per hart in hart
+    /// order, replayed together (docs/MULTIPROCESSOR.md).
     #[arg(long = "core", value_name = "NAME|FILE", required = true)]
     pub cores: Vec<String>,
     /// fast: partial-program times with boundary terms and static branch
@@ -413,6 +416,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let elf = load_elf(&args.program)?;
     let shown = args.program.display().to_string();
     let header = check_trace(&args.trace, &elf, &shown)?;
+    if header.harts > 1 {
+        return super::estimate_mp::main(&args, &elf, &shown, usize::from(header.harts));
+    }
     let cores = args
         .cores
         .iter()

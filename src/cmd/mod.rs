@@ -13,6 +13,7 @@ pub mod cores;
 pub mod demo;
 pub mod disasm;
 pub mod estimate;
+pub mod estimate_mp;
 pub mod lbr;
 pub mod pp;
 pub mod profile;

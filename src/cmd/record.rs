@@ -4,7 +4,8 @@
 //! own exit code is reported, and kept in the trace).
 
 use super::common::{
-    check_trace, host, load_core, load_elf, preset_dcaches, replay_error, thousands, ProgramArgs,
+    check_trace, hart_cores, host, load_core, load_elf, preset_dcaches, replay_error, thousands,
+    ProgramArgs,
 };
 use crate::report::{csv_of, print, Format, FormatArgs, Report};
 use crate::status::{tag, Status};
@@ -12,7 +13,7 @@ use anyhow::anyhow;
 use retrace_estimate::aggregate::build::{build_plan, BuiltPlan, Gates};
 use retrace_estimate::aggregate::Level;
 use retrace_estimate::compare::add_geometry;
-use retrace_sim::record::{record_run_planned, RecordError};
+use retrace_sim::record::{record_run_harts, record_run_planned, RecordError};
 use retrace_sim::{Console, Observer, StopReason};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -29,7 +30,8 @@ use std::time::Instant;
     retrace estimate sort-rv32-O2.elf sort.rtrace --core picorv32 --core rocket\n  \
     retrace record --aggregate loops matmul-rv32-O2.elf -o matmul.rtrace\n  \
     retrace record --aggregate if-else --profile plain.rtrace crc32-rv32-O2.elf -o crc.rtrace\n  \
-    retrace record --aggregate all dhry-rv32-O2.elf -o dhry.rtrace")]
+    retrace record --aggregate all dhry-rv32-O2.elf -o dhry.rtrace\n  \
+    retrace record --harts 4 --schedule-core inorder5 workq-rv64-O2.elf -o workq.rtrace")]
 pub struct Args {
     /// The program: a RISC-V ELF executable.
     pub program: PathBuf,
@@ -87,6 +89,17 @@ pub struct Args {
     /// JSON object or CSV record as the last lines of stdout.
     #[command(flatten)]
     pub format: FormatArgs,
+    /// Record a run on this many harts (1 to 64; docs/MULTIPROCESSOR.md):
+    /// one branch history per hart, and each hart's synchronisation calls.
+    /// `retrace estimate` replays them together, a core per hart.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=64))]
+    pub harts: u8,
+    /// With --harts: run the harts in the order of this core's clocks, as
+    /// `retrace run --harts N --core` does, instead of fixed turns; a replay
+    /// on the same core is then exact. Repeat once per hart for a
+    /// heterogeneous system.
+    #[arg(long, value_name = "NAME|FILE.toml")]
+    pub schedule_core: Vec<String>,
     #[command(flatten)]
     pub program_args: ProgramArgs,
 }
@@ -166,6 +179,10 @@ pub struct RecordReport {
     /// Extents of collapsed regions the run went through (nothing
     /// recorded for them).
     pub collapsed_extents: u64,
+    /// Harts recorded.
+    pub harts: usize,
+    /// The cores whose clocks scheduled the harts (empty: fixed turns).
+    pub schedule: String,
 }
 
 impl Report for RecordReport {
@@ -180,7 +197,11 @@ impl Report for RecordReport {
             self.bits_per_branch_raw,
             self.bits_per_branch_compressed,
             self.wall_seconds
-        ) + &if self.aggregate == "none" {
+        ) + &match (self.harts, self.schedule.as_str()) {
+            (1, "") => String::new(),
+            (n, "") => format!("{n} harts, in fixed turns of 10,000 instructions\n"),
+            (n, cores) => format!("{n} harts, in the order of the clocks of {cores}\n"),
+        } + &if self.aggregate == "none" {
             String::new()
         } else {
             format!(
@@ -329,6 +350,14 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         )
         .exit();
     }
+    let harts = usize::from(args.harts);
+    if (harts > 1 || !args.schedule_core.is_empty()) && level != Level::None {
+        clap::Error::raw(
+            clap::error::ErrorKind::ArgumentConflict,
+            "--aggregate applies to one hart: record several harts with --aggregate none\n",
+        )
+        .exit();
+    }
     let built = match level {
         Level::None => BuiltPlan::default(),
         _ => {
@@ -341,18 +370,41 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             lossy_plan(&args, level, &elf, &program, &shown)?
         }
     };
+    let schedule = match args.schedule_core.len() {
+        0 => Vec::new(),
+        _ => hart_cores(&args.schedule_core, harts, &elf, &shown, "--schedule-core")?,
+    };
     let start = Instant::now();
-    let rec = record_run_planned(
-        &elf,
-        host(&shown, &args.program_args.args),
-        console,
-        args.max_insns,
-        std::io::BufWriter::with_capacity(1 << 20, file),
-        header,
-        &dcaches,
-        &mut StopOnSignal(&signal),
-        &built.plan,
-    );
+    let rec = if harts > 1 || !schedule.is_empty() {
+        let models: Vec<&retrace_timing::CoreModel> = match schedule.len() {
+            0 => Vec::new(),
+            n => (0..harts).map(|h| &schedule[h % n]).collect(),
+        };
+        record_run_harts(
+            &elf,
+            host(&shown, &args.program_args.args),
+            console,
+            args.max_insns,
+            std::io::BufWriter::with_capacity(1 << 20, file),
+            header,
+            &dcaches,
+            &mut StopOnSignal(&signal),
+            harts,
+            (!schedule.is_empty()).then_some(&models[..]),
+        )
+    } else {
+        record_run_planned(
+            &elf,
+            host(&shown, &args.program_args.args),
+            console,
+            args.max_insns,
+            std::io::BufWriter::with_capacity(1 << 20, file),
+            header,
+            &dcaches,
+            &mut StopOnSignal(&signal),
+            &built.plan,
+        )
+    };
     let wall = start.elapsed().as_secs_f64();
     let signal = signal.load(Ordering::Relaxed);
     if signal != 0 {
@@ -444,6 +496,12 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         collapsed_functions: built.plan.regions.len() - nests,
         gated_nests: built.collapse.gated,
         collapsed_extents: rec.loops.collapsed,
+        harts,
+        schedule: schedule
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
     };
     match args.format.get() {
         // The program's own output owns stdout; the summary goes to stderr.

@@ -17,7 +17,7 @@
 //! stderr as a table so it never mixes with the program's own stdout, or
 //! into the JSON object with `--json`.
 
-use super::common::{check_xlen, load_core, load_elf, thousands, ProgramArgs};
+use super::common::{hart_cores, load_elf, thousands, ProgramArgs};
 use crate::report::{csv_of, hex, Format, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
@@ -81,9 +81,10 @@ pub struct Args {
     /// engine, and report cycles, CPI, mispredictions, cache hits and misses
     /// and cycles per function (counted as `retrace profile` counts them,
     /// data-cache misses included where they happen; docs/TIMING.md,
-    /// "Per-function cycles").
+    /// "Per-function cycles"). With --harts N: one --core for every hart,
+    /// or N of them, one per hart in hart order (a heterogeneous system).
     #[arg(long, value_name = "NAME|FILE.toml")]
-    pub core: Option<String>,
+    pub core: Vec<String>,
     /// With --core: how many functions to report, hottest (most exclusive
     /// cycles) first; 0 reports every function that ran.
     #[arg(long, value_name = "N", default_value_t = 10, requires = "core")]
@@ -117,15 +118,13 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let shown = args.program.display().to_string();
     // The core is checked before anything runs: a bad --core is bad input,
     // not something to discover after a long run.
-    let timed = match &args.core {
-        Some(spec) => {
-            let core = load_core(spec)?;
-            check_xlen(&core, &elf, &shown)?;
-            let funcs = FunctionRanges::of(&elf);
-            Some((core, funcs))
-        }
-        None => None,
+    let cores = match args.core.len() {
+        0 => Vec::new(),
+        _ => hart_cores(&args.core, usize::from(args.harts), &elf, &shown, "--core")?,
     };
+    let timed = cores
+        .first()
+        .map(|core| (core.clone(), FunctionRanges::of(&elf)));
     let mut allow_dirs = Vec::new();
     for d in &args.allow_dir {
         let canon = d.canonicalize().map_err(|e| {
@@ -179,8 +178,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let harts = usize::from(args.harts);
     // Several harts on cores: one core per hart, harts run by their clocks.
     let mut clocked = match &timed {
-        Some((core, _)) if harts > 1 => {
-            Some(ClockedHarts::new(core, &[], harts).reading_code(&elf))
+        Some(_) if harts > 1 => {
+            let models: Vec<&CoreModel> = (0..harts).map(|h| &cores[h % cores.len()]).collect();
+            Some(ClockedHarts::heterogeneous(&models, &[]).reading_code(&elf))
         }
         _ => None,
     };
@@ -209,7 +209,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let harts_report = match (&timed, &clocked) {
-        (Some((core, _)), Some(obs)) => Some(HartsReport::new(core, obs)),
+        (Some(_), Some(obs)) => Some(HartsReport::new(&cores, &obs.times())),
         _ => None,
     };
     let timed = match (&timed, &cycle) {
@@ -306,6 +306,8 @@ impl Report for RunReport {
 #[derive(Serialize)]
 pub struct HartRow {
     hart: usize,
+    /// Its core.
+    core: String,
     instructions: u64,
     /// Cycles spent on its instructions.
     busy: u64,
@@ -315,53 +317,72 @@ pub struct HartRow {
     clock: u64,
 }
 
-/// What a cycle-level run of several harts reports: the makespan (the
+/// What a cycle-level run of several harts reports (and, from a
+/// recording, `retrace estimate` of a multi-hart trace): the makespan (the
 /// latest hart's clock) and each hart's busy and wait cycles.
 #[derive(Serialize)]
 pub struct HartsReport {
-    core: String,
-    makespan: u64,
-    harts: Vec<HartRow>,
+    /// The core of every hart, or the cores in hart order (`a, b, …`).
+    pub core: String,
+    /// The latest hart's clock.
+    pub makespan: u64,
+    /// Per hart.
+    pub harts: Vec<HartRow>,
 }
 
 impl HartsReport {
-    fn new(core: &CoreModel, obs: &ClockedHarts) -> HartsReport {
+    /// From each hart's time, hart `h` on `cores[h]` (or all on the one
+    /// core given).
+    pub fn new(cores: &[CoreModel], times: &[retrace_sim::clocked::HartTime]) -> HartsReport {
+        let name = |h: usize| cores[h % cores.len()].name.clone();
+        let harts: Vec<HartRow> = times
+            .iter()
+            .enumerate()
+            .map(|(hart, t)| HartRow {
+                hart,
+                core: name(hart),
+                instructions: t.instructions,
+                busy: t.busy,
+                wait: t.wait,
+                clock: t.clock(),
+            })
+            .collect();
         HartsReport {
-            core: core.name.clone(),
-            makespan: obs.makespan(),
-            harts: obs
-                .times()
+            core: cores
                 .iter()
-                .enumerate()
-                .map(|(hart, t)| HartRow {
-                    hart,
-                    instructions: t.instructions,
-                    busy: t.busy,
-                    wait: t.wait,
-                    clock: t.clock(),
-                })
-                .collect(),
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            makespan: harts.iter().map(|h| h.clock).max().unwrap_or(0),
+            harts,
         }
     }
 
-    fn text(&self) -> String {
+    /// The makespan line and the table of harts.
+    pub fn text(&self) -> String {
         use std::fmt::Write as _;
         let mut out = format!(
-            "retrace: core {}, {} harts: makespan {} cycles\n",
+            "retrace: {} {}, {} harts: makespan {} cycles\n",
+            if self.core.contains(", ") {
+                "cores"
+            } else {
+                "core"
+            },
             self.core,
             self.harts.len(),
             thousands(self.makespan)
         );
         let _ = writeln!(
             out,
-            "  {:>4} {:>16} {:>16} {:>16} {:>16}",
-            "hart", "instructions", "busy", "wait", "clock"
+            "  {:>4} {:>10} {:>16} {:>16} {:>16} {:>16}",
+            "hart", "core", "instructions", "busy", "wait", "clock"
         );
         for h in &self.harts {
             let _ = writeln!(
                 out,
-                "  {:>4} {:>16} {:>16} {:>16} {:>16}",
+                "  {:>4} {:>10} {:>16} {:>16} {:>16} {:>16}",
                 h.hart,
+                h.core,
                 thousands(h.instructions),
                 thousands(h.busy),
                 thousands(h.wait),

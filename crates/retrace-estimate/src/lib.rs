@@ -11,6 +11,9 @@
 //! - [`Estimator`] is the visitor that times them for one core at a
 //!   [`Fidelity`]; [`estimate_trace`] runs the whole thing for a trace, read
 //!   from a file or from memory ([`TraceSource`]).
+//! - [`system`] replays a multi-hart trace, a core per hart, the harts
+//!   meeting at their synchronisation calls (US patent 8,448,140's
+//!   multiprocessor estimation).
 //! - [`compare`] is the pipeline that judges an estimate: the cycle-level
 //!   engine for reference, a recording in memory, the estimates from it.
 #![deny(missing_docs)]
@@ -24,6 +27,7 @@ mod run;
 mod source;
 mod span;
 mod static_pp;
+pub mod system;
 mod walk;
 
 pub use estimator::{Estimate, Estimator, Fidelity};

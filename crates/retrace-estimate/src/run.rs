@@ -120,6 +120,14 @@ fn replay_with<'s, S: TraceSource + ?Sized>(
     ) -> Result<WalkStats, ReplayError>,
 ) -> Result<Replayed, ReplayError> {
     let reader = TraceReader::new(trace.open()?)?;
+    let harts = reader.header().harts;
+    if harts > 1 {
+        // Hart 0 alone would stop at the others' streams with a message
+        // about segments; say what the trace is instead.
+        return Err(ReplayError::System(format!(
+            "the trace holds {harts} harts and this replay follows one; `retrace estimate PROGRAM TRACE --core …` replays several harts together"
+        )));
+    }
     // The totals are in the trailer; the walk stops at the recorded
     // instruction count, so read it first from a second reader (cheap: the
     // trailer is the trace's last bytes). When that fails, read the whole

@@ -205,6 +205,10 @@ pub enum ReplayError {
         /// End address of the returning partial program.
         addr: u64,
     },
+    /// A multi-hart trace the multiprocessor replay cannot take
+    /// (`crate::system`): the message says what, where and what to do.
+    #[error("{0}")]
+    System(String),
     /// The totals recorded differ from what the replay produced.
     #[error("the trace's totals do not match the replay: {what}")]
     Totals {

@@ -4,9 +4,14 @@
 //! This is the ground truth the multiprocessor replay of US patent
 //! 8,448,140 (embodiment 7) is to be checked against, and it works the way
 //! that replay does: the hart with the earliest clock is the one to
-//! advance (lowest id on a tie); it runs until its clock passes the next
-//! earliest hart's or it makes a synchronisation call, so calls happen in
-//! the order of the harts' clocks. A hart that blocks in a call does not
+//! advance (lowest id on a tie); it runs while its clock and id, compared
+//! as a pair, stay below the next earliest hart's, or until it makes a
+//! synchronisation call. The test is made at the start of each block the
+//! engine runs and again at every call, before the call happens, so calls
+//! happen in the order of the harts' clocks at the calls (the lowest id
+//! first on a tie) — whatever the engine's blocks are, which lets a replay
+//! that knows nothing of them (`retrace-estimate`'s `system`) put the
+//! calls in the very same order. A hart that blocks in a call does not
 //! run; when another hart completes its call, its clock moves on to the
 //! completing hart's clock if that is later, and the difference counts as
 //! the blocked hart's *wait cycles*. A hart's clock is its core's cycles
@@ -55,9 +60,10 @@ pub struct ClockedHarts {
     /// Harts whose blocked call completed: it pays the trap when its
     /// `ecall` retires.
     resumed: Vec<bool>,
-    /// The hart whose turn it is, and the clock its turn may run to.
+    /// The hart whose turn it is, and the (clock, hart) pair its own must
+    /// stay below: the next earliest runnable hart's.
     current: HartId,
-    until: u64,
+    until: (u64, HartId),
     /// The turn's hart made a synchronisation call: the turn is over.
     synced: bool,
 }
@@ -81,7 +87,7 @@ impl ClockedHarts {
             wait: vec![0; harts],
             resumed: vec![false; harts],
             current: 0,
-            until: u64::MAX,
+            until: (u64::MAX, HartId::MAX),
             synced: false,
         }
     }
@@ -172,20 +178,22 @@ impl Observer for ClockedHarts {
 
     #[inline(always)]
     fn keep_going(&mut self) -> bool {
-        !self.synced && self.clock(self.current) <= self.until
+        !self.synced && (self.clock(self.current), self.current) < self.until
     }
 }
 
 /// Of `(clock, hart)` pairs: the hart with the earliest clock (the
-/// lowest id on a tie), and the earliest clock among the others.
-fn earliest(clocks: impl Iterator<Item = (u64, HartId)>) -> Option<(HartId, Option<u64>)> {
+/// lowest id on a tie), and the least pair among the others.
+fn earliest(
+    clocks: impl Iterator<Item = (u64, HartId)>,
+) -> Option<(HartId, Option<(u64, HartId)>)> {
     let mut first: Option<(u64, HartId)> = None;
-    let mut rest: Option<u64> = None;
+    let mut rest: Option<(u64, HartId)> = None;
     for c in clocks {
         let later = match first {
-            Some(f) if f <= c => c.0,
+            Some(f) if f <= c => c,
             _ => match first.replace(c) {
-                Some(f) => f.0,
+                Some(f) => f,
                 None => continue,
             },
         };
@@ -202,6 +210,18 @@ pub fn run_by_clock(
     max_insns: Option<u64>,
     obs: &mut ClockedHarts,
 ) -> RunResult {
+    run_by_clock_watched(machine, max_insns, obs, &mut ())
+}
+
+/// [`run_by_clock`] while `watcher` observes the same run: a recorder, to
+/// record the harts in the order of the clocks of `obs`'s cores
+/// (`retrace record --harts N --schedule-core C`).
+pub fn run_by_clock_watched<O: Observer>(
+    machine: &mut Machine,
+    max_insns: Option<u64>,
+    obs: &mut ClockedHarts,
+    watcher: &mut O,
+) -> RunResult {
     let limit = max_insns.unwrap_or(u64::MAX);
     let mut left = limit;
     let n = machine.harts.len().min(obs.cores.len());
@@ -216,11 +236,11 @@ pub fn run_by_clock(
             break StopReason::Deadlock(machine.deadlock());
         };
         obs.current = h;
-        obs.until = next.unwrap_or(u64::MAX);
+        obs.until = next.unwrap_or((u64::MAX, HartId::MAX));
         obs.synced = false;
         let work = |m: &Machine| m.harts[h].stats.instructions + m.harts[h].stats.idle_traps;
         let before = work(machine);
-        let stop = machine.run_hart_for(h, left, obs);
+        let stop = machine.run_hart_for(h, left, &mut (&mut *obs, &mut *watcher));
         left = left.saturating_sub(work(machine) - before);
         match stop {
             // The turn is over (a synchronisation call, or the clock).
@@ -239,9 +259,12 @@ mod tests {
     #[test]
     fn the_earliest_clock_goes_first_and_the_lowest_id_on_a_tie() {
         let clocks = [(5u64, 0usize), (3, 1), (3, 2), (9, 3)];
-        assert_eq!(earliest(clocks.into_iter()), Some((1, Some(3))));
+        assert_eq!(earliest(clocks.into_iter()), Some((1, Some((3, 2)))));
         assert_eq!(earliest([(7, 4)].into_iter()), Some((4, None)));
-        assert_eq!(earliest([(1, 0), (2, 1)].into_iter()), Some((0, Some(2))));
+        assert_eq!(
+            earliest([(1, 0), (2, 1)].into_iter()),
+            Some((0, Some((2, 1))))
+        );
         assert_eq!(earliest(std::iter::empty()), None);
     }
 }

@@ -1016,6 +1016,17 @@ impl Machine {
         inst: &Inst,
         obs: &mut O,
     ) -> Slow {
+        // A scheduler that times the harts decides here, at the call,
+        // whether this hart's turn goes on: the order of the calls is then
+        // the order of the clocks at the calls themselves, not at the start
+        // of the block the `ecall` ends (`crate::clocked`). Nothing has
+        // happened yet; the hart stays at its `ecall`.
+        if O::ENABLED && !obs.keep_going() {
+            return Slow::Stop {
+                reason: StopReason::Observer,
+                retired: false,
+            };
+        }
         let hart = &self.harts[h];
         let pc = hart.pc;
         let op = SyncOp((ea::<RV64>(hart.x[17]) & 0xff) as u8);
@@ -1060,6 +1071,7 @@ impl Machine {
                 object,
                 value,
                 result: step.result.unwrap_or(0),
+                param: self.sync.param(object),
                 retired,
                 outcome,
             });
@@ -1079,6 +1091,7 @@ impl Machine {
                             0
                         },
                         result,
+                        param: self.sync.param(wait.object),
                         retired: waiter.stats.instructions,
                         outcome: SyncOutcome::Resumed { by: h },
                     });

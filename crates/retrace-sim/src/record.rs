@@ -31,6 +31,7 @@ use crate::observer::{CodeEvent, HartId, Observer, TrapEvent};
 use retrace_isa::{Flow, Inst};
 use retrace_trace::protocol::loops::{LoopEncoder, LoopStats, Plan};
 use retrace_trace::protocol::regions::{RegionTracker, Step};
+use retrace_trace::protocol::sync::{SyncCall, SyncEncoder};
 use retrace_trace::protocol::Encoder;
 use retrace_trace::{Totals, TraceError, TraceWriter, WriteSummary};
 use std::io::Write;
@@ -63,6 +64,9 @@ pub struct Recorder<W: Write, const COUNT: bool = false> {
     lossy: bool,
     /// Collapsed regions: where each hart is relative to them.
     regions: Option<Regions>,
+    /// A run of several harts: each hart's synchronisation events
+    /// ([`retrace_trace::protocol::sync`]) and the calls so far.
+    sync: Option<(Vec<SyncEncoder>, u64)>,
 }
 
 /// Per hart, the position relative to a plan's collapsed regions and the
@@ -160,6 +164,9 @@ impl<W: Write, const COUNT: bool> Recorder<W, COUNT> {
             loops: None,
             lossy: false,
             regions: None,
+            // One hart's trace stays what it always was: its replay needs
+            // no synchronisation events.
+            sync: (harts > 1).then(|| (vec![SyncEncoder::default(); harts], 0)),
         }
     }
 
@@ -299,6 +306,14 @@ impl<W: Write, const COUNT: bool> Recorder<W, COUNT> {
         };
         if let Some(l) = &mut self.loops {
             l.finish(&mut self.encoder);
+        }
+        if let Some((encoders, _)) = &mut self.sync {
+            // Each hart's end: what its replay walks, and where it stops.
+            for (h, e) in encoders.iter_mut().enumerate() {
+                let executed = machine.harts[h].stats.instructions + self.harts[h].calls;
+                let items = e.end(executed, machine.last_pc(h));
+                self.encoder.sync_items(h as u16, &items);
+            }
         }
         let caches = self.dcaches.take().map(DcacheMeter::finish);
         let measured: Vec<_> = caches
@@ -459,13 +474,32 @@ impl<W: Write, const COUNT: bool> Observer for Recorder<W, COUNT> {
     /// A synchronisation call's `ecall` ends a partial program like any
     /// `ecall`, and the replay reads where it went from the indirect
     /// stream: on after itself, once the call completes (at once, or when
-    /// another hart completes it). The events themselves are not recorded
-    /// yet: a recording runs one hart.
+    /// another hart completes it). With several harts each call is also a
+    /// synchronisation event of its hart, recorded when it is made: where,
+    /// which call, which object, and its place in the run's order. How it
+    /// went is not recorded; the replay of several harts works that out
+    /// for the cores it times.
     fn sync(&mut self, ev: &crate::sync::SyncEvent) {
         use crate::sync::SyncOutcome;
         if matches!(ev.outcome, SyncOutcome::Done | SyncOutcome::Resumed { .. }) {
             self.encoder.indirect(ev.hart as u16, ev.pc, ev.pc + 4);
         }
+        let Some((encoders, seq)) = &mut self.sync else {
+            return;
+        };
+        if matches!(ev.outcome, SyncOutcome::Resumed { .. }) {
+            return;
+        }
+        let calls = self.harts.get(ev.hart).map_or(0, |t| t.calls);
+        let call = SyncCall {
+            at: ev.retired + calls,
+            op: ev.op.0,
+            seq: *seq,
+            object: ev.op.object_kind().map(|_| (ev.object, ev.param)),
+        };
+        *seq += 1;
+        let items = encoders[ev.hart].call(&call);
+        self.encoder.sync_items(ev.hart as u16, &items);
     }
 
     fn trap_return(&mut self, hart: HartId, pc: u64, target: u64) {
@@ -514,6 +548,9 @@ pub struct Recording {
     pub branches: u64,
     /// What loop aggregation did (all 0 without it).
     pub loops: LoopStats,
+    /// Each hart's time on the cores that scheduled the run
+    /// ([`record_run_harts`] with a schedule; empty otherwise).
+    pub clocked: Vec<crate::clocked::HartTime>,
 }
 
 /// Why a recording failed.
@@ -583,58 +620,138 @@ pub fn record_run_planned<W: Write, O: Observer>(
     console: crate::Console,
     max_insns: Option<u64>,
     out: W,
-    mut header: retrace_trace::Header,
+    header: retrace_trace::Header,
     dcaches: &[retrace_timing::CacheModel],
     watcher: &mut O,
     plan: &Plan,
 ) -> Result<Recording, RecordError> {
-    let mut machine = crate::Machine::new(elf, &crate::MachineConfig::default(), host, console)?;
+    let run = RunPlan {
+        plan,
+        harts: 1,
+        schedule: None,
+    };
+    record_with(
+        elf, host, console, max_insns, out, header, dcaches, watcher, run,
+    )
+}
+
+/// What a recording runs besides the program: its aggregation plan, its
+/// harts, and the cores whose clocks schedule them (`None`: the functional
+/// engine's fixed turns).
+struct RunPlan<'a> {
+    plan: &'a Plan,
+    harts: usize,
+    schedule: Option<&'a [&'a retrace_timing::CoreModel]>,
+}
+
+/// Record a run of `elf` on `harts` harts: each hart's branch history and
+/// its synchronisation events. With `schedule` (one core model per hart)
+/// the harts run in the order of those cores' clocks, exactly as the
+/// multi-hart cycle-level engine runs them ([`crate::clocked`]), so a
+/// replay on the same cores meets the calls in the recorded order; without
+/// it they take the functional engine's fixed turns. `watcher` observes
+/// the same run.
+#[allow(clippy::too_many_arguments)]
+pub fn record_run_harts<W: Write, O: Observer>(
+    elf: &retrace_program::Elf,
+    host: crate::HostConfig,
+    console: crate::Console,
+    max_insns: Option<u64>,
+    out: W,
+    header: retrace_trace::Header,
+    dcaches: &[retrace_timing::CacheModel],
+    watcher: &mut O,
+    harts: usize,
+    schedule: Option<&[&retrace_timing::CoreModel]>,
+) -> Result<Recording, RecordError> {
+    let run = RunPlan {
+        plan: &Plan::default(),
+        harts,
+        schedule,
+    };
+    record_with(
+        elf, host, console, max_insns, out, header, dcaches, watcher, run,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn record_with<W: Write, O: Observer>(
+    elf: &retrace_program::Elf,
+    host: crate::HostConfig,
+    console: crate::Console,
+    max_insns: Option<u64>,
+    out: W,
+    mut header: retrace_trace::Header,
+    dcaches: &[retrace_timing::CacheModel],
+    watcher: &mut O,
+    run: RunPlan<'_>,
+) -> Result<Recording, RecordError> {
+    let config = crate::MachineConfig {
+        harts: run.harts,
+        ..crate::MachineConfig::default()
+    };
+    let mut machine = crate::Machine::new(elf, &config, host, console)?;
     header.identity = elf.identity();
     header.xlen = elf.xlen.bits() as u8;
-    header.harts = 1;
+    header.harts = run.harts as u16;
     let writer = TraceWriter::new(out, &header)?;
-    let code = retrace_program::Code::from_elf(elf).ok();
     // Collapsed regions need every instruction counted; everything else
     // records without the per-instruction hook.
-    if plan.regions.is_empty() {
-        let rec = Recorder::<W, false>::new(writer, 1);
-        record_with(rec, &mut machine, code, dcaches, plan, max_insns, watcher)
+    if run.plan.regions.is_empty() {
+        let rec = Recorder::<W, false>::new(writer, run.harts);
+        record_as(rec, elf, &mut machine, dcaches, run, max_insns, watcher)
     } else {
-        let rec = Recorder::<W, true>::new(writer, 1);
-        record_with(rec, &mut machine, code, dcaches, plan, max_insns, watcher)
+        let rec = Recorder::<W, true>::new(writer, run.harts);
+        record_as(rec, elf, &mut machine, dcaches, run, max_insns, watcher)
     }
 }
 
 /// Run `machine` with `rec` (and `watcher`) and finish the trace.
-fn record_with<W: Write, O: Observer, const COUNT: bool>(
+fn record_as<W: Write, O: Observer, const COUNT: bool>(
     mut rec: Recorder<W, COUNT>,
+    elf: &retrace_program::Elf,
     machine: &mut crate::Machine,
-    code: Option<retrace_program::Code>,
     dcaches: &[retrace_timing::CacheModel],
-    plan: &Plan,
+    run: RunPlan<'_>,
     max_insns: Option<u64>,
     watcher: &mut O,
 ) -> Result<Recording, RecordError> {
-    if let Some(code) = code {
+    if let Ok(code) = retrace_program::Code::from_elf(elf) {
         rec = rec.with_code(code);
     }
     rec.measure_dcaches(dcaches);
-    rec.aggregate(plan);
-    let run = machine.run(max_insns, &mut (&mut rec, watcher));
+    rec.aggregate(run.plan);
+    let mut clocked = Vec::new();
+    let result = match run.schedule {
+        None => machine.run(max_insns, &mut (&mut rec, watcher)),
+        Some(models) => {
+            let mut cores =
+                crate::clocked::ClockedHarts::heterogeneous(models, &[]).reading_code(elf);
+            let result = crate::clocked::run_by_clock_watched(
+                machine,
+                max_insns,
+                &mut cores,
+                &mut (&mut rec, watcher),
+            );
+            clocked = cores.times();
+            result
+        }
+    };
     rec.check_end();
     if let Some(why) = rec.unsupported() {
         return Err(RecordError::Unsupported(why.to_string()));
     }
-    let exit = match run.stop {
+    let exit = match result.stop {
         crate::StopReason::Exit { code } => i64::from(code),
         _ => -1,
     };
     let loops = rec.finish_loops();
-    let trace = rec.finish(machine, &run, exit)?;
+    let trace = rec.finish(machine, &result, exit)?;
     Ok(Recording {
-        run,
+        run: result,
         branches: trace.bits,
         trace,
         loops,
+        clocked,
     })
 }

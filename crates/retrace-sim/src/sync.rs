@@ -163,6 +163,10 @@ pub struct SyncEvent {
     pub value: u64,
     /// What the call returns in `a0` (0 while blocked).
     pub result: u64,
+    /// The object's descriptor parameter (capacity, parties as declared,
+    /// initial count; 0 for calls on no object): what a recording needs
+    /// to simulate the object again.
+    pub param: u32,
     /// Instructions the hart had retired before the `ecall`.
     pub retired: u64,
     /// How it went.
@@ -372,6 +376,8 @@ pub(crate) struct Step {
 #[derive(Clone, Debug)]
 pub struct SyncState {
     objects: HashMap<u64, State>,
+    /// Each object's descriptor parameter, as read when it was opened.
+    params: HashMap<u64, u32>,
     harts: Vec<HartState>,
     /// Per hart, a completed call waiting to retire.
     pending: Vec<Option<Pending>>,
@@ -382,6 +388,7 @@ impl SyncState {
     pub fn new(harts: usize) -> SyncState {
         SyncState {
             objects: HashMap::new(),
+            params: HashMap::new(),
             harts: vec![HartState::Runnable; harts],
             pending: vec![None; harts],
         }
@@ -412,6 +419,42 @@ impl SyncState {
             }
         }
         d
+    }
+
+    /// The descriptor parameter of `object` (0 when it was never opened).
+    pub fn param(&self, object: u64) -> u32 {
+        self.params.get(&object).copied().unwrap_or(0)
+    }
+
+    /// A call replayed from a recording: hart `h` makes call `op` on
+    /// `object`, whose descriptor declared `param` (see [`SyncEvent`]).
+    /// Returns whether it completed at once (`false`: it blocked, or the
+    /// hart exited) and the harts whose blocked calls it completed, in
+    /// order; those are runnable again. The replay of several harts
+    /// (`retrace-estimate`) simulates the objects with this, by the very
+    /// rules the engine runs them.
+    pub fn replay_call(
+        &mut self,
+        h: HartId,
+        op: SyncOp,
+        object: u64,
+        param: u32,
+    ) -> Result<(bool, Vec<HartId>), SyncError> {
+        let descriptor = |_| {
+            let mut d = [0u8; DESCRIPTOR_BYTES as usize];
+            d[..4].copy_from_slice(&MAGIC.to_le_bytes());
+            d[4..8].copy_from_slice(&(op.object_kind()? as u32).to_le_bytes());
+            d[8..12].copy_from_slice(&param.to_le_bytes());
+            Some(d)
+        };
+        let step = self.call(h, 0, op, object, 0, descriptor)?;
+        for &(w, _) in &step.woken {
+            self.harts[w] = HartState::Runnable;
+        }
+        Ok((
+            step.result.is_some(),
+            step.woken.into_iter().map(|(w, _)| w).collect(),
+        ))
     }
 
     /// A completed call of hart `h` that has yet to retire.
@@ -457,7 +500,11 @@ impl SyncState {
         };
         let state = match self.objects.entry(object) {
             Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(open(object, op, descriptor, n)?),
+            Entry::Vacant(e) => {
+                let (state, param) = open(object, op, descriptor, n)?;
+                self.params.insert(object, param);
+                e.insert(state)
+            }
         };
         if state.kind() != wanted {
             return Err(SyncError::WrongKind {
@@ -582,7 +629,7 @@ fn open(
     op: SyncOp,
     descriptor: impl FnOnce(u64) -> Option<[u8; DESCRIPTOR_BYTES as usize]>,
     harts: usize,
-) -> Result<State, SyncError> {
+) -> Result<(State, u32), SyncError> {
     let bad = |why| SyncError::BadHandle { addr, op, why };
     if !addr.is_multiple_of(4) {
         return Err(bad("not aligned to 4 bytes"));
@@ -597,7 +644,7 @@ fn open(
     let kind = Kind::from_code(word(1)).ok_or_else(|| bad("the descriptor's kind is unknown"))?;
     let param = word(2);
     let bad_object = |why: String| SyncError::BadObject { addr, kind, why };
-    Ok(match kind {
+    let state = match kind {
         Kind::Channel => {
             if param == 0 || param > MAX_CAPACITY {
                 return Err(bad_object(format!(
@@ -631,7 +678,8 @@ fn open(
             count: u64::from(param),
             waiters: VecDeque::new(),
         },
-    })
+    };
+    Ok((state, param))
 }
 
 #[cfg(test)]

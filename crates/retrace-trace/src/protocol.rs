@@ -69,6 +69,7 @@
 
 pub mod loops;
 pub mod regions;
+pub mod sync;
 
 use crate::format::decode_varint;
 use crate::WriteSummary;
@@ -301,6 +302,16 @@ impl<W: Write> Encoder<W> {
             .record(hart, StreamKind::Code, bytes.len() as u64);
         for &b in bytes {
             self.writer.record(hart, StreamKind::Code, u64::from(b));
+        }
+    }
+
+    /// Items of `hart`'s synchronisation-event stream ([`sync`]: the
+    /// recorder of a multi-hart run writes one event per call, and each
+    /// hart's end).
+    pub fn sync_items(&mut self, hart: u16, items: &[u64]) {
+        self.event();
+        for &v in items {
+            self.writer.record(hart, StreamKind::Sync, v);
         }
     }
 

@@ -34,17 +34,22 @@ impl HartStreams {
         self.record_left = Default::default();
     }
 
-    fn leftover(&self) -> Option<String> {
+    /// What is left unread, if anything; `ignore` is a record stream whose
+    /// items someone else reads (see [`TraceReader::follow_hart`]).
+    fn leftover(&self, ignore: Option<StreamKind>) -> Option<String> {
         if self.bit_pos < self.bit_count {
             return Some(format!(
                 "{} branch bits left unread",
                 self.bit_count - self.bit_pos
             ));
         }
-        StreamKind::ALL.iter().find_map(|k| {
-            let left = self.record_left[k.index()];
-            (left > 0).then(|| format!("{left} {k} left unread"))
-        })
+        StreamKind::ALL
+            .iter()
+            .filter(|&&k| Some(k) != ignore)
+            .find_map(|k| {
+                let left = self.record_left[k.index()];
+                (left > 0).then(|| format!("{left} {k} left unread"))
+            })
     }
 }
 
@@ -74,6 +79,8 @@ pub struct TraceReader<R: Read> {
     stored: Vec<u8>,
     raw: Vec<u8>,
     zstd: Option<zstd::bulk::Decompressor<'static>>,
+    /// Read one hart's streams only ([`TraceReader::follow_hart`]).
+    follow: Option<u16>,
 }
 
 impl TraceReader<std::io::BufReader<std::fs::File>> {
@@ -110,6 +117,7 @@ impl<R: Read> TraceReader<R> {
             stored: Vec::new(),
             raw: Vec::new(),
             zstd: None,
+            follow: None,
         };
         // Load the first segment now, so that `peek_record` sees items
         // recorded before the first branch bit.
@@ -293,7 +301,7 @@ impl<R: Read> TraceReader<R> {
     #[cold]
     #[inline(never)]
     fn cross_mid_gap_slow(&mut self) -> Result<bool, TraceError> {
-        if self.totals.is_some() || self.harts.iter().any(|h| h.leftover().is_some()) {
+        if self.totals.is_some() || self.leftover().is_some() {
             return Ok(false);
         }
         self.load_next()?;
@@ -414,13 +422,11 @@ impl<R: Read> TraceReader<R> {
     /// recorder closed the segment at one instant, so a faithful replay
     /// drains all of it before needing anything from the next.
     fn advance(&mut self, hart: u16, kind: StreamKind) -> Result<bool, TraceError> {
-        for (h, s) in self.harts.iter().enumerate() {
-            if let Some(left) = s.leftover() {
-                return Err(TraceError::Desync {
-                    segment: self.segment,
-                    what: format!("hart {hart} needs more {kind} while hart {h} has {left}"),
-                });
-            }
+        if let Some((h, left)) = self.leftover() {
+            return Err(TraceError::Desync {
+                segment: self.segment,
+                what: format!("hart {hart} needs more {kind} while hart {h} has {left}"),
+            });
         }
         loop {
             if self.totals.is_some() {
@@ -437,13 +443,11 @@ impl<R: Read> TraceReader<R> {
             }
             // A segment without items of this stream: its other streams
             // must then be empty for this consumer too, or we are out of step.
-            for (h, s) in self.harts.iter().enumerate() {
-                if let Some(left) = s.leftover() {
-                    return Err(TraceError::Desync {
-                        segment: self.segment,
-                        what: format!("hart {hart} needs more {kind} while hart {h} has {left}"),
-                    });
-                }
+            if let Some((h, left)) = self.leftover() {
+                return Err(TraceError::Desync {
+                    segment: self.segment,
+                    what: format!("hart {hart} needs more {kind} while hart {h} has {left}"),
+                });
             }
         }
     }
@@ -637,7 +641,9 @@ impl<R: Read> TraceReader<R> {
         if self.mid_gap {
             self.mid_gap_crossings += 1;
         }
-        self.mid_gap = flags & SEGMENT_MID_GAP != 0;
+        // A reader of one hart's streams may cross into the next segment
+        // whenever that hart's are drained (see `follow_hart`).
+        self.mid_gap = flags & SEGMENT_MID_GAP != 0 || self.follow.is_some();
         for h in &mut self.harts {
             h.clear();
         }
@@ -687,6 +693,76 @@ impl<R: Read> TraceReader<R> {
         Ok(())
     }
 
+    /// Read only `hart`'s streams, and not its synchronisation events (a
+    /// multi-hart replay reads those up front: [`TraceReader::collect_records`]):
+    /// the other harts' streams are skipped, so each hart of a multi-hart
+    /// trace can be replayed at its own pace by a reader of its own.
+    ///
+    /// The writer closes a segment before the next branch bit of *any*
+    /// hart, so the items one hart recorded between two of its own bits
+    /// may straddle a close. A follower therefore treats every segment as
+    /// closed mid-gap: once its hart's streams are drained, a peek loads
+    /// the next segment before it answers "nothing before the next bit".
+    /// Every item of the drained segment preceded everything in the next,
+    /// so nothing is read out of order.
+    pub fn follow_hart(mut self, hart: u16) -> Result<Self, TraceError> {
+        if hart >= self.header.harts {
+            return Err(self.no_such_hart(hart));
+        }
+        self.follow = Some(hart);
+        self.mid_gap = true;
+        Ok(self)
+    }
+
+    /// The first stream with items left unread, and its hart: every hart's
+    /// streams, or the followed hart's but its synchronisation events.
+    fn leftover(&self) -> Option<(usize, String)> {
+        match self.follow {
+            Some(f) => {
+                let h = usize::from(f);
+                self.harts[h]
+                    .leftover(Some(StreamKind::Sync))
+                    .map(|left| (h, left))
+            }
+            None => self
+                .harts
+                .iter()
+                .enumerate()
+                .find_map(|(h, s)| s.leftover(None).map(|left| (h, left))),
+        }
+    }
+
+    /// Every item of record stream `kind`, per hart in the order recorded,
+    /// read through to the trailer (consumes the reader; the other streams
+    /// are skipped): what a multi-hart replay needs of the synchronisation
+    /// events before it starts, since each hart's turn depends on the
+    /// others'. Memory grows with the items (a few varints per call).
+    pub fn collect_records(
+        mut self,
+        kind: StreamKind,
+    ) -> Result<(Vec<Vec<u64>>, Totals), TraceError> {
+        let mut out = vec![Vec::new(); self.harts.len()];
+        loop {
+            for (h, s) in self.harts.iter().enumerate() {
+                let k = kind.index();
+                let mut c = Cursor {
+                    buf: &s.records[k],
+                    pos: s.record_pos[k],
+                };
+                for _ in 0..s.record_left[k] {
+                    out[h].push(c.varint().ok_or_else(|| self.bad_varint(kind))?);
+                }
+            }
+            for s in &mut self.harts {
+                s.clear();
+            }
+            if let Some((t, _)) = self.totals {
+                return Ok((out, t));
+            }
+            self.load_next()?;
+        }
+    }
+
     /// After the consumer is done: checks that nothing recorded is left
     /// unread, reads the trailer, and returns the recorded totals.
     pub fn finish(self) -> Result<Totals, TraceError> {
@@ -695,23 +771,19 @@ impl<R: Read> TraceReader<R> {
 
     /// [`TraceReader::finish`], also returning the data-cache measurements.
     pub fn finish_all(mut self) -> Result<(Totals, Vec<DcacheMeasurement>), TraceError> {
-        for (h, s) in self.harts.iter().enumerate() {
-            if let Some(left) = s.leftover() {
+        if let Some((h, left)) = self.leftover() {
+            return Err(TraceError::Desync {
+                segment: self.segment,
+                what: format!("the replay ended but hart {h} has {left}"),
+            });
+        }
+        while self.totals.is_none() {
+            self.load_next()?;
+            if let Some((h, left)) = self.leftover() {
                 return Err(TraceError::Desync {
                     segment: self.segment,
                     what: format!("the replay ended but hart {h} has {left}"),
                 });
-            }
-        }
-        while self.totals.is_none() {
-            self.load_next()?;
-            for (h, s) in self.harts.iter().enumerate() {
-                if let Some(left) = s.leftover() {
-                    return Err(TraceError::Desync {
-                        segment: self.segment,
-                        what: format!("the replay ended but hart {h} has {left}"),
-                    });
-                }
             }
         }
         let mut extra = [0u8; 1];

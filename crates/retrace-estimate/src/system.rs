@@ -1,0 +1,460 @@
+//! The multiprocessor replay: US patent 8,448,140's post-processing unit
+//! (embodiment 7) over a multi-hart trace. Each hart's branch history is
+//! replayed on a core of its own, as [`crate::estimate_trace`] replays one
+//! hart; the harts meet at their synchronisation calls, whose objects —
+//! channels with their capacity, mutexes and their holders, barriers and
+//! their arrivals, semaphores and their counts — this module simulates
+//! with the very rules the engine runs them by ([`SyncState::replay_call`]).
+//!
+//! The unit's steps: every runnable hart's replay advances to its next
+//! synchronisation point (its next recorded call), which gives the hart's
+//! clock *at the call*; of those, the call with the earliest clock happens
+//! first (the lowest hart id on a tie); the objects' state and the harts'
+//! run/wait states change; a hart whose call completes another's resumes
+//! it, and the resumed hart's clock moves on to the completer's if that is
+//! later — the difference is its wait. This is the rule of the multi-hart
+//! cycle-level engine ([`retrace_sim::clocked`]), which decides at each
+//! call whether the calling hart's clock still comes first; so replaying a
+//! trace recorded under the clocks of the same cores gives its makespan
+//! and every hart's busy and wait cycles exactly
+//! (`crates/retrace-estimate/tests/system.rs`).
+//!
+//! A hart's clock is its core's cycles (busy) plus its wait. The clock at
+//! a call is taken before its `ecall`: the partial program the `ecall`
+//! ends is timed whole, and its prefix without the `ecall` gives the
+//! earlier clock ([`Estimator::prefix_cycles`]). The `ecall` and the
+//! core's trap cost count when the call completes, after any wait; since
+//! a core's timing does not depend on how long it waited, they are already
+//! in the replayed busy cycles.
+//!
+//! Which hart runs which path can depend on the interleaving (a work queue
+//! hands tasks to whoever asks first): the recording holds the paths of
+//! the recorded schedule. Replayed on cores whose clocks order the calls
+//! differently, the paths are still the recorded ones, and the result is
+//! an estimate. The replay counts the calls that met their object in
+//! another order than in the recording, among the calls of their kind
+//! ([`SystemEstimate::reordered`]): an object's calls of one kind in the
+//! recorded order return what they returned in the recording, so with 0 every hart's recorded path is the one it takes
+//! under the replayed schedule, and the replay is exact (for programs whose
+//! harts share data only through the API, or under its locks).
+
+use crate::estimator::{Estimator, Fidelity};
+use crate::machine::TraceHistory;
+use crate::source::TraceSource;
+use crate::walk::{Graph, Leave, ReplayError, Visit, Walker};
+use retrace_program::{Addr, PpId, PpTable};
+use retrace_sim::sync::{SyncOp, SyncState};
+use retrace_timing::CoreModel;
+use retrace_trace::protocol::sync::{decode, HartSync, SyncCall};
+use retrace_trace::{StreamKind, TraceReader};
+
+/// One hart's share of a multiprocessor replay.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HartEstimate {
+    /// Instructions it executed.
+    pub instructions: u64,
+    /// Cycles its core spent on them.
+    pub busy: u64,
+    /// Cycles it waited in synchronisation calls.
+    pub wait: u64,
+    /// Synchronisation calls it made.
+    pub calls: u64,
+}
+
+impl HartEstimate {
+    /// Its clock at the end: busy and waiting cycles.
+    pub fn clock(&self) -> u64 {
+        self.busy + self.wait
+    }
+}
+
+/// Contention on one synchronisation object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceEstimate {
+    /// Its handle (the descriptor's address).
+    pub object: u64,
+    /// What it is: channel, mutex, barrier or semaphore.
+    pub kind: String,
+    /// Calls made on it.
+    pub calls: u64,
+    /// Calls that had to wait.
+    pub waits: u64,
+    /// Cycles the harts waited on it in all.
+    pub wait_cycles: u64,
+}
+
+/// A multiprocessor replay's result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SystemEstimate {
+    /// The run's length: the latest hart's clock.
+    pub makespan: u64,
+    /// Per hart.
+    pub harts: Vec<HartEstimate>,
+    /// Per object, by handle.
+    pub resources: Vec<ResourceEstimate>,
+    /// Synchronisation calls replayed (all harts).
+    pub calls: u64,
+    /// Calls that met their object in another order than in the
+    /// recording, among the calls of their kind on it (the k-th receive
+    /// from a channel, say, was another hart's): such a call may return
+    /// something else than it did in the recorded run, so the hart's
+    /// recorded path may not be the one it would take. 0 when every
+    /// object saw each kind of call in the recorded order — then every
+    /// call returns what it returned in the recording, and the replay is
+    /// exact.
+    pub reordered: u64,
+    /// The first such call: its hart and its place in the run's recorded
+    /// order of calls.
+    pub first_reordered: Option<(usize, u64)>,
+}
+
+/// An [`Estimator`] that also notes the clock before a given instruction
+/// (the `ecall` of the next synchronisation call), which ends a partial
+/// program.
+struct CallTimer {
+    est: Estimator,
+    /// Instructions visited so far.
+    done: u64,
+    /// The next call's `ecall` is instruction number `at` (0-based).
+    at: u64,
+    /// Busy cycles before that `ecall`, once visited.
+    before_call: Option<u64>,
+}
+
+impl Visit<PpTable> for CallTimer {
+    fn pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
+        let len = table.get(pp).len;
+        let (entry, before) = (self.est.entry_signature(pp), self.est.cycles());
+        self.est.pp(table, pp, how, next);
+        self.done += u64::from(len);
+        if self.done == self.at + 1 {
+            let prefix = match len {
+                0 | 1 => 0,
+                _ => self.est.prefix_cycles(table, pp, entry, len - 1),
+            };
+            self.before_call = Some(before + prefix);
+        }
+    }
+    fn last(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        self.est.last(table, pp, executed);
+        self.done += u64::from(executed);
+    }
+    fn trap(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        self.est.trap(table, pp, executed);
+        self.done += u64::from(executed);
+    }
+    fn cut(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        self.est.cut(table, pp, executed);
+        self.done += u64::from(executed);
+    }
+}
+
+/// Where a hart stands in the replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Standing {
+    /// Its replay goes on to its next call.
+    Runnable,
+    /// Its replay has reached its next call, which has not happened yet;
+    /// its busy cycles before the `ecall`.
+    AtCall(u64),
+    /// Its call waits for another hart; busy cycles before the `ecall`.
+    Blocked(u64),
+    /// It has nothing more to replay (or it exited, or its last call
+    /// never completed in the recording).
+    Done,
+}
+
+struct Hart<'s, S: TraceSource + ?Sized + 's> {
+    table: PpTable,
+    walker: Walker<PpId>,
+    history: TraceHistory<S::Reader<'s>>,
+    timer: CallTimer,
+    sync: HartSync,
+    next: usize,
+    wait: u64,
+    standing: Standing,
+    /// The replay has walked all the hart executed.
+    ended: bool,
+    /// The run stopped at the hart's last call, before its `ecall`
+    /// retired.
+    unretired: bool,
+}
+
+impl<S: TraceSource + ?Sized> Hart<'_, S> {
+    /// Replay on to the next call, or to the end.
+    fn advance(&mut self, h: usize) -> Result<(), ReplayError> {
+        let Some(call) = self.sync.calls.get(self.next).copied() else {
+            while !self.ended {
+                self.ended =
+                    self.walker
+                        .step(&mut self.table, &mut self.history, &mut self.timer)?;
+            }
+            self.standing = Standing::Done;
+            return Ok(());
+        };
+        self.timer.at = call.at;
+        self.timer.before_call = None;
+        while !self.ended && self.timer.done <= call.at {
+            self.ended = self
+                .walker
+                .step(&mut self.table, &mut self.history, &mut self.timer)?;
+        }
+        let before = match self.timer.before_call {
+            Some(b) => b,
+            // The run stopped at this call, before its `ecall` retired
+            // (the hart exited, or waited until the end).
+            None if self.ended && self.timer.done == call.at => {
+                self.unretired = true;
+                self.timer.est.cycles()
+            }
+            None => {
+                return Err(ReplayError::System(format!(
+                    "hart {h}'s synchronisation call #{} is recorded after {} instructions, where the replay has no `ecall` ending a partial program (it reached {}): the trace does not fit this program",
+                    self.next, call.at, self.timer.done
+                )))
+            }
+        };
+        self.standing = Standing::AtCall(before);
+        Ok(())
+    }
+
+    /// Its clock with `busy` cycles.
+    fn clock(&self, busy: u64) -> u64 {
+        busy + self.wait
+    }
+}
+
+/// Replay the multi-hart `trace` of the program (`table`, `entry`) with
+/// hart `h` on `cores[h]` (one core for every hart when `cores` has one)
+/// at `fidelity`; see the module documentation.
+pub fn estimate_system<S: TraceSource + ?Sized>(
+    table: &PpTable,
+    entry: Addr,
+    trace: &S,
+    cores: &[CoreModel],
+    fidelity: Fidelity,
+) -> Result<SystemEstimate, ReplayError> {
+    let reader = TraceReader::new(trace.open()?)?;
+    let n = usize::from(reader.header().harts);
+    if n < 2 {
+        return Err(ReplayError::System(
+            "the trace holds one hart: replay it with `retrace estimate` one core at a time".into(),
+        ));
+    }
+    if cores.len() != 1 && cores.len() != n {
+        return Err(ReplayError::System(format!(
+            "{} cores for a trace of {n} harts: give one core for all harts or one per hart",
+            cores.len()
+        )));
+    }
+    let (items, _) = reader.collect_records(StreamKind::Sync)?;
+    let mut harts = Vec::with_capacity(n);
+    for (h, items) in items.iter().enumerate() {
+        let sync = decode(h as u16, items)?;
+        let reader = TraceReader::new(trace.open()?)?.follow_hart(h as u16)?;
+        let core = &cores[if cores.len() == 1 { 0 } else { h }];
+        let mut table = table.clone();
+        let start = table.resolve(entry.get())?;
+        harts.push(Hart::<S> {
+            table,
+            walker: Walker::new(start, sync.instructions),
+            history: TraceHistory::new(reader, h as u16),
+            timer: CallTimer {
+                est: Estimator::new(core, fidelity, 0.0),
+                done: 0,
+                at: u64::MAX,
+                before_call: None,
+            },
+            sync,
+            next: 0,
+            wait: 0,
+            standing: Standing::Runnable,
+            ended: false,
+            unretired: false,
+        });
+    }
+    let mut objects = SyncState::new(n);
+    let mut resources: Vec<ResourceEstimate> = Vec::new();
+    // The object each blocked hart waits on (an index into `resources`).
+    let mut waiting_on: Vec<Option<usize>> = vec![None; n];
+    let (mut calls, mut reordered, mut first_reordered) = (0u64, 0u64, None);
+    // Per object and call, the calls' places in the recorded order, sorted:
+    // the order in which the recorded run made them. What a call returns
+    // depends on the calls of its kind on its object before it — a receive
+    // gets the word of the send of its own rank, whoever sent it and
+    // whenever; the k-th lock is the k-th to hold the mutex; the last
+    // arrival at a barrier gets 1 — not on how sends and receives
+    // interleave.
+    let mut recorded: std::collections::HashMap<(u64, u8), (Vec<u64>, usize)> = Default::default();
+    for hart in &harts {
+        for c in &hart.sync.calls {
+            if let Some((object, _)) = c.object {
+                recorded.entry((object, c.op)).or_default().0.push(c.seq);
+            }
+        }
+    }
+    recorded
+        .values_mut()
+        .for_each(|(seqs, _)| seqs.sort_unstable());
+    let mut counts = Vec::new();
+    loop {
+        for (h, hart) in harts.iter_mut().enumerate() {
+            if hart.standing == Standing::Runnable {
+                hart.advance(h)?;
+            }
+        }
+        // The call with the earliest clock, the lowest hart on a tie.
+        let Some((_, h)) = harts
+            .iter()
+            .enumerate()
+            .filter_map(|(h, x)| match x.standing {
+                Standing::AtCall(b) => Some((x.clock(b), h)),
+                _ => None,
+            })
+            .min()
+        else {
+            break;
+        };
+        let Standing::AtCall(before) = harts[h].standing else {
+            unreachable!("chosen among the harts at a call")
+        };
+        let call: SyncCall = harts[h].sync.calls[harts[h].next];
+        harts[h].next += 1;
+        if let Some((seqs, next)) = call
+            .object
+            .and_then(|(o, _)| recorded.get_mut(&(o, call.op)))
+        {
+            if seqs.get(*next) != Some(&call.seq) {
+                reordered += 1;
+                first_reordered.get_or_insert((h, call.seq));
+            }
+            *next += 1;
+        }
+        calls += 1;
+        let op = SyncOp(call.op);
+        let (object, param) = call.object.unwrap_or((0, 0));
+        let (done, woken) = objects.replay_call(h, op, object, param).map_err(|e| {
+            ReplayError::System(format!(
+                "hart {h}'s synchronisation call #{} does not fit the others' ({e}): the trace is damaged; record it again",
+                harts[h].next - 1
+            ))
+        })?;
+        let r = call.object.map(|_| resource(&mut resources, object, op));
+        if let Some(r) = r {
+            resources[r].calls += 1;
+        }
+        // The completer's clock: its `ecall` and trap are in its busy
+        // cycles by now (see the module documentation).
+        let now = harts[h].clock(harts[h].timer.est.cycles());
+        harts[h].standing = if done && !harts[h].ended {
+            Standing::Runnable
+        } else if done || op == SyncOp::HART_EXIT {
+            Standing::Done
+        } else {
+            if let Some(r) = r {
+                resources[r].waits += 1;
+            }
+            waiting_on[h] = r;
+            Standing::Blocked(before)
+        };
+        for w in woken {
+            let Standing::Blocked(b) = harts[w].standing else {
+                return Err(ReplayError::System(format!(
+                    "hart {w} is resumed by hart {h}'s call but does not wait: the trace is damaged"
+                )));
+            };
+            let waited = now.saturating_sub(harts[w].clock(b));
+            harts[w].wait += waited;
+            if let Some(r) = waiting_on[w].take() {
+                resources[r].wait_cycles += waited;
+            }
+            harts[w].standing = if harts[w].ended {
+                Standing::Done
+            } else {
+                Standing::Runnable
+            };
+        }
+    }
+    // Harts still waiting: in the recording their calls completed (their
+    // replays go on past them), so the events do not pair up.
+    let stuck: Vec<usize> = (0..n)
+        .filter(|&h| matches!(harts[h].standing, Standing::Blocked(_)) && !harts[h].ended)
+        .collect();
+    if !stuck.is_empty() {
+        return Err(ReplayError::System(format!(
+            "the synchronisation events do not pair up: {} — no recorded call completes {}; the trace is damaged or incomplete (record it again)",
+            objects.deadlock(),
+            if stuck.len() == 1 { "it" } else { "them" }
+        )));
+    }
+    for (h, hart) in harts.into_iter().enumerate() {
+        let stats = hart.walker.stats();
+        if hart.next != hart.sync.calls.len() {
+            return Err(ReplayError::System(format!(
+                "hart {h}'s replay ended after {} of its {} recorded synchronisation calls: the trace does not fit this program",
+                hart.next,
+                hart.sync.calls.len()
+            )));
+        }
+        if stats.last_pc != hart.sync.last_pc {
+            return Err(ReplayError::Totals {
+                what: format!(
+                    "hart {h}'s recorded run ended at pc {:#x}, its replay after {} instructions at {:#x}",
+                    hart.sync.last_pc, stats.instructions, stats.last_pc
+                ),
+            });
+        }
+        let mut reader = hart.history.into_reader();
+        if hart.unretired {
+            skip_unretired_completion(&mut reader, h as u16)?;
+        }
+        reader.finish()?;
+        counts.push(HartEstimate {
+            instructions: hart.timer.est.estimate().instructions,
+            busy: hart.timer.est.cycles(),
+            wait: hart.wait,
+            calls: hart.next as u64,
+        });
+    }
+    resources.sort_by_key(|r| r.object);
+    Ok(SystemEstimate {
+        makespan: counts.iter().map(HartEstimate::clock).max().unwrap_or(0),
+        harts: counts,
+        resources,
+        calls,
+        reordered,
+        first_reordered,
+    })
+}
+
+/// A call that another hart completed just before the run stopped, its
+/// `ecall` not yet retired, was recorded as completed: its indirect record
+/// (on to the next instruction) is there, though the replay, which stops
+/// where the hart stopped, never reads it. Read it past the end: the
+/// protocol's indirect event, a varint k ≥ 1 or 0 and an address.
+fn skip_unretired_completion<R: std::io::Read>(
+    reader: &mut TraceReader<R>,
+    hart: u16,
+) -> Result<(), ReplayError> {
+    if reader.has_records(hart, StreamKind::Indirect)?
+        && reader.next_record(hart, StreamKind::Indirect)? == Some(0)
+    {
+        reader.next_record(hart, StreamKind::Indirect)?;
+    }
+    Ok(())
+}
+
+/// The index of `object`'s entry in `resources`, made on its first call.
+fn resource(resources: &mut Vec<ResourceEstimate>, object: u64, op: SyncOp) -> usize {
+    if let Some(i) = resources.iter().position(|r| r.object == object) {
+        return i;
+    }
+    resources.push(ResourceEstimate {
+        object,
+        kind: op.object_kind().map_or("object".into(), |k| k.to_string()),
+        calls: 0,
+        waits: 0,
+        wait_cycles: 0,
+    });
+    resources.len() - 1
+}

@@ -1,0 +1,215 @@
+//! The synchronisation events of a multi-hart recording (stream kind 5):
+//! per hart, in that hart's own order, each call it made of the
+//! synchronisation API — where (the hart's instruction count before the
+//! `ecall`), which call, on which object (handle and the descriptor's
+//! parameter), and the call's place in the run's global order — and, last,
+//! where the hart's run ended. With each hart's branch history these fix
+//! where every hart's execution meets the others' (US patent 8,448,140,
+//! embodiment 7); the replay simulates the objects itself, so what a call
+//! returned or whether it blocked is not recorded: that depends on the
+//! schedule, which the replay works out anew for the cores it times.
+//!
+//! The items of one event (docs/FORMATS.md, "Synchronisation events"):
+//! a varint n, the instructions the hart executed since its previous event
+//! (or since the start); a varint code, the call number (0–255) or
+//! [`END`]; for a call, a varint gap (its global sequence number minus one
+//! more than the hart's previous call's, or minus 0 for its first) and a
+//! varint k — 0 for a call on no object, 1 for an object new to this hart
+//! followed by its handle and its parameter, k ≥ 2 for the hart's
+//! (k − 1)-th object in order of first use; for the end, a varint: the
+//! address of the hart's last instruction.
+
+use crate::TraceError;
+
+/// The code of a hart's end record.
+pub const END: u64 = 256;
+
+/// One synchronisation call of one hart, as recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncCall {
+    /// Instructions the hart had executed before the call's `ecall`.
+    pub at: u64,
+    /// The call number (the low byte of `a7`).
+    pub op: u8,
+    /// Its place among all harts' calls of the run, from 0.
+    pub seq: u64,
+    /// The object: its handle and its descriptor's parameter (`None` for
+    /// calls on no object).
+    pub object: Option<(u64, u32)>,
+}
+
+/// One hart's synchronisation events, decoded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HartSync {
+    /// Its calls, in its order.
+    pub calls: Vec<SyncCall>,
+    /// Instructions it executed in the whole run (as the replay counts:
+    /// retired, and `ecall`s/`ebreak`s that entered a handler).
+    pub instructions: u64,
+    /// Address of its last instruction executed.
+    pub last_pc: u64,
+}
+
+/// One hart's side of the encoding: the count and sequence number of its
+/// previous event, and its objects in order of first use.
+#[derive(Clone, Debug, Default)]
+pub struct SyncEncoder {
+    at: u64,
+    next_seq: u64,
+    objects: Vec<u64>,
+}
+
+impl SyncEncoder {
+    /// The items of `call` (see the module documentation).
+    pub fn call(&mut self, call: &SyncCall) -> Vec<u64> {
+        let mut items = vec![
+            call.at.saturating_sub(self.at),
+            u64::from(call.op),
+            call.seq.saturating_sub(self.next_seq),
+        ];
+        self.at = call.at;
+        self.next_seq = call.seq + 1;
+        match call.object {
+            None => items.push(0),
+            Some((addr, param)) => match self.objects.iter().position(|&o| o == addr) {
+                Some(i) => items.push(i as u64 + 2),
+                None => {
+                    self.objects.push(addr);
+                    items.extend([1, addr, u64::from(param)]);
+                }
+            },
+        }
+        items
+    }
+
+    /// The items of the hart's end record: it executed `instructions` in
+    /// all, the last at `last_pc`.
+    pub fn end(&mut self, instructions: u64, last_pc: u64) -> [u64; 3] {
+        let n = instructions.saturating_sub(self.at);
+        self.at = instructions;
+        [n, END, last_pc]
+    }
+}
+
+/// Decode hart `hart`'s items (all of its stream, in order). A stream
+/// that does not end with exactly one end record, counts that go
+/// backwards or an object number beyond the table are refused.
+pub fn decode(hart: u16, items: &[u64]) -> Result<HartSync, TraceError> {
+    let bad = |what: String| TraceError::Corrupt {
+        offset: 0,
+        what: format!("hart {hart}'s synchronisation events: {what}"),
+    };
+    let mut it = items.iter().copied();
+    let mut next = |what: &str| {
+        it.next()
+            .ok_or_else(|| bad(format!("the stream ends inside an event ({what})")))
+    };
+    let mut out = HartSync::default();
+    let (mut at, mut next_seq) = (0u64, 0u64);
+    let mut objects: Vec<(u64, u32)> = Vec::new();
+    loop {
+        let n = match next("count") {
+            Ok(n) => n,
+            Err(_) => {
+                return Err(bad(
+                    "no end record: the recording of this hart is incomplete".into(),
+                ))
+            }
+        };
+        at = at
+            .checked_add(n)
+            .ok_or_else(|| bad("instruction count overflows".into()))?;
+        let code = next("call")?;
+        if code == END {
+            out.instructions = at;
+            out.last_pc = next("last pc")?;
+            break;
+        }
+        let op = u8::try_from(code).map_err(|_| bad(format!("unknown event code {code}")))?;
+        let seq = next_seq
+            .checked_add(next("sequence")?)
+            .ok_or_else(|| bad("sequence number overflows".into()))?;
+        next_seq = seq + 1;
+        let object = match next("object")? {
+            0 => None,
+            1 => {
+                let addr = next("handle")?;
+                let param = u32::try_from(next("parameter")?)
+                    .map_err(|_| bad(format!("object {addr:#x} has a parameter above 2^32")))?;
+                objects.push((addr, param));
+                Some((addr, param))
+            }
+            k => Some(
+                *usize::try_from(k - 2)
+                    .ok()
+                    .and_then(|i| objects.get(i))
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "object #{} of only {} known objects",
+                            k - 1,
+                            objects.len()
+                        ))
+                    })?,
+            ),
+        };
+        out.calls.push(SyncCall {
+            at,
+            op,
+            seq,
+            object,
+        });
+    }
+    if it.next().is_some() {
+        return Err(bad("items after the end record".into()));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_round_trip_and_damage_is_refused() {
+        let calls = [
+            SyncCall {
+                at: 10,
+                op: 2,
+                seq: 0,
+                object: Some((0x8020_0000, 4)),
+            },
+            SyncCall {
+                at: 10,
+                op: 0,
+                seq: 3,
+                object: None,
+            },
+            SyncCall {
+                at: 99,
+                op: 3,
+                seq: 7,
+                object: Some((0x8020_0000, 4)),
+            },
+        ];
+        let mut e = SyncEncoder::default();
+        let mut items: Vec<u64> = calls.iter().flat_map(|c| e.call(c)).collect();
+        items.extend(e.end(150, 0x8000_0040));
+        let got = decode(1, &items).unwrap();
+        assert_eq!(got.calls, calls);
+        assert_eq!((got.instructions, got.last_pc), (150, 0x8000_0040));
+        // The object named by number the second time.
+        assert_eq!(items[items.len() - 4], 2);
+
+        let e = decode(1, &items[..items.len() - 3]).unwrap_err();
+        assert!(e.to_string().contains("no end record"), "{e}");
+        let mut bad = items.clone();
+        let k = bad.len() - 4;
+        bad[k] = 9;
+        let e = decode(1, &bad).unwrap_err();
+        assert!(e.to_string().contains("object #8 of only 1"), "{e}");
+        let mut extra = items.clone();
+        extra.push(0);
+        assert!(decode(1, &extra).is_err());
+        assert!(decode(1, &[]).is_err());
+    }
+}

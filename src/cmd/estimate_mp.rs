@@ -1,0 +1,155 @@
+//! `retrace estimate` of a trace of several harts (`retrace record --harts
+//! N`): the multiprocessor replay of US patent 8,448,140
+//! (`retrace_estimate::system`), a core per hart, reporting the makespan,
+//! each hart's busy and wait cycles and the contention on each
+//! synchronisation object.
+
+use super::common::{analyse, display, hart_cores, replay_error, thousands};
+use super::estimate::Args;
+use super::run::HartsReport;
+use crate::report::{csv_of, hex, print, Report};
+use crate::status::{tag, Status};
+use anyhow::anyhow;
+use retrace_estimate::system::estimate_system;
+use retrace_estimate::Fidelity;
+use retrace_program::{Addr, Elf};
+use retrace_sim::clocked::HartTime;
+use serde::Serialize;
+use std::process::ExitCode;
+
+/// Contention on one object.
+#[derive(Serialize)]
+struct ResourceRow {
+    #[serde(serialize_with = "hex")]
+    object: u64,
+    kind: String,
+    calls: u64,
+    waits: u64,
+    wait_cycles: u64,
+}
+
+/// What `retrace estimate` of several harts reports.
+#[derive(Serialize)]
+struct SystemReport {
+    program: String,
+    trace: String,
+    #[serde(serialize_with = "display")]
+    fidelity: Fidelity,
+    #[serde(flatten)]
+    harts: HartsReport,
+    resources: Vec<ResourceRow>,
+    /// Synchronisation calls replayed.
+    calls: u64,
+    /// Calls that met their object in another order than recorded (0:
+    /// every call returns what it did in the recording, and the replay is
+    /// exact).
+    reordered: u64,
+}
+
+impl Report for SystemReport {
+    fn text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = self.harts.text();
+        if !self.resources.is_empty() {
+            let _ = writeln!(
+                out,
+                "  {:>12} {:>10} {:>10} {:>10} {:>16}",
+                "object", "kind", "calls", "waits", "wait cycles"
+            );
+        }
+        for r in &self.resources {
+            let _ = writeln!(
+                out,
+                "  {:>12} {:>10} {:>10} {:>10} {:>16}",
+                format!("{:#x}", r.object),
+                r.kind,
+                thousands(r.calls),
+                thousands(r.waits),
+                thousands(r.wait_cycles)
+            );
+        }
+        let _ = match self.reordered {
+            0 => writeln!(
+                out,
+                "  {} synchronisation calls, each object's in the order recorded",
+                thousands(self.calls)
+            ),
+            n => writeln!(
+                out,
+                "  {} synchronisation calls, {} of them met their object in another order than recorded: each hart runs its recorded path, which it may not take on these cores, so this is an estimate (record with --schedule-core on these cores for an exact replay)",
+                thousands(self.calls),
+                thousands(n)
+            ),
+        };
+        out
+    }
+
+    fn csv(&self) -> anyhow::Result<String> {
+        csv_of(&self.harts.harts)
+    }
+}
+
+/// `retrace estimate PROG TRACE --core …` for a trace of `harts` harts.
+pub fn main(args: &Args, elf: &Elf, shown: &str, harts: usize) -> anyhow::Result<ExitCode> {
+    let refuse = |what: &str| {
+        Err(tag(
+            anyhow!(
+                "{what} applies to a trace of one hart; {} holds {harts}",
+                args.trace.display()
+            ),
+            Status::BadInput,
+        ))
+    };
+    if args.check {
+        return refuse("--check");
+    }
+    if args.dcache_miss_rate.is_some() {
+        return refuse("--dcache-miss-rate");
+    }
+    let cores = hart_cores(&args.cores, harts, elf, shown, "--core")?;
+    let program = analyse(elf, shown)?;
+    let fidelity = Fidelity::from(args.fidelity);
+    let est = estimate_system(
+        &program.table,
+        Addr(elf.entry),
+        &args.trace,
+        &cores,
+        fidelity,
+    )
+    .map_err(|e| replay_error(&args.trace, e))?;
+    let times: Vec<HartTime> = est
+        .harts
+        .iter()
+        .map(|h| HartTime {
+            busy: h.busy,
+            wait: h.wait,
+            instructions: h.instructions,
+        })
+        .collect();
+    let report = SystemReport {
+        program: shown.to_string(),
+        trace: args.trace.display().to_string(),
+        fidelity,
+        harts: HartsReport::new(&cores, &times),
+        resources: est
+            .resources
+            .iter()
+            .map(|r| ResourceRow {
+                object: r.object,
+                kind: r.kind.clone(),
+                calls: r.calls,
+                waits: r.waits,
+                wait_cycles: r.wait_cycles,
+            })
+            .collect(),
+        calls: est.calls,
+        reordered: est.reordered,
+    };
+    if cores.iter().any(|c| c.dcache.is_some()) {
+        eprintln!(
+            "retrace: note: the replay of several harts leaves the data caches out (it has no miss rate per hart)"
+        );
+    }
+    print(&report, args.output.get())?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,167 @@
+//! `retrace record --harts N` and `retrace estimate` of the trace it
+//! writes, through the command line: recorded under the clocks of a core
+//! (`--schedule-core`), the estimate on that core is the multi-hart
+//! cycle-level engine's (`retrace run --harts N --core`) exactly, also
+//! for a core per hart; bad per-hart options and damaged traces are one
+//! line and status 125.
+
+use retrace_testkit::programs::program_dir;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn retrace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_retrace"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn scratch() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("retrace-cli-harts-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn prog(name: &str) -> String {
+    program_dir().join("mp").join(name).display().to_string()
+}
+
+/// The JSON object on the last line of stdout (`retrace run` exits with
+/// the program's exit code, the others with 0).
+fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.code().is_some_and(|c| c < 100),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim_end().lines().last().unwrap()).unwrap()
+}
+
+/// Makespan and per hart (core, instructions, busy, wait).
+fn figures(v: &serde_json::Value) -> (u64, Vec<(String, u64, u64, u64)>) {
+    let harts = v["harts"].as_array().expect("harts");
+    (
+        v["makespan"].as_u64().unwrap(),
+        harts
+            .iter()
+            .map(|h| {
+                (
+                    h["core"].as_str().unwrap().to_string(),
+                    h["instructions"].as_u64().unwrap(),
+                    h["busy"].as_u64().unwrap(),
+                    h["wait"].as_u64().unwrap(),
+                )
+            })
+            .collect(),
+    )
+}
+
+fn record(elf: &str, trace: &Path, extra: &[&str]) {
+    let mut args = vec!["record", elf, "-o", trace.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = retrace(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_estimate_of_a_clock_ordered_recording_is_the_engines() {
+    for (elf, cores) in [
+        ("workq-rv64-O2.elf", vec!["inorder5"]),
+        (
+            "pipeline-rv32-O2.elf",
+            vec!["inorder5", "picorv32", "ideal"],
+        ),
+    ] {
+        let elf = prog(elf);
+        let trace = scratch().join("mp.rtrace");
+        let harts = if cores.len() == 1 { "4" } else { "3" };
+        let mut rec = vec!["--harts", harts];
+        let mut est = vec!["--fidelity", "fast", "--format", "json"];
+        let mut run = vec!["run", "--harts", harts, "--format", "json"];
+        for c in &cores {
+            rec.extend(["--schedule-core", c]);
+            est.extend(["--core", c]);
+            run.extend(["--core", c]);
+        }
+        record(&elf, &trace, &rec);
+        let mut args = vec!["estimate", &elf, trace.to_str().unwrap()];
+        args.extend(&est);
+        let estimate = json(&retrace(&args));
+        run.push(&elf);
+        let truth = json(&retrace(&run));
+        assert_eq!(figures(&estimate), figures(&truth), "{elf} on {cores:?}");
+        assert_eq!(estimate["reordered"], 0);
+        assert!(estimate["resources"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty()));
+    }
+}
+
+/// One line on stderr and status 125.
+fn refused(out: &Output, want: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains(want), "{err}");
+}
+
+#[test]
+fn bad_per_hart_options_and_damaged_traces_are_one_line() {
+    let elf = prog("reduce-rv64-O2.elf");
+    let dir = scratch();
+    let trace = dir.join("reduce.rtrace");
+    record(&elf, &trace, &["--harts", "4"]);
+    let t = trace.to_str().unwrap();
+    refused(
+        &retrace(&["estimate", &elf, t, "--core", "ideal", "--core", "rocket"]),
+        "2 --core for 4 harts",
+    );
+    refused(
+        &retrace(&["estimate", &elf, t, "--core", "picorv32"]),
+        "supports RV32 only",
+    );
+    refused(
+        &retrace(&["estimate", &elf, t, "--core", "ideal", "--check"]),
+        "--check applies to a trace of one hart",
+    );
+    refused(
+        &retrace(&[
+            "run", "--harts", "4", "--core", "ideal", "--core", "ideal", &elf,
+        ]),
+        "2 --core for 4 harts",
+    );
+    refused(
+        &retrace(&[
+            "record",
+            "--harts",
+            "2",
+            "--schedule-core",
+            "a",
+            "--schedule-core",
+            "b",
+            "--schedule-core",
+            "c",
+            &elf,
+            "-o",
+            t,
+        ]),
+        "3 --schedule-core for 2 harts",
+    );
+    refused(
+        &retrace(&["profile", &elf, t]),
+        "the trace holds 4 harts and this replay follows one",
+    );
+    // Cut short: no trailer, and no end of any hart's events.
+    let bytes = std::fs::read(&trace).unwrap();
+    let cut = dir.join("cut.rtrace");
+    std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
+    refused(
+        &retrace(&["estimate", &elf, cut.to_str().unwrap(), "--core", "ideal"]),
+        "cut.rtrace",
+    );
+}
