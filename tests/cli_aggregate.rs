@@ -378,4 +378,10 @@ fn a_collapsed_trace_estimates_the_profiled_total_and_refuses_check() {
     assert_ne!(out.status.code(), Some(0));
     assert!(text.contains("lossy --aggregate level"), "{text}");
     assert_eq!(text.trim_end().lines().count(), 1, "{text}");
+    // Nor can `profile` attribute a walk that is not the run's.
+    let out = retrace(&dir, &["profile", p, "all.rtrace", "--core", "ideal"]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(text.contains("lossy --aggregate level"), "{text}");
+    assert_eq!(text.trim_end().lines().count(), 1, "{text}");
 }

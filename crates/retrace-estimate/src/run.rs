@@ -412,6 +412,13 @@ pub fn profile_trace<S: TraceSource + ?Sized>(
     core: &CoreModel,
     fidelity: Fidelity,
 ) -> Result<(crate::profile::Profile, Estimate), ReplayError> {
+    // A lossy trace's walk is not the run (fixed ways, collapsed regions):
+    // per-function cycles from it would be wrong, and quietly so.
+    if read_totals(trace)?.walk_instructions.is_some() {
+        return Err(ReplayError::System(
+            "the trace was recorded with a lossy --aggregate level (if-else, nested, functions), whose replay does not walk the run: per-function cycles need a plain or --aggregate loops trace".into(),
+        ));
+    }
     let mut table = program.table.clone();
     let mut prof = crate::profile::Profiler::new(Estimator::new(core, fidelity, 0.0), program);
     let (_, _, measured, _) = replay(&mut table, program.entry, trace, &mut prof)?;
