@@ -27,6 +27,9 @@
  *   SYNC_MUTEX(m);           sync_lock(m);      sync_unlock(m);
  *   SYNC_BARRIER(b, 0);      if (sync_barrier(b)) { ... one hart ... }
  *   SYNC_SEMAPHORE(s, 0);    sync_sem_wait(s);  sync_sem_post(s);
+ * A hart changes its own clock frequency (dynamic voltage and frequency
+ * scaling) with sync_set_hz(hz): it changes the timing of what follows,
+ * never the result (the atomics build ignores it).
  * A barrier for 0 parties waits for every hart. sync_barrier() returns 1
  * in exactly one of the harts it releases (which one may differ between
  * the implementations), 0 in the others.
@@ -87,6 +90,7 @@ enum {
     SYNC_BARRIER_WAIT = 6,
     SYNC_SEM_WAIT = 7,
     SYNC_SEM_POST = 8,
+    SYNC_SET_HZ = 9,
 };
 enum { SYNC_KIND_CHANNEL = 1, SYNC_KIND_MUTEX = 2, SYNC_KIND_BARRIER = 3, SYNC_KIND_SEMAPHORE = 4 };
 
@@ -126,6 +130,7 @@ static inline void sync_unlock(sync_mutex_t m) { sync_call_(SYNC_UNLOCK, m, 0); 
 static inline int sync_barrier(sync_barrier_t b) { return (int)sync_call_(SYNC_BARRIER_WAIT, b, 0); }
 static inline void sync_sem_wait(sync_semaphore_t s) { sync_call_(SYNC_SEM_WAIT, s, 0); }
 static inline void sync_sem_post(sync_semaphore_t s) { sync_call_(SYNC_SEM_POST, s, 0); }
+static inline void sync_set_hz(unsigned long hz) { sync_call_(SYNC_SET_HZ, 0, (long)hz); }
 
 /* The secondary harts wait at this semaphore, blocked rather than
  * spinning, until sync_start posts it once for each of them. */

@@ -179,6 +179,8 @@ static inline void sync_sem_wait(sync_semaphore_t s)
     }
 }
 static inline void sync_sem_post(sync_semaphore_t s) { __atomic_fetch_add(&s->count, 1, __ATOMIC_RELEASE); }
+/* Frequency is the simulator's to time; real hardware has its own means. */
+static inline void sync_set_hz(unsigned long hz) { (void)hz; }
 
 /* The secondary harts spin on the worker pointer: nothing to release. */
 #define SYNC_WAIT_FOR_START ""
