@@ -1035,7 +1035,11 @@ impl Machine {
         } else {
             0
         };
-        let value = if op == SyncOp::SEND { hart.x[11] } else { 0 };
+        let value = match op {
+            SyncOp::SEND => hart.x[11],
+            SyncOp::SET_HZ => ea::<RV64>(hart.x[11]),
+            _ => 0,
+        };
         let retired = hart.stats.instructions;
         let memory = &self.memory;
         let step = match self

@@ -81,7 +81,13 @@ ops! {
     BARRIER = 6, "barrier", Some(Kind::Barrier);
     SEM_WAIT = 7, "sem_wait", Some(Kind::Semaphore);
     SEM_POST = 8, "sem_post", Some(Kind::Semaphore);
+    SET_HZ = 9, "set_hz", None;
 }
+
+/// The clock frequencies a hart may ask for with [`SyncOp::SET_HZ`], in
+/// hertz: 1 kHz to 100 GHz (beyond that, a cycle would be shorter than
+/// the attosecond the time arithmetic counts in is precise to).
+pub const HZ_RANGE: std::ops::RangeInclusive<u64> = 1_000..=100_000_000_000;
 
 impl fmt::Display for SyncOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -208,6 +214,12 @@ pub enum SyncError {
         kind: Kind,
         /// What is wrong.
         why: String,
+    },
+    /// `set_hz` of a frequency outside [`HZ_RANGE`].
+    #[error("set_hz of {hz} Hz: a hart's clock runs at 1 kHz to 100 GHz")]
+    BadFrequency {
+        /// The frequency asked for.
+        hz: u64,
     },
     /// `unlock` of a mutex the caller does not hold.
     #[error("unlock of mutex {addr:#x}, which {}", match owner { Some(o) => format!("hart {o} holds"), None => "nobody holds".to_string() })]
@@ -495,6 +507,13 @@ impl SyncState {
                     self.harts[h] = HartState::Exited;
                     Ok(Step::default())
                 }
+                // The clock is the timing's business (`crate::clocked`);
+                // to the program it is a call that returns 0.
+                SyncOp::SET_HZ if HZ_RANGE.contains(&value) => Ok(Step {
+                    result: Some(0),
+                    woken: Vec::new(),
+                }),
+                SyncOp::SET_HZ => Err(SyncError::BadFrequency { hz: value }),
                 _ => Err(SyncError::UnknownCall { op }),
             };
         };
