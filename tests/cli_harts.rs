@@ -165,3 +165,84 @@ fn bad_per_hart_options_and_damaged_traces_are_one_line() {
         "cut.rtrace",
     );
 }
+
+/// Harts at their own frequencies (`--mhz`, one per hart): the estimate of
+/// a recording made under those clocks is the engine's to the attosecond,
+/// with the latest hart's time as the makespan; bad frequencies are one
+/// line, from clap (status 2) or from retrace (125).
+#[test]
+fn harts_at_their_own_frequencies_estimate_as_they_run() {
+    let elf = prog("reduce-rv32-O2.elf");
+    let trace = scratch().join("mhz.rtrace");
+    let t = trace.to_str().unwrap();
+    let mhz = ["--mhz", "100", "--mhz", "33.333333", "--mhz", "250"];
+    let mut rec = vec!["--harts", "3", "--schedule-core", "inorder5"];
+    rec.extend(mhz);
+    record(&elf, &trace, &rec);
+    let mut args = vec![
+        "estimate",
+        &elf,
+        t,
+        "--core",
+        "inorder5",
+        "--fidelity",
+        "fast",
+    ];
+    args.extend(mhz);
+    args.extend(["--format", "json"]);
+    let estimate = json(&retrace(&args));
+    let mut run = vec![
+        "run", "--harts", "3", "--core", "inorder5", "--format", "json",
+    ];
+    run.extend(mhz);
+    run.push(&elf);
+    let truth = json(&retrace(&run));
+    assert_eq!(figures(&estimate), figures(&truth));
+    let times = |v: &serde_json::Value| -> Vec<(String, String)> {
+        v["harts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| (h["time_attos"].to_string(), h["mhz"].to_string()))
+            .collect()
+    };
+    assert_eq!(times(&estimate), times(&truth));
+    assert_eq!(estimate["harts"][1]["mhz"], 33.333333);
+    let latest = truth["harts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["time_ns"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert_eq!(truth["makespan_ns"].as_f64(), Some(latest));
+    // The text report names the frequencies and the times.
+    run.retain(|a| *a != "json" && *a != "--format");
+    let text = retrace(&run);
+    let err = String::from_utf8_lossy(&text.stderr);
+    assert!(
+        err.contains("the latest hart's time") && err.contains("33.333333"),
+        "{err}"
+    );
+
+    let two = retrace(&[
+        "run", "--harts", "3", "--core", "ideal", "--mhz", "10", "--mhz", "20", &elf,
+    ]);
+    refused(&two, "2 --mhz for 3 harts");
+    let zero = retrace(&["run", "--harts", "3", "--core", "ideal", "--mhz", "0", &elf]);
+    assert_eq!(zero.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&zero.stderr).contains("not a frequency in MHz"));
+    let one = scratch().join("one.rtrace");
+    record(&elf, &one, &[]);
+    refused(
+        &retrace(&[
+            "estimate",
+            &elf,
+            one.to_str().unwrap(),
+            "--core",
+            "ideal",
+            "--mhz",
+            "50",
+        ]),
+        "--mhz applies to a trace of several harts",
+    );
+}

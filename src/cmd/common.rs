@@ -84,6 +84,50 @@ pub fn hart_cores(
         .collect()
 }
 
+/// Parse a clock frequency given in MHz (`--mhz`): a decimal number with
+/// at most six places (whole hertz), from 0.001 (1 kHz) to 100,000
+/// (100 GHz); the result is in hertz.
+pub fn parse_mhz(text: &str) -> Result<u64, String> {
+    let bad = || {
+        format!("`{text}` is not a frequency in MHz; give a number from 0.001 to 100000, e.g. 100 or 62.5")
+    };
+    let t = text.trim();
+    let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if (whole.is_empty() && frac.is_empty()) || !digits(whole) || !digits(frac) || frac.len() > 6 {
+        return Err(bad());
+    }
+    let whole: u64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().map_err(|_| bad())?
+    };
+    let frac: u64 = format!("{frac:0<6}").parse().map_err(|_| bad())?;
+    let hz = whole
+        .checked_mul(1_000_000)
+        .and_then(|w| w.checked_add(frac))
+        .ok_or_else(bad)?;
+    if !retrace_sim::sync::HZ_RANGE.contains(&hz) {
+        return Err(bad());
+    }
+    Ok(hz)
+}
+
+/// The starting frequencies of several harts from repeated `--mhz`: none
+/// (every hart at 100 MHz), one for every hart, or one per hart.
+pub fn hart_frequencies(hz: &[u64], harts: usize) -> anyhow::Result<Vec<u64>> {
+    if hz.len() > 1 && hz.len() != harts {
+        return Err(tag(
+            anyhow!(
+                "{} --mhz for {harts} harts: give one --mhz for every hart, or one per hart in hart order",
+                hz.len()
+            ),
+            Status::BadInput,
+        ));
+    }
+    Ok(hz.to_vec())
+}
+
 /// Analyse a program (CFG, partial programs), with a bad-input error.
 pub fn analyse(elf: &Elf, shown: &str) -> anyhow::Result<Program> {
     Program::analyse(elf).map_err(|e| tag(anyhow!("cannot analyse {shown}: {e}"), Status::BadInput))
@@ -263,5 +307,32 @@ pub fn parse_threshold(text: &str) -> Result<f64, String> {
         _ => Err(format!(
             "{text:?} is not a bias threshold: give a number of cycles at or above 0, like 0 or 1e6"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mhz_are_decimal_and_whole_hertz() {
+        assert_eq!(parse_mhz("100"), Ok(100_000_000));
+        assert_eq!(parse_mhz("62.5"), Ok(62_500_000));
+        assert_eq!(parse_mhz(".001"), Ok(1_000));
+        assert_eq!(parse_mhz("100000"), Ok(100_000_000_000));
+        for bad in [
+            "",
+            ".",
+            "0",
+            "0.0001",
+            "1.0000001",
+            "100001",
+            "-5",
+            "1e3",
+            "x",
+            "99999999999999999999",
+        ] {
+            assert!(parse_mhz(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -47,6 +47,11 @@ pub struct Args {
     /// instruction sequence (count and hash of the pcs).
     #[arg(long)]
     pub check: bool,
+    /// For a trace of several harts: the clock frequency each hart starts
+    /// at, in MHz (default 100); one for every hart, or one per hart in
+    /// hart order. Frequencies the program set (set_hz) are in the trace.
+    #[arg(long, value_name = "MHZ", value_parser = super::common::parse_mhz)]
+    pub mhz: Vec<u64>,
     /// Output format (csv: one row per core).
     #[command(flatten)]
     pub output: FormatArgs,
@@ -418,6 +423,15 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let header = check_trace(&args.trace, &elf, &shown)?;
     if header.harts > 1 {
         return super::estimate_mp::main(&args, &elf, &shown, usize::from(header.harts));
+    }
+    if !args.mhz.is_empty() {
+        return Err(tag(
+            anyhow!(
+                "--mhz applies to a trace of several harts; {} holds one (its estimate is in cycles)",
+                args.trace.display()
+            ),
+            Status::BadInput,
+        ));
     }
     let cores = args
         .cores

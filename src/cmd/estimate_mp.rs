@@ -4,16 +4,17 @@
 //! each hart's busy and wait cycles and the contention on each
 //! synchronisation object.
 
-use super::common::{analyse, display, hart_cores, replay_error, thousands};
+use super::common::{analyse, display, hart_cores, hart_frequencies, replay_error, thousands};
 use super::estimate::Args;
 use super::run::HartsReport;
-use crate::report::{csv_of, hex, print, Report};
+use crate::report::{hex, print, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
 use retrace_estimate::system::estimate_system;
 use retrace_estimate::Fidelity;
 use retrace_program::{Addr, Elf};
 use retrace_sim::clocked::HartTime;
+use retrace_sim::frequency::HartClock;
 use serde::Serialize;
 use std::process::ExitCode;
 
@@ -85,7 +86,7 @@ impl Report for SystemReport {
     }
 
     fn csv(&self) -> anyhow::Result<String> {
-        csv_of(&self.harts.harts)
+        self.harts.csv()
     }
 }
 
@@ -109,11 +110,13 @@ pub fn main(args: &Args, elf: &Elf, shown: &str, harts: usize) -> anyhow::Result
     let cores = hart_cores(&args.cores, harts, elf, shown, "--core")?;
     let program = analyse(elf, shown)?;
     let fidelity = Fidelity::from(args.fidelity);
+    let hz = hart_frequencies(&args.mhz, harts)?;
     let est = estimate_system(
         &program.table,
         Addr(elf.entry),
         &args.trace,
         &cores,
+        &hz,
         fidelity,
     )
     .map_err(|e| replay_error(&args.trace, e))?;
@@ -124,13 +127,15 @@ pub fn main(args: &Args, elf: &Elf, shown: &str, harts: usize) -> anyhow::Result
             busy: h.busy,
             wait: h.wait,
             instructions: h.instructions,
+            time: h.time,
         })
         .collect();
+    let clocks: Vec<&HartClock> = est.clocks.iter().collect();
     let report = SystemReport {
         program: shown.to_string(),
         trace: args.trace.display().to_string(),
         fidelity,
-        harts: HartsReport::new(&cores, &times),
+        harts: HartsReport::new(&cores, &times, &clocks),
         resources: est
             .resources
             .iter()

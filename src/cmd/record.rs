@@ -13,6 +13,7 @@ use anyhow::anyhow;
 use retrace_estimate::aggregate::build::{build_plan, BuiltPlan, Gates};
 use retrace_estimate::aggregate::Level;
 use retrace_estimate::compare::add_geometry;
+use retrace_sim::clocked::Schedule;
 use retrace_sim::record::{record_run_harts, record_run_planned, RecordError};
 use retrace_sim::{Console, Observer, StopReason};
 use serde::Serialize;
@@ -100,6 +101,11 @@ pub struct Args {
     /// heterogeneous system.
     #[arg(long, value_name = "NAME|FILE.toml")]
     pub schedule_core: Vec<String>,
+    /// With --schedule-core: the clock frequency each hart starts at, in
+    /// MHz (default 100), as `retrace run --mhz`; one for every hart, or
+    /// one per hart. Give the replay the same (`retrace estimate --mhz`).
+    #[arg(long, value_name = "MHZ", value_parser = super::common::parse_mhz, requires = "schedule_core")]
+    pub mhz: Vec<u64>,
     #[command(flatten)]
     pub program_args: ProgramArgs,
 }
@@ -374,6 +380,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         0 => Vec::new(),
         _ => hart_cores(&args.schedule_core, harts, &elf, &shown, "--schedule-core")?,
     };
+    let hz = super::common::hart_frequencies(&args.mhz, harts)?;
     let start = Instant::now();
     let rec = if harts > 1 || !schedule.is_empty() {
         let models: Vec<&retrace_timing::CoreModel> = match schedule.len() {
@@ -390,7 +397,10 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             &dcaches,
             &mut StopOnSignal(&signal),
             harts,
-            (!schedule.is_empty()).then_some(&models[..]),
+            (!schedule.is_empty()).then_some(Schedule {
+                cores: &models,
+                hz: &hz,
+            }),
         )
     } else {
         record_run_planned(

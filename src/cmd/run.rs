@@ -17,13 +17,14 @@
 //! stderr as a table so it never mixes with the program's own stdout, or
 //! into the JSON object with `--json`.
 
-use super::common::{hart_cores, load_elf, thousands, ProgramArgs};
+use super::common::{hart_cores, hart_frequencies, load_elf, parse_mhz, thousands, ProgramArgs};
 use crate::report::{csv_of, hex, Format, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
 use retrace_program::FunctionRanges;
-use retrace_sim::clocked::{run_by_clock, ClockedHarts};
+use retrace_sim::clocked::{run_by_clock, ClockedHarts, HartTime};
 use retrace_sim::cycle::{CycleObserver, FunctionCycles};
+use retrace_sim::frequency::HartClock;
 use retrace_sim::{Console, HostConfig, Machine, MachineConfig, Observer, RunResult, StopReason};
 use retrace_timing::CoreModel;
 use serde::Serialize;
@@ -89,6 +90,13 @@ pub struct Args {
     /// cycles) first; 0 reports every function that ran.
     #[arg(long, value_name = "N", default_value_t = 10, requires = "core")]
     pub functions: usize,
+    /// With --harts N and --core: the clock frequency each hart starts at,
+    /// in MHz (default 100); one for every hart, or N of them in hart
+    /// order. A hart changes its own with the synchronisation API's
+    /// set_hz; harts are ordered by time, and the report gives each
+    /// hart's time and frequency changes (docs/MULTIPROCESSOR.md).
+    #[arg(long, value_name = "MHZ", value_parser = parse_mhz, requires = "core")]
+    pub mhz: Vec<u64>,
     #[command(flatten)]
     pub program_args: ProgramArgs,
 }
@@ -122,6 +130,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         0 => Vec::new(),
         _ => hart_cores(&args.core, usize::from(args.harts), &elf, &shown, "--core")?,
     };
+    let hz = hart_frequencies(&args.mhz, usize::from(args.harts))?;
     let timed = cores
         .first()
         .map(|core| (core.clone(), FunctionRanges::of(&elf)));
@@ -180,7 +189,11 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let mut clocked = match &timed {
         Some(_) if harts > 1 => {
             let models: Vec<&CoreModel> = (0..harts).map(|h| &cores[h % cores.len()]).collect();
-            Some(ClockedHarts::heterogeneous(&models, &[]).reading_code(&elf))
+            Some(
+                ClockedHarts::heterogeneous(&models, &[])
+                    .at_frequencies(&hz)
+                    .reading_code(&elf),
+            )
         }
         _ => None,
     };
@@ -209,7 +222,10 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let harts_report = match (&timed, &clocked) {
-        (Some(_), Some(obs)) => Some(HartsReport::new(&cores, &obs.times())),
+        (Some(_), Some(obs)) => {
+            let clocks: Vec<&HartClock> = (0..harts).map(|h| obs.hart_clock(h)).collect();
+            Some(HartsReport::new(&cores, &obs.times(), &clocks))
+        }
         _ => None,
     };
     let timed = match (&timed, &cycle) {
@@ -296,7 +312,7 @@ impl Report for RunReport {
     fn csv(&self) -> anyhow::Result<String> {
         match (&self.timed, &self.harts) {
             (Some(t), _) => csv_of(&t.functions),
-            (None, Some(h)) => csv_of(&h.harts),
+            (None, Some(h)) => h.csv(),
             (None, None) => csv_of(&[&self.run]),
         }
     }
@@ -313,38 +329,76 @@ pub struct HartRow {
     busy: u64,
     /// Cycles spent waiting in synchronisation calls.
     wait: u64,
-    /// busy + wait.
+    /// busy + wait: its cycle counter at the end.
     clock: u64,
+    /// Its clock's frequency at the start and at the end, in MHz.
+    start_mhz: f64,
+    mhz: f64,
+    /// Its time at the end: nanoseconds, and exactly in attoseconds.
+    time_ns: f64,
+    time_attos: u128,
+    /// Each change of its frequency: at which value of its cycle counter,
+    /// to what.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    frequency_changes: Vec<FrequencyChange>,
+}
+
+/// A change of a hart's clock frequency.
+#[derive(Serialize)]
+pub struct FrequencyChange {
+    cycle: u64,
+    mhz: f64,
 }
 
 /// What a cycle-level run of several harts reports (and, from a
 /// recording, `retrace estimate` of a multi-hart trace): the makespan (the
-/// latest hart's clock) and each hart's busy and wait cycles.
+/// latest hart's clock, and its time) and each hart's busy and wait
+/// cycles, frequency and time.
 #[derive(Serialize)]
 pub struct HartsReport {
     /// The core of every hart, or the cores in hart order (`a, b, …`).
     pub core: String,
-    /// The latest hart's clock.
+    /// The latest hart's clock, in cycles.
     pub makespan: u64,
+    /// The latest hart's time.
+    pub makespan_ns: f64,
     /// Per hart.
     pub harts: Vec<HartRow>,
 }
 
+/// Hertz as MHz.
+fn mhz(hz: u64) -> f64 {
+    hz as f64 / 1e6
+}
+
 impl HartsReport {
-    /// From each hart's time, hart `h` on `cores[h]` (or all on the one
-    /// core given).
-    pub fn new(cores: &[CoreModel], times: &[retrace_sim::clocked::HartTime]) -> HartsReport {
+    /// From each hart's time and clock, hart `h` on `cores[h]` (or all on
+    /// the one core given).
+    pub fn new(cores: &[CoreModel], times: &[HartTime], clocks: &[&HartClock]) -> HartsReport {
         let name = |h: usize| cores[h % cores.len()].name.clone();
         let harts: Vec<HartRow> = times
             .iter()
+            .zip(clocks)
             .enumerate()
-            .map(|(hart, t)| HartRow {
+            .map(|(hart, (t, c))| HartRow {
                 hart,
                 core: name(hart),
                 instructions: t.instructions,
                 busy: t.busy,
                 wait: t.wait,
                 clock: t.clock(),
+                start_mhz: mhz(c.start_hz()),
+                mhz: mhz(c.hz()),
+                time_ns: t.time as f64 / 1e9,
+                time_attos: t.time,
+                frequency_changes: c
+                    .changes()
+                    .iter()
+                    .map(|&(cycle, hz)| FrequencyChange {
+                        cycle,
+                        mhz: mhz(hz),
+                    })
+                    .collect(),
             })
             .collect();
         HartsReport {
@@ -354,15 +408,25 @@ impl HartsReport {
                 .collect::<Vec<_>>()
                 .join(", "),
             makespan: harts.iter().map(|h| h.clock).max().unwrap_or(0),
+            makespan_ns: harts.iter().map(|h| h.time_attos).max().unwrap_or(0) as f64 / 1e9,
             harts,
         }
     }
 
-    /// The makespan line and the table of harts.
+    /// Whether every hart ran at one frequency throughout.
+    fn one_frequency(&self) -> bool {
+        let first = self.harts.first().map_or(0.0, |h| h.start_mhz);
+        self.harts
+            .iter()
+            .all(|h| h.start_mhz == first && h.frequency_changes.is_empty())
+    }
+
+    /// The makespan line and the table of harts (with their frequencies
+    /// and times when they differ).
     pub fn text(&self) -> String {
         use std::fmt::Write as _;
         let mut out = format!(
-            "retrace: {} {}, {} harts: makespan {} cycles\n",
+            "retrace: {} {}, {} harts: ",
             if self.core.contains(", ") {
                 "cores"
             } else {
@@ -370,15 +434,34 @@ impl HartsReport {
             },
             self.core,
             self.harts.len(),
-            thousands(self.makespan)
         );
-        let _ = writeln!(
+        let one = self.one_frequency();
+        if one {
+            let _ = writeln!(
+                out,
+                "makespan {} cycles ({} µs at {} MHz)",
+                thousands(self.makespan),
+                micros(self.makespan_ns),
+                self.harts.first().map_or(0.0, |h| h.mhz)
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "makespan {} µs (the latest hart's time; clocks at their own frequencies)",
+                micros(self.makespan_ns)
+            );
+        }
+        let _ = write!(
             out,
             "  {:>4} {:>10} {:>16} {:>16} {:>16} {:>16}",
             "hart", "core", "instructions", "busy", "wait", "clock"
         );
+        if !one {
+            let _ = write!(out, " {:>14} {:>16}", "MHz", "time µs");
+        }
+        out.push('\n');
         for h in &self.harts {
-            let _ = writeln!(
+            let _ = write!(
                 out,
                 "  {:>4} {:>10} {:>16} {:>16} {:>16} {:>16}",
                 h.hart,
@@ -388,9 +471,60 @@ impl HartsReport {
                 thousands(h.wait),
                 thousands(h.clock)
             );
+            if !one {
+                let changes = match h.frequency_changes.len() {
+                    0 => format!("{}", h.mhz),
+                    n => format!("{}→{} ({n}×)", h.start_mhz, h.mhz),
+                };
+                let _ = write!(out, " {:>14} {:>16}", changes, micros(h.time_ns));
+            }
+            out.push('\n');
         }
         out
     }
+}
+
+/// A hart's row in CSV: its frequency changes counted, not listed.
+#[derive(Serialize)]
+struct HartCsvRow<'a> {
+    hart: usize,
+    core: &'a str,
+    instructions: u64,
+    busy: u64,
+    wait: u64,
+    clock: u64,
+    start_mhz: f64,
+    mhz: f64,
+    frequency_changes: usize,
+    time_ns: f64,
+}
+
+impl HartsReport {
+    /// One CSV row per hart.
+    pub fn csv(&self) -> anyhow::Result<String> {
+        let rows: Vec<HartCsvRow> = self
+            .harts
+            .iter()
+            .map(|h| HartCsvRow {
+                hart: h.hart,
+                core: &h.core,
+                instructions: h.instructions,
+                busy: h.busy,
+                wait: h.wait,
+                clock: h.clock,
+                start_mhz: h.start_mhz,
+                mhz: h.mhz,
+                frequency_changes: h.frequency_changes.len(),
+                time_ns: h.time_ns,
+            })
+            .collect();
+        csv_of(&rows)
+    }
+}
+
+/// Nanoseconds as microseconds with three places (whole nanoseconds).
+fn micros(ns: f64) -> String {
+    format!("{:.3}", ns / 1e3)
 }
 
 /// Run in slices so a terminal can show progress; the slices do not change

@@ -19,6 +19,12 @@
 //! and every hart's busy and wait cycles exactly
 //! (`crates/retrace-estimate/tests/system.rs`).
 //!
+//! Each hart's clock runs at its own frequency, which the hart may change
+//! (`set_hz`, from the end of that call on): the calls are ordered by the
+//! time of the harts' clocks, and a resumed hart waits until the
+//! completer's time, in its own cycles ([`retrace_sim::frequency`], the
+//! engine's arithmetic).
+//!
 //! A hart's clock is its core's cycles (busy) plus its wait. The clock at
 //! a call is taken before its `ecall`: the partial program the `ecall`
 //! ends is timed whole, and its prefix without the `ecall` gives the
@@ -43,6 +49,7 @@ use crate::machine::TraceHistory;
 use crate::source::TraceSource;
 use crate::walk::{Graph, Leave, ReplayError, Visit, Walker};
 use retrace_program::{Addr, PpId, PpTable};
+use retrace_sim::frequency::{HartClock, DEFAULT_HZ};
 use retrace_sim::sync::{SyncOp, SyncState};
 use retrace_timing::CoreModel;
 use retrace_trace::protocol::sync::{decode, HartSync, SyncCall};
@@ -59,6 +66,8 @@ pub struct HartEstimate {
     pub wait: u64,
     /// Synchronisation calls it made.
     pub calls: u64,
+    /// Its time at the end, in attoseconds.
+    pub time: u128,
 }
 
 impl HartEstimate {
@@ -86,10 +95,16 @@ pub struct ResourceEstimate {
 /// A multiprocessor replay's result.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SystemEstimate {
-    /// The run's length: the latest hart's clock.
+    /// The run's length in cycles: the latest hart's clock (a measure of
+    /// the run when every hart ran at one frequency).
     pub makespan: u64,
+    /// The run's length in time (attoseconds): the latest hart's time.
+    pub end_time: u128,
     /// Per hart.
     pub harts: Vec<HartEstimate>,
+    /// Per hart, its clock's frequencies: where it started and each change
+    /// (in its own cycle counter).
+    pub clocks: Vec<HartClock>,
     /// Per object, by handle.
     pub resources: Vec<ResourceEstimate>,
     /// Synchronisation calls replayed (all harts).
@@ -172,6 +187,8 @@ struct Hart<'s, S: TraceSource + ?Sized + 's> {
     sync: HartSync,
     next: usize,
     wait: u64,
+    /// Its clock against time.
+    clock: HartClock,
     standing: Standing,
     /// The replay has walked all the hart executed.
     ended: bool,
@@ -222,16 +239,23 @@ impl<S: TraceSource + ?Sized> Hart<'_, S> {
     fn clock(&self, busy: u64) -> u64 {
         busy + self.wait
     }
+
+    /// Its time with `busy` cycles.
+    fn time(&self, busy: u64) -> u128 {
+        self.clock.time_at(self.clock(busy))
+    }
 }
 
 /// Replay the multi-hart `trace` of the program (`table`, `entry`) with
-/// hart `h` on `cores[h]` (one core for every hart when `cores` has one)
-/// at `fidelity`; see the module documentation.
+/// hart `h` on `cores[h]` (one core for every hart when `cores` has one),
+/// its clock starting at `hz[h]` hertz (likewise; [`DEFAULT_HZ`] when
+/// `hz` is empty), at `fidelity`; see the module documentation.
 pub fn estimate_system<S: TraceSource + ?Sized>(
     table: &PpTable,
     entry: Addr,
     trace: &S,
     cores: &[CoreModel],
+    hz: &[u64],
     fidelity: Fidelity,
 ) -> Result<SystemEstimate, ReplayError> {
     let reader = TraceReader::new(trace.open()?)?;
@@ -245,6 +269,12 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
         return Err(ReplayError::System(format!(
             "{} cores for a trace of {n} harts: give one core for all harts or one per hart",
             cores.len()
+        )));
+    }
+    if hz.len() > 1 && hz.len() != n {
+        return Err(ReplayError::System(format!(
+            "{} frequencies for a trace of {n} harts: give one for all harts or one per hart",
+            hz.len()
         )));
     }
     let (items, _) = reader.collect_records(StreamKind::Sync)?;
@@ -268,6 +298,7 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
             sync,
             next: 0,
             wait: 0,
+            clock: HartClock::new(hz.get(h).or(hz.first()).copied().unwrap_or(DEFAULT_HZ)),
             standing: Standing::Runnable,
             ended: false,
             unretired: false,
@@ -296,19 +327,19 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
     recorded
         .values_mut()
         .for_each(|(seqs, _)| seqs.sort_unstable());
-    let mut counts = Vec::new();
+    let (mut counts, mut clocks) = (Vec::new(), Vec::new());
     loop {
         for (h, hart) in harts.iter_mut().enumerate() {
             if hart.standing == Standing::Runnable {
                 hart.advance(h)?;
             }
         }
-        // The call with the earliest clock, the lowest hart on a tie.
+        // The call with the earliest time, the lowest hart on a tie.
         let Some((_, h)) = harts
             .iter()
             .enumerate()
             .filter_map(|(h, x)| match x.standing {
-                Standing::AtCall(b) => Some((x.clock(b), h)),
+                Standing::AtCall(b) => Some((x.time(b), h)),
                 _ => None,
             })
             .min()
@@ -333,7 +364,7 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
         calls += 1;
         let op = SyncOp(call.op);
         let (object, param) = call.object.unwrap_or((0, 0));
-        let (done, woken) = objects.replay_call(h, op, object, param).map_err(|e| {
+        let (done, woken) = objects.replay_call(h, op, object, param, call.value).map_err(|e| {
             ReplayError::System(format!(
                 "hart {h}'s synchronisation call #{} does not fit the others' ({e}): the trace is damaged; record it again",
                 harts[h].next - 1
@@ -345,7 +376,12 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
         }
         // The completer's clock: its `ecall` and trap are in its busy
         // cycles by now (see the module documentation).
-        let now = harts[h].clock(harts[h].timer.est.cycles());
+        let busy = harts[h].timer.est.cycles();
+        let now = harts[h].clock(busy);
+        if op == SyncOp::SET_HZ && done {
+            harts[h].clock.set_hz(now, call.value);
+        }
+        let now_time = harts[h].time(busy);
         harts[h].standing = if done && !harts[h].ended {
             Standing::Runnable
         } else if done || op == SyncOp::HART_EXIT {
@@ -363,7 +399,8 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
                     "hart {w} is resumed by hart {h}'s call but does not wait: the trace is damaged"
                 )));
             };
-            let waited = now.saturating_sub(harts[w].clock(b));
+            let then = harts[w].clock.counter_reaching(now_time);
+            let waited = then.saturating_sub(harts[w].clock(b));
             harts[w].wait += waited;
             if let Some(r) = waiting_on[w].take() {
                 resources[r].wait_cycles += waited;
@@ -404,6 +441,8 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
                 ),
             });
         }
+        let busy = hart.timer.est.cycles();
+        let time = hart.time(busy);
         let mut reader = hart.history.into_reader();
         if hart.unretired {
             skip_unretired_completion(&mut reader, h as u16)?;
@@ -411,15 +450,19 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
         reader.finish()?;
         counts.push(HartEstimate {
             instructions: hart.timer.est.estimate().instructions,
-            busy: hart.timer.est.cycles(),
+            busy,
             wait: hart.wait,
             calls: hart.next as u64,
+            time,
         });
+        clocks.push(hart.clock);
     }
     resources.sort_by_key(|r| r.object);
     Ok(SystemEstimate {
         makespan: counts.iter().map(HartEstimate::clock).max().unwrap_or(0),
+        end_time: counts.iter().map(|h| h.time).max().unwrap_or(0),
         harts: counts,
+        clocks,
         resources,
         calls,
         reordered,

@@ -19,11 +19,17 @@
 //!   homogeneous recording is measured and printed; only its exactness at
 //!   `reordered` = 0 is asserted (workq, whose tasks go to whoever asks
 //!   first, is off by +78% with a picorv32 among inorder5s: docs/MULTIPROCESSOR.md).
+//! - Harts at their own clock frequencies: exact as well, every hart's
+//!   time to the attosecond, and the replay's cycle counters and
+//!   frequency histories put through `retrace-clock`'s virtual time give
+//!   the engine's time (US patent application JP2024157581A on simulated
+//!   ground truth).
 
 use retrace_estimate::system::{estimate_system, SystemEstimate};
 use retrace_estimate::Fidelity;
 use retrace_program::{Elf, Program};
-use retrace_sim::clocked::{run_by_clock, ClockedHarts, HartTime};
+use retrace_sim::clocked::{run_by_clock, ClockedHarts, HartTime, Schedule};
+use retrace_sim::frequency::HartClock;
 use retrace_sim::record::record_run_harts;
 use retrace_sim::{Console, HostConfig, Machine, MachineConfig};
 use retrace_testkit::programs::{program_dir, programs_in, ExampleProgram};
@@ -51,15 +57,31 @@ fn host(p: &ExampleProgram) -> HostConfig {
 
 /// The cycle-level engine's times with hart `h` on `cores[h]`.
 fn truth(elf: &Elf, p: &ExampleProgram, cores: &[&CoreModel]) -> Vec<HartTime> {
+    truth_at(elf, p, cores, &[]).0
+}
+
+/// [`truth`] with hart `h`'s clock starting at `hz[h]` hertz, and each
+/// hart's clock.
+fn truth_at(
+    elf: &Elf,
+    p: &ExampleProgram,
+    cores: &[&CoreModel],
+    hz: &[u64],
+) -> (Vec<HartTime>, Vec<HartClock>) {
     let config = MachineConfig {
         harts: cores.len(),
         ..MachineConfig::default()
     };
     let mut m = Machine::new(elf, &config, host(p), Console::null()).unwrap();
-    let mut obs = ClockedHarts::heterogeneous(cores, &[]).reading_code(elf);
+    let mut obs = ClockedHarts::heterogeneous(cores, &[])
+        .at_frequencies(hz)
+        .reading_code(elf);
     let run = run_by_clock(&mut m, BUDGET, &mut obs);
     assert!(run.exit_code().is_some(), "{}: {:?}", p.name, run.stop);
-    obs.times()
+    let clocks = (0..cores.len())
+        .map(|h| obs.hart_clock(h).clone())
+        .collect();
+    (obs.times(), clocks)
 }
 
 /// A recording of `p` on `harts` harts, scheduled by `schedule`'s clocks
@@ -70,6 +92,21 @@ fn record(
     p: &ExampleProgram,
     harts: usize,
     schedule: Option<&[&CoreModel]>,
+) -> (Vec<u8>, Vec<HartTime>) {
+    record_at(
+        elf,
+        p,
+        harts,
+        schedule.map(|cores| Schedule { cores, hz: &[] }),
+    )
+}
+
+/// [`record`] under a schedule with clock frequencies.
+fn record_at(
+    elf: &Elf,
+    p: &ExampleProgram,
+    harts: usize,
+    schedule: Option<Schedule<'_>>,
 ) -> (Vec<u8>, Vec<HartTime>) {
     let mut out = Vec::new();
     let header = Header::new(0, 0, 1);
@@ -96,17 +133,28 @@ fn record(
 }
 
 fn replay(program: &Program, trace: &[u8], cores: &[CoreModel], f: Fidelity) -> SystemEstimate {
-    estimate_system(&program.table, program.entry, trace, cores, f)
+    replay_at(program, trace, cores, &[], f)
+}
+
+/// [`replay`] with the harts' clocks starting at `hz`.
+fn replay_at(
+    program: &Program,
+    trace: &[u8],
+    cores: &[CoreModel],
+    hz: &[u64],
+    f: Fidelity,
+) -> SystemEstimate {
+    estimate_system(&program.table, program.entry, trace, cores, hz, f)
         .unwrap_or_else(|e| panic!("replay: {e}"))
 }
 
 /// Whether `est` is `truth`, hart by hart; the first difference if not.
 fn differs(est: &SystemEstimate, truth: &[HartTime]) -> Option<String> {
     for (h, (e, t)) in est.harts.iter().zip(truth).enumerate() {
-        if (e.instructions, e.busy, e.wait) != (t.instructions, t.busy, t.wait) {
+        if (e.instructions, e.busy, e.wait, e.time) != (t.instructions, t.busy, t.wait, t.time) {
             return Some(format!(
-                "hart {h}: replay instructions {} busy {} wait {}, engine {} {} {}",
-                e.instructions, e.busy, e.wait, t.instructions, t.busy, t.wait
+                "hart {h}: replay instructions {} busy {} wait {} time {} as, engine {} {} {} {} as",
+                e.instructions, e.busy, e.wait, e.time, t.instructions, t.busy, t.wait, t.time
             ));
         }
     }
@@ -268,6 +316,7 @@ fn damaged_events_are_refused() {
             program.entry,
             &damaged,
             &[preset("ideal").unwrap()],
+            &[],
             Fidelity::Fast,
         )
         .err()
@@ -296,4 +345,61 @@ fn damaged_events_are_refused() {
     })
     .unwrap();
     refuse(fewer, "do not pair up");
+}
+
+/// Harts at their own clock frequencies, one of them not a divisor of
+/// 10¹⁸ as (so every conversion rounds): recorded under those clocks and
+/// replayed on them, the replay is the engine's — every hart's cycles and
+/// its time to the attosecond — and each hart's cycle counter, put
+/// through `retrace-clock`'s frequency history built from the replay's
+/// record of the hart's frequencies, is at the engine's time exactly.
+#[test]
+fn harts_at_their_own_frequencies() {
+    use retrace_clock::{FrequencyHistory, Hz, ProcessorId, VirtualTime};
+    let hz = [100_000_000, 33_333_333, 250_000_000, 75_000_000];
+    let core = preset("inorder5").unwrap();
+    let cores = vec![&core; hz.len()];
+    for p in programs_in(&program_dir().join("mp"))
+        .iter()
+        .filter(|p| !p.name.ends_with("-atomic"))
+    {
+        let elf = Elf::parse(&p.bytes()).unwrap();
+        let program = Program::analyse(&elf).unwrap();
+        let (t, clocks) = truth_at(&elf, p, &cores, &hz);
+        let schedule = Schedule {
+            cores: &cores,
+            hz: &hz,
+        };
+        let (trace, recorded) = record_at(&elf, p, hz.len(), Some(schedule));
+        assert_eq!(recorded, t, "{}: the recorder changed the schedule", p.name);
+        let est = replay_at(&program, &trace, &[core.clone()], &hz, Fidelity::Fast);
+        assert_eq!(est.reordered, 0, "{}", p.name);
+        if let Some(d) = differs(&est, &t) {
+            panic!("{} at {hz:?} Hz: {d}", p.name);
+        }
+        assert_eq!(est.clocks, clocks, "{}: the frequency histories", p.name);
+        for (h, (e, c)) in est.harts.iter().zip(&est.clocks).enumerate() {
+            let mut history =
+                FrequencyHistory::new(ProcessorId(h as u32), 0, Hz::new(c.start_hz()).unwrap());
+            for &(at, to) in c.changes() {
+                history.push_change(at, Hz::new(to).unwrap()).unwrap();
+            }
+            let virtual_time = history.virtual_time(e.clock()).unwrap();
+            assert_eq!(
+                virtual_time,
+                VirtualTime(t[h].time as i128),
+                "{} hart {h}: virtual time of its counter {}",
+                p.name,
+                e.clock()
+            );
+        }
+        let end = t.iter().map(|x| x.time).max().unwrap();
+        assert_eq!(est.end_time, end, "{}", p.name);
+        println!(
+            "{}: end {} as, harts at {hz:?} Hz, {} frequency changes",
+            p.name,
+            end,
+            est.clocks.iter().map(|c| c.changes().len()).sum::<usize>()
+        );
+    }
 }

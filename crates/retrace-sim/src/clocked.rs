@@ -17,6 +17,12 @@
 //! the blocked hart's *wait cycles*. A hart's clock is its core's cycles
 //! (busy) plus its wait cycles.
 //!
+//! Each hart's clock runs at a frequency of its own, which the hart may
+//! change (`set_hz`, [`crate::frequency`]): clocks are compared in time,
+//! and a hart that waits for another waits until the other's time, in as
+//! many of its own cycles as reach it. With one frequency for all harts,
+//! as by default, time and cycles order the harts alike.
+//!
 //! Every `ecall` of the API pays the core's trap cost, as on one hart
 //! ([`crate::cycle::CycleObserver`]): a call done at once just after it
 //! retires, a call that blocked when it retires after the wait.
@@ -27,11 +33,23 @@
 //! same.
 
 use crate::cycle::CycleObserver;
+use crate::frequency::{HartClock, DEFAULT_HZ};
 use crate::observer::{HartId, Observer, Retired, TrapEvent};
-use crate::sync::{SyncEvent, SyncOutcome};
+use crate::sync::{SyncEvent, SyncOp, SyncOutcome};
 use crate::{Machine, RunResult, StopReason};
 use retrace_isa::{Flow, Inst, Op};
 use retrace_timing::CoreModel;
+
+/// What schedules the harts of a run by clocks: a core per hart
+/// (`cores[h]`) and the frequency each hart's clock starts at (`hz[h]`;
+/// one entry for all harts, or none for [`DEFAULT_HZ`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Schedule<'a> {
+    /// Hart `h`'s core.
+    pub cores: &'a [&'a CoreModel],
+    /// The harts' starting frequencies, in hertz.
+    pub hz: &'a [u64],
+}
 
 /// One hart's time in a run of [`run_by_clock`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -43,6 +61,8 @@ pub struct HartTime {
     pub wait: u64,
     /// Instructions its core retired.
     pub instructions: u64,
+    /// Its time at the end, in attoseconds ([`crate::frequency`]).
+    pub time: u128,
 }
 
 impl HartTime {
@@ -57,13 +77,16 @@ impl HartTime {
 pub struct ClockedHarts {
     cores: Vec<CycleObserver>,
     wait: Vec<u64>,
+    /// Each hart's clock against time.
+    clocks: Vec<HartClock>,
     /// Harts whose blocked call completed: it pays the trap when its
     /// `ecall` retires.
     resumed: Vec<bool>,
-    /// The hart whose turn it is, and the (clock, hart) pair its own must
-    /// stay below: the next earliest runnable hart's.
+    /// The hart whose turn it is, and the clock it must stay below: the
+    /// first of its own counter values that is not earlier than the next
+    /// earliest runnable hart's time (with the lower id first on a tie).
     current: HartId,
-    until: (u64, HartId),
+    until: u64,
     /// The turn's hart made a synchronisation call: the turn is over.
     synced: bool,
 }
@@ -85,11 +108,22 @@ impl ClockedHarts {
                 .map(|m| CycleObserver::new(m, funcs))
                 .collect(),
             wait: vec![0; harts],
+            clocks: vec![HartClock::new(DEFAULT_HZ); harts],
             resumed: vec![false; harts],
             current: 0,
-            until: (u64::MAX, HartId::MAX),
+            until: u64::MAX,
             synced: false,
         }
+    }
+
+    /// Hart `h`'s clock starts at `hz[h]` hertz (every hart's at `hz[0]`
+    /// when `hz` has one entry; [`DEFAULT_HZ`] when it has none).
+    pub fn at_frequencies(mut self, hz: &[u64]) -> ClockedHarts {
+        for (h, clock) in self.clocks.iter_mut().enumerate() {
+            let hz = hz.get(h).or(hz.first()).copied().unwrap_or(DEFAULT_HZ);
+            *clock = HartClock::new(hz);
+        }
+        self
     }
 
     /// Let each core read the program's code where its timing needs it
@@ -108,23 +142,41 @@ impl ClockedHarts {
         self.cores[h].core().cycles() + self.wait[h]
     }
 
+    /// Hart `h`'s time now, in attoseconds.
+    pub fn time(&self, h: HartId) -> u128 {
+        self.clocks[h].time_at(self.clock(h))
+    }
+
+    /// Hart `h`'s clock against time: its frequencies and their changes.
+    pub fn hart_clock(&self, h: HartId) -> &HartClock {
+        &self.clocks[h]
+    }
+
     /// Each hart's time.
     pub fn times(&self) -> Vec<HartTime> {
-        self.cores
-            .iter()
-            .zip(&self.wait)
-            .map(|(c, &wait)| HartTime {
-                busy: c.core().cycles(),
-                wait,
-                instructions: c.core().stats().instructions,
+        (0..self.cores.len())
+            .map(|h| HartTime {
+                busy: self.cores[h].core().cycles(),
+                wait: self.wait[h],
+                instructions: self.cores[h].core().stats().instructions,
+                time: self.time(h),
             })
             .collect()
     }
 
-    /// The run's length: the latest hart's clock.
+    /// The run's length in cycles: the latest hart's clock (a measure of
+    /// the run when every hart ran at one frequency).
     pub fn makespan(&self) -> u64 {
         (0..self.cores.len())
             .map(|h| self.clock(h))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The run's length in time (attoseconds): the latest hart's time.
+    pub fn end_time(&self) -> u128 {
+        (0..self.cores.len())
+            .map(|h| self.time(h))
             .max()
             .unwrap_or(0)
     }
@@ -163,14 +215,21 @@ impl Observer for ClockedHarts {
         let h = ev.hart;
         match ev.outcome {
             SyncOutcome::Resumed { by } => {
-                // The call completes at the completing hart's time, or at
-                // once if this hart's own clock is later still.
-                let (now, then) = (self.clock(h), self.clock(by));
-                self.wait[h] += then.saturating_sub(now);
+                // The call completes at the completing hart's time (the
+                // first of this hart's cycles to reach it), or at once if
+                // this hart's own clock is later still.
+                let then = self.clocks[h].counter_reaching(self.time(by));
+                self.wait[h] += then.saturating_sub(self.clock(h));
                 self.resumed[h] = true;
             }
             _ => {
                 self.cores[h].sync(ev);
+                if ev.op == SyncOp::SET_HZ && ev.outcome == SyncOutcome::Done {
+                    // From the end of the call on (its `ecall` and trap at
+                    // the old frequency).
+                    let now = self.clock(h);
+                    self.clocks[h].set_hz(now, ev.value);
+                }
                 self.synced = true;
             }
         }
@@ -178,17 +237,17 @@ impl Observer for ClockedHarts {
 
     #[inline(always)]
     fn keep_going(&mut self) -> bool {
-        !self.synced && (self.clock(self.current), self.current) < self.until
+        !self.synced && self.clock(self.current) < self.until
     }
 }
 
-/// Of `(clock, hart)` pairs: the hart with the earliest clock (the
-/// lowest id on a tie), and the least pair among the others.
+/// Of `(time, hart)` pairs: the hart with the earliest time (the lowest
+/// id on a tie), and the least pair among the others.
 fn earliest(
-    clocks: impl Iterator<Item = (u64, HartId)>,
-) -> Option<(HartId, Option<(u64, HartId)>)> {
-    let mut first: Option<(u64, HartId)> = None;
-    let mut rest: Option<(u64, HartId)> = None;
+    clocks: impl Iterator<Item = (u128, HartId)>,
+) -> Option<(HartId, Option<(u128, HartId)>)> {
+    let mut first: Option<(u128, HartId)> = None;
+    let mut rest: Option<(u128, HartId)> = None;
     for c in clocks {
         let later = match first {
             Some(f) if f <= c => c,
@@ -231,12 +290,17 @@ pub fn run_by_clock_watched<O: Observer>(
         }
         let runnable = (0..n)
             .filter(|&h| machine.hart_state(h) == crate::HartState::Runnable)
-            .map(|h| (obs.clock(h), h));
+            .map(|h| (obs.time(h), h));
         let Some((h, next)) = earliest(runnable) else {
             break StopReason::Deadlock(machine.deadlock());
         };
         obs.current = h;
-        obs.until = next.unwrap_or((u64::MAX, HartId::MAX));
+        // The hart goes on while its (time, id) stays below the next's:
+        // up to its first cycle at the next's time, or just past it if its
+        // id is the lower.
+        obs.until = next.map_or(u64::MAX, |(time, other)| {
+            obs.clocks[h].counter_reaching(time + u128::from(h < other))
+        });
         obs.synced = false;
         let work = |m: &Machine| m.harts[h].stats.instructions + m.harts[h].stats.idle_traps;
         let before = work(machine);
@@ -258,7 +322,7 @@ mod tests {
 
     #[test]
     fn the_earliest_clock_goes_first_and_the_lowest_id_on_a_tie() {
-        let clocks = [(5u64, 0usize), (3, 1), (3, 2), (9, 3)];
+        let clocks = [(5u128, 0usize), (3, 1), (3, 2), (9, 3)];
         assert_eq!(earliest(clocks.into_iter()), Some((1, Some((3, 2)))));
         assert_eq!(earliest([(7, 4)].into_iter()), Some((4, None)));
         assert_eq!(

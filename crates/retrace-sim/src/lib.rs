@@ -33,6 +33,7 @@ pub mod clocked;
 pub mod csr;
 pub mod cycle;
 mod engine;
+pub mod frequency;
 pub mod functions;
 pub mod hart;
 pub mod memory;

@@ -27,6 +27,7 @@
 //! shadow (checked when it is decoded), so every instruction the run
 //! executes is the one the replay reads.
 
+use crate::clocked::Schedule;
 use crate::observer::{CodeEvent, HartId, Observer, TrapEvent};
 use retrace_isa::{Flow, Inst};
 use retrace_trace::protocol::loops::{LoopEncoder, LoopStats, Plan};
@@ -496,6 +497,7 @@ impl<W: Write, const COUNT: bool> Observer for Recorder<W, COUNT> {
             op: ev.op.0,
             seq: *seq,
             object: ev.op.object_kind().map(|_| (ev.object, ev.param)),
+            value: ev.value,
         };
         *seq += 1;
         let items = encoders[ev.hart].call(&call);
@@ -641,12 +643,12 @@ pub fn record_run_planned<W: Write, O: Observer>(
 struct RunPlan<'a> {
     plan: &'a Plan,
     harts: usize,
-    schedule: Option<&'a [&'a retrace_timing::CoreModel]>,
+    schedule: Option<Schedule<'a>>,
 }
 
 /// Record a run of `elf` on `harts` harts: each hart's branch history and
-/// its synchronisation events. With `schedule` (one core model per hart)
-/// the harts run in the order of those cores' clocks, exactly as the
+/// its synchronisation events. With `schedule` (cores and clock
+/// frequencies) the harts run in the order of those cores' clocks, exactly as the
 /// multi-hart cycle-level engine runs them ([`crate::clocked`]), so a
 /// replay on the same cores meets the calls in the recorded order; without
 /// it they take the functional engine's fixed turns. `watcher` observes
@@ -662,7 +664,7 @@ pub fn record_run_harts<W: Write, O: Observer>(
     dcaches: &[retrace_timing::CacheModel],
     watcher: &mut O,
     harts: usize,
-    schedule: Option<&[&retrace_timing::CoreModel]>,
+    schedule: Option<Schedule<'_>>,
 ) -> Result<Recording, RecordError> {
     let run = RunPlan {
         plan: &Plan::default(),
@@ -724,9 +726,10 @@ fn record_as<W: Write, O: Observer, const COUNT: bool>(
     let mut clocked = Vec::new();
     let result = match run.schedule {
         None => machine.run(max_insns, &mut (&mut rec, watcher)),
-        Some(models) => {
-            let mut cores =
-                crate::clocked::ClockedHarts::heterogeneous(models, &[]).reading_code(elf);
+        Some(schedule) => {
+            let mut cores = crate::clocked::ClockedHarts::heterogeneous(schedule.cores, &[])
+                .at_frequencies(schedule.hz)
+                .reading_code(elf);
             let result = crate::clocked::run_by_clock_watched(
                 machine,
                 max_insns,

@@ -439,7 +439,8 @@ impl SyncState {
     }
 
     /// A call replayed from a recording: hart `h` makes call `op` on
-    /// `object`, whose descriptor declared `param` (see [`SyncEvent`]).
+    /// `object`, whose descriptor declared `param`, with `value` (see
+    /// [`SyncEvent`]; only calls whose value decides something need it).
     /// Returns whether it completed at once (`false`: it blocked, or the
     /// hart exited) and the harts whose blocked calls it completed, in
     /// order; those are runnable again. The replay of several harts
@@ -451,6 +452,7 @@ impl SyncState {
         op: SyncOp,
         object: u64,
         param: u32,
+        value: u64,
     ) -> Result<(bool, Vec<HartId>), SyncError> {
         let descriptor = |_| {
             let mut d = [0u8; DESCRIPTOR_BYTES as usize];
@@ -459,7 +461,7 @@ impl SyncState {
             d[8..12].copy_from_slice(&param.to_le_bytes());
             Some(d)
         };
-        let step = self.call(h, 0, op, object, 0, descriptor)?;
+        let step = self.call(h, 0, op, object, value, descriptor)?;
         for &(w, _) in &step.woken {
             self.harts[w] = HartState::Runnable;
         }

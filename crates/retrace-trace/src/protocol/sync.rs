@@ -16,13 +16,25 @@
 //! more than the hart's previous call's, or minus 0 for its first) and a
 //! varint k — 0 for a call on no object, 1 for an object new to this hart
 //! followed by its handle and its parameter, k ≥ 2 for the hart's
-//! (k − 1)-th object in order of first use; for the end, a varint: the
-//! address of the hart's last instruction.
+//! (k − 1)-th object in order of first use; then, for the calls whose
+//! argument the replay needs ([`carries_value`]: `set_hz`, call 9, the
+//! hart's new clock frequency), a varint: the value; for the end, a
+//! varint: the address of the hart's last instruction.
 
 use crate::TraceError;
 
 /// The code of a hart's end record.
 pub const END: u64 = 256;
+
+/// The call `set_hz`: the hart's clock runs at the value (hertz) from the
+/// end of the call on.
+pub const SET_HZ: u8 = 9;
+
+/// Whether call `op`'s event carries its value (`a1`): only where the
+/// replay needs it to time the run, not to know what happened.
+pub fn carries_value(op: u8) -> bool {
+    op == SET_HZ
+}
 
 /// One synchronisation call of one hart, as recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +48,9 @@ pub struct SyncCall {
     /// The object: its handle and its descriptor's parameter (`None` for
     /// calls on no object).
     pub object: Option<(u64, u32)>,
+    /// The call's value, for calls that [carry one](carries_value); 0 for
+    /// the others.
+    pub value: u64,
 }
 
 /// One hart's synchronisation events, decoded.
@@ -78,6 +93,9 @@ impl SyncEncoder {
                     items.extend([1, addr, u64::from(param)]);
                 }
             },
+        }
+        if carries_value(call.op) {
+            items.push(call.value);
         }
         items
     }
@@ -152,11 +170,13 @@ pub fn decode(hart: u16, items: &[u64]) -> Result<HartSync, TraceError> {
                     })?,
             ),
         };
+        let value = if carries_value(op) { next("value")? } else { 0 };
         out.calls.push(SyncCall {
             at,
             op,
             seq,
             object,
+            value,
         });
     }
     if it.next().is_some() {
@@ -177,18 +197,21 @@ mod tests {
                 op: 2,
                 seq: 0,
                 object: Some((0x8020_0000, 4)),
+                value: 0,
             },
             SyncCall {
                 at: 10,
-                op: 0,
+                op: SET_HZ,
                 seq: 3,
                 object: None,
+                value: 250_000_000,
             },
             SyncCall {
                 at: 99,
                 op: 3,
                 seq: 7,
                 object: Some((0x8020_0000, 4)),
+                value: 0,
             },
         ];
         let mut e = SyncEncoder::default();
