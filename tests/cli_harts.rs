@@ -246,3 +246,116 @@ fn harts_at_their_own_frequencies_estimate_as_they_run() {
         "--mhz applies to a trace of several harts",
     );
 }
+
+/// `retrace estimate --timeline`: Chrome Trace Event JSON with a track per
+/// hart whose slices — functions and waits — follow one another without
+/// overlapping, whose waits add up to the hart's wait cycles at its
+/// frequency and whose last slice ends at the hart's time; an instant per
+/// synchronisation call and a frequency counter per hart.
+#[test]
+fn the_timeline_has_a_track_per_hart_on_one_time_axis() {
+    let elf = prog("pipeline-rv64-O2.elf");
+    let dir = scratch();
+    let trace = dir.join("timeline.rtrace");
+    let file = dir.join("timeline.json");
+    let mhz = ["--mhz", "100", "--mhz", "62.5", "--mhz", "150"];
+    let mut rec = vec!["--harts", "3", "--schedule-core", "inorder5"];
+    rec.extend(mhz);
+    record(&elf, &trace, &rec);
+    let mut args = vec![
+        "estimate",
+        &elf,
+        trace.to_str().unwrap(),
+        "--core",
+        "inorder5",
+        "--fidelity",
+        "fast",
+        "--format",
+        "json",
+        "--timeline",
+        file.to_str().unwrap(),
+    ];
+    args.extend(mhz);
+    let report = json(&retrace(&args));
+    let timeline: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let events = timeline["traceEvents"].as_array().unwrap();
+    let of = |ph: &str, h: u64| -> Vec<&serde_json::Value> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == ph && (ph == "C" || e["tid"].as_u64() == Some(h)))
+            .collect()
+    };
+    let mut calls = 0;
+    for (h, hart) in report["harts"].as_array().unwrap().iter().enumerate() {
+        let h = h as u64;
+        let names = of("M", h);
+        assert!(
+            names
+                .iter()
+                .any(|e| e["args"]["name"] == format!("hart {h} (inorder5)")),
+            "hart {h}'s track is named"
+        );
+        let slices = of("X", h);
+        assert!(!slices.is_empty());
+        let mut end = 0.0f64;
+        let mut waited = 0.0;
+        for s in &slices {
+            let (ts, dur) = (s["ts"].as_f64().unwrap(), s["dur"].as_f64().unwrap());
+            assert!(
+                ts + 1e-6 >= end && dur >= 0.0,
+                "hart {h}: {s} starts before {end}"
+            );
+            end = ts + dur;
+            if s["cat"] == "wait" {
+                waited += dur;
+                assert!(s["name"].as_str().unwrap().starts_with("wait: "));
+            }
+        }
+        let mhz = hart["mhz"].as_f64().unwrap();
+        let want = hart["wait"].as_f64().unwrap() / mhz;
+        assert!(
+            (waited - want).abs() < 1e-3,
+            "hart {h}: waits {waited} µs, report {want} µs"
+        );
+        let time = hart["time_ns"].as_f64().unwrap() / 1e3;
+        assert!(
+            (end - time).abs() < 1e-6 * time,
+            "hart {h}: ends at {end} µs, report {time} µs"
+        );
+        assert!(slices
+            .iter()
+            .any(|s| s["name"] == "worker" || s["name"] == "main"));
+        calls += of("i", h).len();
+    }
+    assert_eq!(calls as u64, report["calls"].as_u64().unwrap());
+    assert_eq!(of("C", 0).len(), 3, "a frequency counter per hart");
+
+    // One hart's trace has no timeline; an unwritable file is one line.
+    let one = dir.join("one-hart.rtrace");
+    record(&elf, &one, &[]);
+    refused(
+        &retrace(&[
+            "estimate",
+            &elf,
+            one.to_str().unwrap(),
+            "--core",
+            "ideal",
+            "--timeline",
+            "x.json",
+        ]),
+        "--timeline applies to a trace of several harts",
+    );
+    refused(
+        &retrace(&[
+            "estimate",
+            &elf,
+            trace.to_str().unwrap(),
+            "--core",
+            "ideal",
+            "--timeline",
+            "/nonexistent/dir/t.json",
+        ]),
+        "cannot write the timeline",
+    );
+}

@@ -52,6 +52,13 @@ pub struct Args {
     /// hart order. Frequencies the program set (set_hz) are in the trace.
     #[arg(long, value_name = "MHZ", value_parser = super::common::parse_mhz)]
     pub mhz: Vec<u64>,
+    /// For a trace of several harts: also write a timeline of the
+    /// estimated run to FILE as Chrome Trace Event JSON (open it in
+    /// Perfetto, ui.perfetto.dev, or chrome://tracing): a track per hart
+    /// with the functions it runs and its waits, and its clock frequency,
+    /// on one time axis (docs/MULTIPROCESSOR.md, "Timeline").
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
     /// Output format (csv: one row per core).
     #[command(flatten)]
     pub output: FormatArgs,
@@ -424,14 +431,19 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     if header.harts > 1 {
         return super::estimate_mp::main(&args, &elf, &shown, usize::from(header.harts));
     }
-    if !args.mhz.is_empty() {
-        return Err(tag(
-            anyhow!(
-                "--mhz applies to a trace of several harts; {} holds one (its estimate is in cycles)",
-                args.trace.display()
-            ),
-            Status::BadInput,
-        ));
+    for (given, option) in [
+        (!args.mhz.is_empty(), "--mhz"),
+        (args.timeline.is_some(), "--timeline"),
+    ] {
+        if given {
+            return Err(tag(
+                anyhow!(
+                    "{option} applies to a trace of several harts; {} holds one",
+                    args.trace.display()
+                ),
+                Status::BadInput,
+            ));
+        }
     }
     let cores = args
         .cores

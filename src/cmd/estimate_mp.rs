@@ -10,9 +10,9 @@ use super::run::HartsReport;
 use crate::report::{hex, print, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
-use retrace_estimate::system::estimate_system;
+use retrace_estimate::system::{estimate_system, estimate_system_timeline};
 use retrace_estimate::Fidelity;
-use retrace_program::{Addr, Elf};
+use retrace_program::{Addr, Elf, FunctionRanges};
 use retrace_sim::clocked::HartTime;
 use retrace_sim::frequency::HartClock;
 use serde::Serialize;
@@ -111,15 +111,37 @@ pub fn main(args: &Args, elf: &Elf, shown: &str, harts: usize) -> anyhow::Result
     let program = analyse(elf, shown)?;
     let fidelity = Fidelity::from(args.fidelity);
     let hz = hart_frequencies(&args.mhz, harts)?;
-    let est = estimate_system(
-        &program.table,
-        Addr(elf.entry),
-        &args.trace,
-        &cores,
-        &hz,
-        fidelity,
-    )
+    let (est, timeline) = match &args.timeline {
+        None => estimate_system(
+            &program.table,
+            Addr(elf.entry),
+            &args.trace,
+            &cores,
+            &hz,
+            fidelity,
+        )
+        .map(|e| (e, None)),
+        Some(_) => {
+            let functions = FunctionRanges::of_program(&program);
+            estimate_system_timeline(
+                &program.table,
+                Addr(elf.entry),
+                &args.trace,
+                &cores,
+                &hz,
+                fidelity,
+                &functions.ranges,
+            )
+            .map(|(e, t)| (e, Some((t, functions.names))))
+        }
+    }
     .map_err(|e| replay_error(&args.trace, e))?;
+    if let (Some(path), Some((lines, names))) = (&args.timeline, &timeline) {
+        let names_of_cores: Vec<String> = cores.iter().map(|c| c.name.clone()).collect();
+        let title = format!("retrace estimate: {shown} ({fidelity})");
+        let events = super::timeline::events(&title, &names_of_cores, &est, lines, names)?;
+        super::timeline::write(path, &events)?;
+    }
     let times: Vec<HartTime> = est
         .harts
         .iter()

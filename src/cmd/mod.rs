@@ -19,6 +19,7 @@ pub mod pp;
 pub mod profile;
 pub mod record;
 pub mod run;
+pub mod timeline;
 
 /// retrace: how long a program takes on a RISC-V core that you do not have.
 #[derive(Parser, Debug)]

@@ -123,11 +123,98 @@ pub struct SystemEstimate {
     pub first_reordered: Option<(usize, u64)>,
 }
 
+/// What a hart did over time, for a timeline of the estimated run
+/// ([`estimate_system_timeline`]): slices of its cycle counter (busy and
+/// waiting cycles, as [`SystemEstimate::clocks`] counts them), in order
+/// and not overlapping.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HartTimeline {
+    /// Its slices: running a function, or waiting in a call.
+    pub slices: Vec<Slice>,
+    /// Its synchronisation calls: the counter before the call's `ecall`,
+    /// the call number and the object (0 for none).
+    pub calls: Vec<(u64, u8, u64)>,
+}
+
+/// A stretch of a hart's cycle counter, `start..end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slice {
+    /// First cycle.
+    pub start: u64,
+    /// One past the last.
+    pub end: u64,
+    /// What the hart did.
+    pub what: Doing,
+}
+
+/// What a hart does in a [`Slice`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Doing {
+    /// Runs the function of that index among the ranges given to
+    /// [`estimate_system_timeline`] (code outside them: `usize::MAX`).
+    Function(usize),
+    /// Waits in call `op` on `object` for another hart.
+    Wait {
+        /// The call number.
+        op: u8,
+        /// The object's handle.
+        object: u64,
+    },
+}
+
+/// Which function each partial program the replay visits is in, and the
+/// runs of one function, in busy cycles (waits are not known to the
+/// estimator; [`HartTimeline`] puts them in).
+struct FunctionTrack {
+    /// `(entry, size)` of each function, in entry order.
+    ranges: std::sync::Arc<[(u64, u64)]>,
+    /// The function running since the busy cycle.
+    current: Option<(usize, u64)>,
+    /// `(first busy cycle, one past the last, function)`.
+    runs: Vec<(u64, u64, usize)>,
+}
+
+impl FunctionTrack {
+    fn function_at(&self, addr: u64) -> usize {
+        let i = self.ranges.partition_point(|&(entry, _)| entry <= addr);
+        match i.checked_sub(1).map(|i| (i, self.ranges[i])) {
+            Some((i, (entry, size))) if addr - entry < size.max(1) => i,
+            _ => usize::MAX,
+        }
+    }
+
+    /// The partial program starting at `addr` runs from busy cycle `at`.
+    fn enter(&mut self, addr: u64, at: u64) {
+        let f = self.function_at(addr);
+        match self.current {
+            Some((g, _)) if g == f => {}
+            Some((g, since)) => {
+                if at > since {
+                    self.runs.push((since, at, g));
+                }
+                self.current = Some((f, at));
+            }
+            None => self.current = Some((f, at)),
+        }
+    }
+
+    /// The hart's replay ended at busy cycle `at`.
+    fn finish(&mut self, at: u64) {
+        if let Some((g, since)) = self.current.take() {
+            if at > since {
+                self.runs.push((since, at, g));
+            }
+        }
+    }
+}
+
 /// An [`Estimator`] that also notes the clock before a given instruction
 /// (the `ecall` of the next synchronisation call), which ends a partial
 /// program.
 struct CallTimer {
     est: Estimator,
+    /// With a timeline: the functions the hart runs.
+    functions: Option<FunctionTrack>,
     /// Instructions visited so far.
     done: u64,
     /// The next call's `ecall` is instruction number `at` (0-based).
@@ -140,6 +227,9 @@ impl Visit<PpTable> for CallTimer {
     fn pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
         let len = table.get(pp).len;
         let (entry, before) = (self.est.entry_signature(pp), self.est.cycles());
+        if let Some(f) = &mut self.functions {
+            f.enter(table.get(pp).start.get(), before);
+        }
         self.est.pp(table, pp, how, next);
         self.done += u64::from(len);
         if self.done == self.at + 1 {
@@ -151,6 +241,9 @@ impl Visit<PpTable> for CallTimer {
         }
     }
     fn last(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        if let Some(f) = &mut self.functions {
+            f.enter(table.get(pp).start.get(), self.est.cycles());
+        }
         self.est.last(table, pp, executed);
         self.done += u64::from(executed);
     }
@@ -195,6 +288,10 @@ struct Hart<'s, S: TraceSource + ?Sized + 's> {
     /// The run stopped at the hart's last call, before its `ecall`
     /// retired.
     unretired: bool,
+    /// With a timeline: its waits (busy cycle before the `ecall`, cycles
+    /// waited, call, object) and calls.
+    waits: Vec<(u64, u64, u8, u64)>,
+    calls: Vec<(u64, u8, u64)>,
 }
 
 impl<S: TraceSource + ?Sized> Hart<'_, S> {
@@ -258,6 +355,34 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
     hz: &[u64],
     fidelity: Fidelity,
 ) -> Result<SystemEstimate, ReplayError> {
+    replay_system(table, entry, trace, cores, hz, fidelity, None).map(|(e, _)| e)
+}
+
+/// [`estimate_system`], and what each hart did when: the functions it ran
+/// (`functions`: `(entry, size)` of each, in entry order) and its waits,
+/// in its cycle counter.
+pub fn estimate_system_timeline<S: TraceSource + ?Sized>(
+    table: &PpTable,
+    entry: Addr,
+    trace: &S,
+    cores: &[CoreModel],
+    hz: &[u64],
+    fidelity: Fidelity,
+    functions: &[(u64, u64)],
+) -> Result<(SystemEstimate, Vec<HartTimeline>), ReplayError> {
+    replay_system(table, entry, trace, cores, hz, fidelity, Some(functions))
+}
+
+fn replay_system<S: TraceSource + ?Sized>(
+    table: &PpTable,
+    entry: Addr,
+    trace: &S,
+    cores: &[CoreModel],
+    hz: &[u64],
+    fidelity: Fidelity,
+    functions: Option<&[(u64, u64)]>,
+) -> Result<(SystemEstimate, Vec<HartTimeline>), ReplayError> {
+    let ranges: Option<std::sync::Arc<[(u64, u64)]>> = functions.map(Into::into);
     let reader = TraceReader::new(trace.open()?)?;
     let n = usize::from(reader.header().harts);
     if n < 2 {
@@ -291,6 +416,11 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
             history: TraceHistory::new(reader, h as u16),
             timer: CallTimer {
                 est: Estimator::new(core, fidelity, 0.0),
+                functions: ranges.as_ref().map(|r| FunctionTrack {
+                    ranges: r.clone(),
+                    current: None,
+                    runs: Vec::new(),
+                }),
                 done: 0,
                 at: u64::MAX,
                 before_call: None,
@@ -302,6 +432,8 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
             standing: Standing::Runnable,
             ended: false,
             unretired: false,
+            waits: Vec::new(),
+            calls: Vec::new(),
         });
     }
     let mut objects = SyncState::new(n);
@@ -327,7 +459,7 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
     recorded
         .values_mut()
         .for_each(|(seqs, _)| seqs.sort_unstable());
-    let (mut counts, mut clocks) = (Vec::new(), Vec::new());
+    let (mut counts, mut clocks, mut timelines) = (Vec::new(), Vec::new(), Vec::new());
     loop {
         for (h, hart) in harts.iter_mut().enumerate() {
             if hart.standing == Standing::Runnable {
@@ -364,6 +496,10 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
         calls += 1;
         let op = SyncOp(call.op);
         let (object, param) = call.object.unwrap_or((0, 0));
+        if ranges.is_some() {
+            let at = harts[h].clock(before);
+            harts[h].calls.push((at, call.op, object));
+        }
         let (done, woken) = objects.replay_call(h, op, object, param, call.value).map_err(|e| {
             ReplayError::System(format!(
                 "hart {h}'s synchronisation call #{} does not fit the others' ({e}): the trace is damaged; record it again",
@@ -401,6 +537,13 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
             };
             let then = harts[w].clock.counter_reaching(now_time);
             let waited = then.saturating_sub(harts[w].clock(b));
+            if ranges.is_some() && waited > 0 {
+                let (op, object) = harts[w]
+                    .calls
+                    .last()
+                    .map_or((0, 0), |&(_, op, object)| (op, object));
+                harts[w].waits.push((b, waited, op, object));
+            }
             harts[w].wait += waited;
             if let Some(r) = waiting_on[w].take() {
                 resources[r].wait_cycles += waited;
@@ -424,7 +567,7 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
             if stuck.len() == 1 { "it" } else { "them" }
         )));
     }
-    for (h, hart) in harts.into_iter().enumerate() {
+    for (h, mut hart) in harts.into_iter().enumerate() {
         let stats = hart.walker.stats();
         if hart.next != hart.sync.calls.len() {
             return Err(ReplayError::System(format!(
@@ -443,6 +586,13 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
         }
         let busy = hart.timer.est.cycles();
         let time = hart.time(busy);
+        if let Some(mut f) = hart.timer.functions.take() {
+            f.finish(busy);
+            timelines.push(HartTimeline {
+                slices: slices(&f.runs, &hart.waits),
+                calls: std::mem::take(&mut hart.calls),
+            });
+        }
         let mut reader = hart.history.into_reader();
         if hart.unretired {
             skip_unretired_completion(&mut reader, h as u16)?;
@@ -458,7 +608,7 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
         clocks.push(hart.clock);
     }
     resources.sort_by_key(|r| r.object);
-    Ok(SystemEstimate {
+    let estimate = SystemEstimate {
         makespan: counts.iter().map(HartEstimate::clock).max().unwrap_or(0),
         end_time: counts.iter().map(|h| h.time).max().unwrap_or(0),
         harts: counts,
@@ -467,7 +617,51 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
         calls,
         reordered,
         first_reordered,
-    })
+    };
+    Ok((estimate, timelines))
+}
+
+/// A hart's slices in its cycle counter: its function `runs` in busy
+/// cycles, cut where it waited (`waits`: busy cycle, cycles waited, call,
+/// object) and moved on by the waits before them.
+fn slices(runs: &[(u64, u64, usize)], waits: &[(u64, u64, u8, u64)]) -> Vec<Slice> {
+    let mut out = Vec::with_capacity(runs.len() + 2 * waits.len());
+    let (mut next, mut offset) = (0, 0u64);
+    let wait = |out: &mut Vec<Slice>,
+                offset: &mut u64,
+                &(at, waited, op, object): &(u64, u64, u8, u64)| {
+        out.push(Slice {
+            start: at + *offset,
+            end: at + *offset + waited,
+            what: Doing::Wait { op, object },
+        });
+        *offset += waited;
+    };
+    for &(mut start, end, f) in runs {
+        // Waits at or before the run's start come before it; waits inside
+        // it cut it.
+        while let Some(w) = waits.get(next).filter(|w| w.0 < end) {
+            if w.0 > start {
+                out.push(Slice {
+                    start: start + offset,
+                    end: w.0 + offset,
+                    what: Doing::Function(f),
+                });
+                start = w.0;
+            }
+            wait(&mut out, &mut offset, w);
+            next += 1;
+        }
+        out.push(Slice {
+            start: start + offset,
+            end: end + offset,
+            what: Doing::Function(f),
+        });
+    }
+    for w in &waits[next..] {
+        wait(&mut out, &mut offset, w);
+    }
+    out
 }
 
 /// A call that another hart completed just before the run stopped, its
@@ -500,4 +694,33 @@ fn resource(resources: &mut Vec<ResourceEstimate>, object: u64, op: SyncOp) -> u
         wait_cycles: 0,
     });
     resources.len() - 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_cut_the_function_runs_and_move_what_follows() {
+        // f0 for busy 0..10, f1 for 10..30; waits of 5 at busy 4 (inside
+        // f0), 7 at 10 (between the runs) and 2 at 30 (at the end).
+        let runs = [(0, 10, 0), (10, 30, 1)];
+        let waits = [(4, 5, 3, 0x10), (10, 7, 3, 0x10), (30, 2, 4, 0x20)];
+        let got: Vec<(u64, u64, Doing)> = slices(&runs, &waits)
+            .iter()
+            .map(|s| (s.start, s.end, s.what))
+            .collect();
+        let wait = |op, object| Doing::Wait { op, object };
+        assert_eq!(
+            got,
+            [
+                (0, 4, Doing::Function(0)),
+                (4, 9, wait(3, 0x10)),
+                (9, 15, Doing::Function(0)),
+                (15, 22, wait(3, 0x10)),
+                (22, 42, Doing::Function(1)),
+                (42, 44, wait(4, 0x20)),
+            ]
+        );
+    }
 }
