@@ -45,6 +45,10 @@ struct SystemReport {
     /// every call returns what it did in the recording, and the replay is
     /// exact).
     reordered: u64,
+    /// Per hart, the miss rate of its own data cache the recording
+    /// measured, which the data-cache term used (null: its core has no
+    /// data cache, or the trace has no measurement for its geometry).
+    dcache_miss_rates: Vec<Option<f64>>,
 }
 
 impl Report for SystemReport {
@@ -67,6 +71,19 @@ impl Report for SystemReport {
                 thousands(r.calls),
                 thousands(r.waits),
                 thousands(r.wait_cycles)
+            );
+        }
+        let rates: Vec<String> = self
+            .dcache_miss_rates
+            .iter()
+            .enumerate()
+            .filter_map(|(h, r)| r.map(|r| format!("hart {h} {:.2}%", 100.0 * r)))
+            .collect();
+        if !rates.is_empty() {
+            let _ = writeln!(
+                out,
+                "  data caches: each hart's measured miss rate — {}",
+                rates.join(", ")
             );
         }
         let _ = match self.reordered {
@@ -171,10 +188,20 @@ pub fn main(args: &Args, elf: &Elf, shown: &str, harts: usize) -> anyhow::Result
             .collect(),
         calls: est.calls,
         reordered: est.reordered,
+        dcache_miss_rates: est
+            .dcache
+            .iter()
+            .map(|m| m.map(|m| m.miss_rate()))
+            .collect(),
     };
-    if cores.iter().any(|c| c.dcache.is_some()) {
+    let unmeasured: Vec<String> = (0..harts)
+        .filter(|&h| cores[h % cores.len()].dcache.is_some() && est.dcache[h].is_none())
+        .map(|h| h.to_string())
+        .collect();
+    if !unmeasured.is_empty() {
         eprintln!(
-            "retrace: note: the replay of several harts leaves the data caches out (it has no miss rate per hart)"
+            "retrace: note: the trace has no miss rate of hart {}'s data cache geometry, so its data-cache term is 0; record again with this retrace (it measures every preset's geometry per hart)",
+            unmeasured.join(", ")
         );
     }
     print(&report, args.output.get())?;

@@ -340,15 +340,23 @@ impl Estimator {
         v
     }
 
+    /// The data-cache term so far: the memory operations walked so far
+    /// times the miss rate and the miss penalty (0 without a data cache).
+    pub fn dcache_cycles(&self) -> u64 {
+        match &self.model().dcache {
+            Some(dc) => {
+                (self.result.mem_ops as f64 * self.dcache_miss_rate * f64::from(dc.miss_penalty))
+                    .round() as u64
+            }
+            None => 0,
+        }
+    }
+
     /// The estimate so far (complete after the walk).
     pub fn estimate(&self) -> Estimate {
         let mut e = self.result;
         e.control_cycles = self.cycles;
-        e.dcache_cycles = match &self.model().dcache {
-            Some(dc) => (e.mem_ops as f64 * self.dcache_miss_rate * f64::from(dc.miss_penalty))
-                .round() as u64,
-            None => 0,
-        };
+        e.dcache_cycles = self.dcache_cycles();
         e.cycles = e.control_cycles + e.dcache_cycles;
         e.memo_entries = self.memo.len() as u64;
         e.memoised = self.span_stats;

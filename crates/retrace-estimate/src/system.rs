@@ -53,7 +53,7 @@ use retrace_sim::frequency::{HartClock, DEFAULT_HZ};
 use retrace_sim::sync::{SyncOp, SyncState};
 use retrace_timing::CoreModel;
 use retrace_trace::protocol::sync::{decode, HartSync, SyncCall};
-use retrace_trace::{StreamKind, TraceReader};
+use retrace_trace::{DcacheMeasurement, StreamKind, TraceReader};
 
 /// One hart's share of a multiprocessor replay.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -105,6 +105,10 @@ pub struct SystemEstimate {
     /// Per hart, its clock's frequencies: where it started and each change
     /// (in its own cycle counter).
     pub clocks: Vec<HartClock>,
+    /// Per hart whose core has a data cache: the recording's measurement
+    /// of the hart's own cache of that geometry, whose miss rate the
+    /// data-cache term used (`None`: not measured, and the term is 0).
+    pub dcache: Vec<Option<DcacheMeasurement>>,
     /// Per object, by handle.
     pub resources: Vec<ResourceEstimate>,
     /// Synchronisation calls replayed (all harts).
@@ -223,13 +227,24 @@ struct CallTimer {
     before_call: Option<u64>,
 }
 
+impl CallTimer {
+    /// Busy cycles so far: the core's, and the data-cache term of the
+    /// memory operations so far at the hart's measured miss rate.
+    fn busy(&self) -> u64 {
+        self.est.cycles() + self.est.dcache_cycles()
+    }
+}
+
 impl Visit<PpTable> for CallTimer {
     fn pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
         let len = table.get(pp).len;
-        let (entry, before) = (self.est.entry_signature(pp), self.est.cycles());
-        if let Some(f) = &mut self.functions {
-            f.enter(table.get(pp).start.get(), before);
+        if self.functions.is_some() {
+            let busy = self.busy();
+            if let Some(f) = &mut self.functions {
+                f.enter(table.get(pp).start.get(), busy);
+            }
         }
+        let (entry, before) = (self.est.entry_signature(pp), self.est.cycles());
         self.est.pp(table, pp, how, next);
         self.done += u64::from(len);
         if self.done == self.at + 1 {
@@ -237,12 +252,15 @@ impl Visit<PpTable> for CallTimer {
                 0 | 1 => 0,
                 _ => self.est.prefix_cycles(table, pp, entry, len - 1),
             };
-            self.before_call = Some(before + prefix);
+            // The `ecall` is no memory operation: the data-cache term
+            // so far is the prefix's.
+            self.before_call = Some(before + prefix + self.est.dcache_cycles());
         }
     }
     fn last(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        let busy = self.busy();
         if let Some(f) = &mut self.functions {
-            f.enter(table.get(pp).start.get(), self.est.cycles());
+            f.enter(table.get(pp).start.get(), busy);
         }
         self.est.last(table, pp, executed);
         self.done += u64::from(executed);
@@ -319,7 +337,7 @@ impl<S: TraceSource + ?Sized> Hart<'_, S> {
             // (the hart exited, or waited until the end).
             None if self.ended && self.timer.done == call.at => {
                 self.unretired = true;
-                self.timer.est.cycles()
+                self.timer.busy()
             }
             None => {
                 return Err(ReplayError::System(format!(
@@ -404,10 +422,18 @@ fn replay_system<S: TraceSource + ?Sized>(
     }
     let (items, _) = reader.collect_records(StreamKind::Sync)?;
     let mut harts = Vec::with_capacity(n);
+    let mut dcache = Vec::with_capacity(n);
     for (h, items) in items.iter().enumerate() {
         let sync = decode(h as u16, items)?;
         let reader = TraceReader::new(trace.open()?)?.follow_hart(h as u16)?;
         let core = &cores[if cores.len() == 1 { 0 } else { h }];
+        let measured = core.dcache.as_ref().and_then(|dc| {
+            sync.dcache
+                .iter()
+                .find(|m| (m.size, m.ways, m.line) == (dc.size, dc.ways, dc.line))
+                .copied()
+        });
+        dcache.push(measured);
         let mut table = table.clone();
         let start = table.resolve(entry.get())?;
         harts.push(Hart::<S> {
@@ -415,7 +441,7 @@ fn replay_system<S: TraceSource + ?Sized>(
             walker: Walker::new(start, sync.instructions),
             history: TraceHistory::new(reader, h as u16),
             timer: CallTimer {
-                est: Estimator::new(core, fidelity, 0.0),
+                est: Estimator::new(core, fidelity, measured.map_or(0.0, |m| m.miss_rate())),
                 functions: ranges.as_ref().map(|r| FunctionTrack {
                     ranges: r.clone(),
                     current: None,
@@ -512,7 +538,7 @@ fn replay_system<S: TraceSource + ?Sized>(
         }
         // The completer's clock: its `ecall` and trap are in its busy
         // cycles by now (see the module documentation).
-        let busy = harts[h].timer.est.cycles();
+        let busy = harts[h].timer.busy();
         let now = harts[h].clock(busy);
         if op == SyncOp::SET_HZ && done {
             harts[h].clock.set_hz(now, call.value);
@@ -584,7 +610,7 @@ fn replay_system<S: TraceSource + ?Sized>(
                 ),
             });
         }
-        let busy = hart.timer.est.cycles();
+        let busy = hart.timer.busy();
         let time = hart.time(busy);
         if let Some(mut f) = hart.timer.functions.take() {
             f.finish(busy);
@@ -613,6 +639,7 @@ fn replay_system<S: TraceSource + ?Sized>(
         end_time: counts.iter().map(|h| h.time).max().unwrap_or(0),
         harts: counts,
         clocks,
+        dcache,
         resources,
         calls,
         reordered,

@@ -80,35 +80,42 @@ struct Regions {
     start: Vec<u64>,
 }
 
+/// One cache per geometry measured.
+type Caches = Vec<(retrace_timing::CacheModel, retrace_timing::Cache)>;
+
 /// Measures data-cache miss rates on a thread of its own: the engine logs
 /// data addresses in bulk ([`Observer::addresses`]) and the recording
 /// thread hands each full log over (the caches simulated inline cost the
 /// engine's loop more than the accesses themselves, and a second core is
-/// usually idle while recording).
+/// usually idle while recording). Each hart has caches of its own, as
+/// each core of a multi-hart system has its private data cache.
 struct DcacheMeter {
-    /// Full buffers to the thread (bounded: at most 4 in flight).
-    full: Option<std::sync::mpsc::SyncSender<Vec<u64>>>,
+    /// Full buffers to the thread, with their hart (bounded: at most 4 in
+    /// flight).
+    full: Option<std::sync::mpsc::SyncSender<(HartId, Vec<u64>)>>,
     /// Emptied buffers back, for reuse.
     empty: std::sync::mpsc::Receiver<Vec<u64>>,
-    thread:
-        Option<std::thread::JoinHandle<Vec<(retrace_timing::CacheModel, retrace_timing::Cache)>>>,
+    thread: Option<std::thread::JoinHandle<Vec<Caches>>>,
 }
 
 impl DcacheMeter {
-    fn start(geometries: &[retrace_timing::CacheModel]) -> DcacheMeter {
-        let mut caches: Vec<_> = geometries
+    fn start(geometries: &[retrace_timing::CacheModel], harts: usize) -> DcacheMeter {
+        let caches: Caches = geometries
             .iter()
             .map(|g| (*g, retrace_timing::Cache::new(g)))
             .collect();
-        let (full, batches) = std::sync::mpsc::sync_channel::<Vec<u64>>(4);
+        let mut caches = vec![caches; harts.max(1)];
+        let (full, batches) = std::sync::mpsc::sync_channel::<(HartId, Vec<u64>)>(4);
         let (give_back, empty) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("rtrace-dcache".into())
             .spawn(move || {
-                for mut batch in batches {
-                    for (_, c) in &mut caches {
-                        for &addr in &batch {
-                            c.access(addr);
+                for (hart, mut batch) in batches {
+                    if let Some(caches) = caches.get_mut(hart) {
+                        for (_, c) in caches {
+                            for &addr in &batch {
+                                c.access(addr);
+                            }
                         }
                     }
                     batch.clear();
@@ -124,16 +131,18 @@ impl DcacheMeter {
         }
     }
 
-    /// Hand `batch` over; returns an empty buffer to fill next.
-    fn ship(&mut self, batch: Vec<u64>) -> Vec<u64> {
+    /// Hand hart `hart`'s `batch` over; returns an empty buffer to fill
+    /// next.
+    fn ship(&mut self, hart: HartId, batch: Vec<u64>) -> Vec<u64> {
         if let Some(tx) = &self.full {
-            let _ = tx.send(batch);
+            let _ = tx.send((hart, batch));
         }
         self.empty.try_recv().unwrap_or_default()
     }
 
-    /// Wait for the thread and take its caches (none if it could not start).
-    fn finish(mut self) -> Vec<(retrace_timing::CacheModel, retrace_timing::Cache)> {
+    /// Wait for the thread and take each hart's caches (none if it could
+    /// not start).
+    fn finish(mut self) -> Vec<Caches> {
         self.full = None;
         self.thread
             .take()
@@ -261,7 +270,7 @@ impl<W: Write, const COUNT: bool> Recorder<W, COUNT> {
     /// Also measure the miss rate of these data-cache geometries.
     pub fn measure_dcaches(&mut self, geometries: &[retrace_timing::CacheModel]) {
         if !geometries.is_empty() {
-            self.dcaches = Some(DcacheMeter::start(geometries));
+            self.dcaches = Some(DcacheMeter::start(geometries, self.harts.len()));
         }
     }
 
@@ -308,26 +317,46 @@ impl<W: Write, const COUNT: bool> Recorder<W, COUNT> {
         if let Some(l) = &mut self.loops {
             l.finish(&mut self.encoder);
         }
-        if let Some((encoders, _)) = &mut self.sync {
-            // Each hart's end: what its replay walks, and where it stops.
-            for (h, e) in encoders.iter_mut().enumerate() {
-                let executed = machine.harts[h].stats.instructions + self.harts[h].calls;
-                let items = e.end(executed, machine.last_pc(h));
-                self.encoder.sync_items(h as u16, &items);
-            }
-        }
-        let caches = self.dcaches.take().map(DcacheMeter::finish);
-        let measured: Vec<_> = caches
-            .iter()
-            .flatten()
-            .map(|(g, c)| retrace_trace::DcacheMeasurement {
+        let caches = self
+            .dcaches
+            .take()
+            .map(DcacheMeter::finish)
+            .unwrap_or_default();
+        let measure = |(g, c): &(retrace_timing::CacheModel, retrace_timing::Cache)| {
+            retrace_trace::DcacheMeasurement {
                 size: g.size,
                 ways: g.ways,
                 line: g.line,
                 accesses: c.hits + c.misses,
                 misses: c.misses,
-            })
-            .collect();
+            }
+        };
+        if let Some((encoders, _)) = &mut self.sync {
+            // Each hart's end: its own caches' measurements, what its
+            // replay walks, and where it stops.
+            for (h, e) in encoders.iter_mut().enumerate() {
+                for m in caches.get(h).into_iter().flatten().map(measure) {
+                    self.encoder.sync_items(h as u16, &e.dcache(&m));
+                }
+                let executed = machine.harts[h].stats.instructions + self.harts[h].calls;
+                let items = e.end(executed, machine.last_pc(h));
+                self.encoder.sync_items(h as u16, &items);
+            }
+        }
+        // The whole run's: every hart's private caches together.
+        let mut measured: Vec<retrace_trace::DcacheMeasurement> = Vec::new();
+        for m in caches.iter().flatten().map(measure) {
+            match measured
+                .iter_mut()
+                .find(|t| (t.size, t.ways, t.line) == (m.size, m.ways, m.line))
+            {
+                Some(t) => {
+                    t.accesses += m.accesses;
+                    t.misses += m.misses;
+                }
+                None => measured.push(m),
+            }
+        }
         self.encoder.finish(totals, &measured)
     }
 }
@@ -349,11 +378,11 @@ impl<W: Write, const COUNT: bool> Observer for Recorder<W, COUNT> {
     const BULK_ADDRESSES: bool = true;
 
     #[inline(never)]
-    fn addresses(&mut self, _hart: HartId, log: &mut Vec<u64>) {
+    fn addresses(&mut self, hart: HartId, log: &mut Vec<u64>) {
         // Measured on the measuring thread (`DcacheMeter`): hand the
         // engine's buffer over and give it an empty one.
         if let Some(m) = &mut self.dcaches {
-            let empty = m.ship(std::mem::take(log));
+            let empty = m.ship(hart, std::mem::take(log));
             *log = empty;
         }
     }

@@ -346,12 +346,15 @@ fn a_blocked_hart_waits_until_the_hart_that_frees_it() {
             HartTime {
                 busy: sent + 4,
                 wait: 0,
-                instructions: sent + 4
+                instructions: sent + 4,
+                // 10 ns a cycle at the default 100 MHz.
+                time: u128::from(sent + 4) * 10_000_000_000,
             },
             HartTime {
                 busy: 12,
                 wait: sent - 6,
-                instructions: 12
+                instructions: 12,
+                time: u128::from(sent + 6) * 10_000_000_000,
             },
         ]
     );

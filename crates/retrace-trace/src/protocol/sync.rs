@@ -19,12 +19,19 @@
 //! (k − 1)-th object in order of first use; then, for the calls whose
 //! argument the replay needs ([`carries_value`]: `set_hz`, call 9, the
 //! hart's new clock frequency), a varint: the value; for the end, a
-//! varint: the address of the hart's last instruction.
+//! varint: the address of the hart's last instruction. Before its end a
+//! hart may have, with n = 0 and the code [`DCACHE`], a data-cache
+//! measurement of its own (private) cache for one geometry: varints size,
+//! ways, line, accesses, misses — what the replay of several harts needs
+//! for each hart's data-cache term.
 
-use crate::TraceError;
+use crate::{DcacheMeasurement, TraceError};
 
 /// The code of a hart's end record.
 pub const END: u64 = 256;
+
+/// The code of a hart's data-cache measurement.
+pub const DCACHE: u64 = 257;
 
 /// The call `set_hz`: the hart's clock runs at the value (hertz) from the
 /// end of the call on.
@@ -63,6 +70,8 @@ pub struct HartSync {
     pub instructions: u64,
     /// Address of its last instruction executed.
     pub last_pc: u64,
+    /// Its own data cache's misses, per geometry measured.
+    pub dcache: Vec<DcacheMeasurement>,
 }
 
 /// One hart's side of the encoding: the count and sequence number of its
@@ -98,6 +107,19 @@ impl SyncEncoder {
             items.push(call.value);
         }
         items
+    }
+
+    /// The items of a measurement of the hart's data cache.
+    pub fn dcache(&self, m: &DcacheMeasurement) -> [u64; 7] {
+        [
+            0,
+            DCACHE,
+            u64::from(m.size),
+            u64::from(m.ways),
+            u64::from(m.line),
+            m.accesses,
+            m.misses,
+        ]
     }
 
     /// The items of the hart's end record: it executed `instructions` in
@@ -142,6 +164,33 @@ pub fn decode(hart: u16, items: &[u64]) -> Result<HartSync, TraceError> {
             out.instructions = at;
             out.last_pc = next("last pc")?;
             break;
+        }
+        if code == DCACHE {
+            let mut field = |what| {
+                next(what).and_then(|v| {
+                    u32::try_from(v)
+                        .map_err(|_| bad(format!("data-cache {what} {v} is above 2^32")))
+                })
+            };
+            let (size, ways, line) = (field("size")?, field("ways")?, field("line")?);
+            let m = DcacheMeasurement {
+                size,
+                ways,
+                line,
+                accesses: next("accesses")?,
+                misses: next("misses")?,
+            };
+            if let Some(why) = m.implausible() {
+                return Err(bad(format!("data-cache measurement: {why}")));
+            }
+            if m.accesses > at {
+                return Err(bad(format!(
+                    "{} data accesses in {at} instructions (at most one each)",
+                    m.accesses
+                )));
+            }
+            out.dcache.push(m);
+            continue;
         }
         let op = u8::try_from(code).map_err(|_| bad(format!("unknown event code {code}")))?;
         let seq = next_seq
@@ -216,17 +265,33 @@ mod tests {
         ];
         let mut e = SyncEncoder::default();
         let mut items: Vec<u64> = calls.iter().flat_map(|c| e.call(c)).collect();
+        // The object named by number the second time.
+        assert_eq!(items.last(), Some(&2));
+        let m = DcacheMeasurement {
+            size: 16384,
+            ways: 4,
+            line: 64,
+            accesses: 40,
+            misses: 3,
+        };
+        items.extend(e.dcache(&m));
+        let mut implausible = items.clone();
         items.extend(e.end(150, 0x8000_0040));
         let got = decode(1, &items).unwrap();
+        assert_eq!(got.dcache, [m]);
+        // More misses than accesses.
+        let n = implausible.len();
+        implausible[n - 1] = 41;
+        implausible.extend(e.end(150, 0x8000_0040));
+        let err = decode(1, &implausible).unwrap_err();
+        assert!(err.to_string().contains("41 misses out of 40"), "{err}");
         assert_eq!(got.calls, calls);
         assert_eq!((got.instructions, got.last_pc), (150, 0x8000_0040));
-        // The object named by number the second time.
-        assert_eq!(items[items.len() - 4], 2);
 
         let e = decode(1, &items[..items.len() - 3]).unwrap_err();
         assert!(e.to_string().contains("no end record"), "{e}");
         let mut bad = items.clone();
-        let k = bad.len() - 4;
+        let k = bad.len() - 11;
         bad[k] = 9;
         let e = decode(1, &bad).unwrap_err();
         assert!(e.to_string().contains("object #8 of only 1"), "{e}");
