@@ -76,6 +76,10 @@ fn the_estimate_of_a_clock_ordered_recording_is_the_engines() {
             "pipeline-rv32-O2.elf",
             vec!["inorder5", "picorv32", "ideal"],
         ),
+        (
+            "stencil-rv32-O2.elf",
+            vec!["picorv32", "inorder5", "inorder5"],
+        ),
     ] {
         let elf = prog(elf);
         let trace = scratch().join("mp.rtrace");

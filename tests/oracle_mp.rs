@@ -252,7 +252,7 @@ fn main() {
         })
         .collect();
     assert!(
-        cases.len() >= 6,
+        cases.len() >= 10,
         "only {} multi-hart programs in {}",
         cases.len(),
         dir.display()

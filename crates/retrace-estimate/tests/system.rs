@@ -305,6 +305,11 @@ fn table() {
     sweep("table");
 }
 
+#[test]
+fn stencil() {
+    sweep("stencil");
+}
+
 /// A damaged multi-hart trace is refused with one line, never a panic:
 /// a hart's events cut off before its end, and a call taken out of a
 /// hart's events so that another's waits for ever.
