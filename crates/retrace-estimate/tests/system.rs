@@ -25,7 +25,7 @@
 //! - Harts at their own clock frequencies: exact as well, every hart's
 //!   time to the attosecond, and the replay's cycle counters and
 //!   frequency histories put through `retrace-clock`'s virtual time give
-//!   the engine's time (US patent application JP2024157581A on simulated
+//!   the engine's time (Japanese patent JP5267566B2, Part 1, on simulated
 //!   ground truth).
 
 use retrace_estimate::system::{estimate_system, SystemEstimate};

@@ -10,7 +10,7 @@
 //! waits until the other's time — as many of its own cycles as that takes.
 //!
 //! Time is an integer count of attoseconds (10⁻¹⁸ s), by the convention of
-//! US patent application JP2024157581A's virtual time as `retrace-clock`
+//! Japanese patent JP5267566B2's virtual time as `retrace-clock`
 //! computes it (docs/CLOCK.md): within a run of one frequency, `floor(cycles
 //! × 10¹⁸ / hz)` after the run's start; at each change, the run before it
 //! rounded once to the nearest attosecond and added to a running sum. This
