@@ -345,6 +345,14 @@ fn damaged_events_are_refused() {
     })
     .unwrap();
     refuse(cut, "hart 2's synchronisation events: no end record");
+    // A hart missing altogether: every stream of hart 1 left out.
+    let missing = rewrite_records(&trace, |h, _, items| {
+        if h == 1 {
+            items.clear();
+        }
+    })
+    .unwrap();
+    refuse(missing, "hart 1");
     // Hart 0's first send left out: a receiver waits for a word that never
     // comes (the segments hold the whole run: one segment here).
     let fewer = rewrite_records(&trace, |h, kind, items| {
