@@ -7,6 +7,9 @@ use super::common::{
     FidelityArg,
 };
 use crate::report::{csv_of, hex, print, FormatArgs, Report};
+use crate::status::{tag, Status, WithStatus};
+use anyhow::anyhow;
+use retrace_estimate::sample_profile::sample_profile;
 use retrace_estimate::{profile_trace, Fidelity};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -43,6 +46,13 @@ pub struct Args {
     /// Rows per table.
     #[arg(long, default_value_t = 15)]
     pub top: usize,
+    /// Also write the run as an LLVM sample profile (AutoFDO text) to
+    /// FILE, for `clang -fprofile-sample-use=FILE` on the same sources:
+    /// execution counts per function and source line offset (from the
+    /// program's DWARF; build it with -g), calls per call site
+    /// (docs/TIMING.md, "A sample profile for clang").
+    #[arg(long, value_name = "FILE")]
+    pub sample_profile: Option<PathBuf>,
     /// Output format (csv: the functions table).
     #[command(flatten)]
     pub output: FormatArgs,
@@ -216,6 +226,26 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let fidelity = Fidelity::from(args.fidelity);
     let (p, e) = profile_trace(&program, &args.trace, &core, fidelity)
         .map_err(|err| replay_error(&args.trace, err))?;
+    if let Some(path) = &args.sample_profile {
+        let bytes = std::fs::read(&args.program)
+            .map_err(|e| anyhow!("cannot read program {shown}: {e}; check the path"))
+            .status(Status::BadInput)?;
+        let text = sample_profile(&p, &program.table, &bytes).map_err(|e| {
+            tag(
+                anyhow!("cannot make a sample profile of {shown}: {e}"),
+                Status::BadInput,
+            )
+        })?;
+        std::fs::write(path, text).map_err(|e| {
+            tag(
+                anyhow!(
+                    "cannot write the sample profile to {}: {e}; check the path",
+                    path.display()
+                ),
+                Status::BadInput,
+            )
+        })?;
+    }
     let describe = |pc: u64| elf.describe(pc).unwrap_or_else(|| format!("{pc:#x}"));
     let report = ProfileReport {
         program: shown,

@@ -24,6 +24,7 @@ mod estimator;
 mod machine;
 mod profile;
 mod run;
+pub mod sample_profile;
 mod source;
 mod span;
 mod static_pp;

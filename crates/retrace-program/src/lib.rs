@@ -48,6 +48,7 @@ pub mod dot;
 pub mod elf;
 pub mod error;
 pub mod jumptable;
+pub mod lines;
 pub mod loops;
 pub mod names;
 pub mod pp;
