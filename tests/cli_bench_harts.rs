@@ -21,11 +21,12 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-const STEPS: [&str; 6] = [
+const STEPS: [&str; 7] = [
     "run 1 hart",
     "run harts",
     "cycle-level",
     "record",
+    "record --no-dcache",
     "replay fast",
     "replay control",
 ];
@@ -88,6 +89,9 @@ fn bench_harts_reports_every_step_and_ratio_per_program() {
         for ratio in [
             "mips_over_one_hart",
             "record_over_run",
+            "record_no_dcache_over_run",
+            "record_over_cycle_level",
+            "record_no_dcache_over_cycle_level",
             "cycle_level_over_fast",
             "cycle_level_over_control",
         ] {
@@ -107,6 +111,7 @@ fn bench_harts_prints_text_and_csv() {
     for line in [
         "run 4 harts",
         "record (inorder5 clocks)",
+        "record --no-dcache (inorder5)",
         "replay fast (inorder5)",
         "cycle-level ÷ replay fast",
         "lowest, fastest ÷ fastest",

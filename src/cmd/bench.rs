@@ -51,8 +51,9 @@ pub struct Args {
     pub rounds: Option<u32>,
     /// Measure several harts instead (docs/MULTIPROCESSOR.md): the
     /// functional run on 1 hart and on N, the cycle-level run of N harts by
-    /// their clocks, its recording (`record --harts N --schedule-core`) and
-    /// the multiprocessor replay at fast and control.
+    /// their clocks, its recording (`record --harts N --schedule-core`,
+    /// with and without data-cache measurement) and the multiprocessor
+    /// replay at fast and control.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(2..=64))]
     pub harts: Option<u8>,
     /// With --harts: repeat each step within a round until it has taken
@@ -443,11 +444,12 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 
 /// The steps of `retrace bench --harts N`, in the order each round runs
 /// them.
-const MP_STEPS: [&str; 6] = [
+const MP_STEPS: [&str; 7] = [
     "run 1 hart",
     "run harts",
     "cycle-level",
     "record",
+    "record --no-dcache",
     "replay fast",
     "replay control",
 ];
@@ -457,8 +459,9 @@ const MP_RUN1: usize = 0;
 const MP_RUN: usize = 1;
 const MP_CYCLE: usize = 2;
 const MP_RECORD: usize = 3;
-const MP_FAST: usize = 4;
-const MP_CONTROL: usize = 5;
+const MP_RECORD_NO_DCACHE: usize = 4;
+const MP_FAST: usize = 5;
+const MP_CONTROL: usize = 6;
 
 /// The multi-hart examples (`programs/bin/mp/NAME-rvXX-O2.elf`) and the
 /// input `bench --harts` gives each when no arguments follow `--`: larger
@@ -520,6 +523,13 @@ pub struct MpProgramReport {
     pub mips_over_one_hart: Ratio,
     /// Recording over the functional run of N harts.
     pub record_over_run: Ratio,
+    /// Recording without data-cache measurement over the same.
+    pub record_no_dcache_over_run: Ratio,
+    /// Recording over the cycle-level run (the recording runs the harts
+    /// by the core's clocks, so it includes one).
+    pub record_over_cycle_level: Ratio,
+    /// Recording without data-cache measurement over the cycle-level run.
+    pub record_no_dcache_over_cycle_level: Ratio,
     /// Cycle-level run over the `fast` replay: the replay's speedup.
     pub cycle_level_over_fast: Ratio,
     /// Cycle-level run over the `control` replay.
@@ -576,7 +586,7 @@ impl Report for MpBenchReport {
             );
             let _ = writeln!(
                 o,
-                "  {:<28} {:>5} {:>9} {:>9} {:>12}",
+                "  {:<30} {:>5} {:>9} {:>9} {:>12}",
                 "step", "runs", "fastest", "median", "median CPU"
             );
             for (i, s) in p.steps.iter().enumerate() {
@@ -584,6 +594,7 @@ impl Report for MpBenchReport {
                     MP_RUN => format!("run {n} harts"),
                     MP_CYCLE | MP_FAST | MP_CONTROL => format!("{} ({})", s.step, self.core),
                     MP_RECORD => format!("record ({} clocks)", self.core),
+                    MP_RECORD_NO_DCACHE => format!("record --no-dcache ({})", self.core),
                     _ => s.step.to_string(),
                 };
                 let cpu = s
@@ -591,7 +602,7 @@ impl Report for MpBenchReport {
                     .map_or("-".into(), |c| format!("{c:.3} s"));
                 let _ = writeln!(
                     o,
-                    "  {label:<28} {:>5} {:>7.3} s {:>7.3} s {cpu:>12}",
+                    "  {label:<30} {:>5} {:>7.3} s {:>7.3} s {cpu:>12}",
                     s.runs_per_measurement, s.fastest_seconds, s.median_seconds
                 );
             }
@@ -601,15 +612,23 @@ impl Report for MpBenchReport {
                 "  MIPS: 1 hart {:.1}, {n} harts {:.1} ({n} ÷ 1: {:.2}, median of rounds {:.2}); cycle-level {:.1}",
                 p.mips_one_hart, p.mips, m.fastest, m.median, p.cycle_level_mips
             );
-            let (r, f, c) = (
+            let (r, rn, rc, rnc, f, c) = (
                 p.record_over_run,
+                p.record_no_dcache_over_run,
+                p.record_over_cycle_level,
+                p.record_no_dcache_over_cycle_level,
                 p.cycle_level_over_fast,
                 p.cycle_level_over_control,
             );
             let _ = writeln!(
                 o,
-                "  record ÷ run {n} harts {:.2}× (median of rounds {:.2}×)",
-                r.fastest, r.median
+                "  record ÷ run {n} harts {:.2}× (median of rounds {:.2}×), --no-dcache {:.2}× ({:.2}×)",
+                r.fastest, r.median, rn.fastest, rn.median
+            );
+            let _ = writeln!(
+                o,
+                "  record ÷ cycle-level {:.2}× (median of rounds {:.2}×), --no-dcache {:.2}× ({:.2}×)",
+                rc.fastest, rc.median, rnc.fastest, rnc.median
             );
             let _ = writeln!(
                 o,
@@ -730,9 +749,14 @@ impl MpProgram {
                     .max()
                     .unwrap_or(0);
             }
-            MP_RECORD => {
+            MP_RECORD | MP_RECORD_NO_DCACHE => {
                 // What `retrace record --harts N --schedule-core CORE`
-                // does, data-cache measurement included, into memory.
+                // does (with or without its default data-cache
+                // measurement), into memory.
+                let dcaches = match i {
+                    MP_RECORD => preset_dcaches(),
+                    _ => Vec::new(),
+                };
                 let mut trace = Vec::with_capacity(1 << 20);
                 let rec = record_run_harts(
                     &self.elf,
@@ -741,14 +765,16 @@ impl MpProgram {
                     None,
                     &mut trace,
                     retrace_trace::Header::new(0, 32, 1),
-                    &preset_dcaches(),
+                    &dcaches,
                     &mut (),
                     harts,
                     Some(&cores),
                 )
                 .map_err(|e| pipeline_error(shown, CompareError::from(e)))?;
                 ran_to_end(shown, &rec.run)?;
-                self.trace = trace;
+                if i == MP_RECORD {
+                    self.trace = trace;
+                }
             }
             _ => {
                 let fidelity = match i {
@@ -763,7 +789,7 @@ impl MpProgram {
                     fidelity,
                 )
                 .map_err(|e| pipeline_error(shown, CompareError::from(e)))?;
-                self.makespans[i - MP_RECORD] = est.makespan;
+                self.makespans[if i == MP_FAST { 1 } else { 2 }] = est.makespan;
                 if i == MP_FAST {
                     (self.calls, self.reordered) = (est.calls, est.reordered);
                 }
@@ -830,7 +856,15 @@ fn main_harts(args: &Args, harts: usize) -> anyhow::Result<ExitCode> {
     // the replays), and the runs per measurement that make it last
     // --min-seconds.
     for p in &mut programs {
-        for i in [MP_RECORD, MP_RUN1, MP_RUN, MP_CYCLE, MP_FAST, MP_CONTROL] {
+        for i in [
+            MP_RECORD,
+            MP_RECORD_NO_DCACHE,
+            MP_RUN1,
+            MP_RUN,
+            MP_CYCLE,
+            MP_FAST,
+            MP_CONTROL,
+        ] {
             let s = measure(|| p.step(i, harts, &core))?;
             p.runs[i] = (args.min_seconds / s.wall.max(1e-6))
                 .ceil()
@@ -895,6 +929,9 @@ fn main_harts(args: &Args, harts: usize) -> anyhow::Result<ExitCode> {
                     fastest: t.fastest * scale,
                 },
                 record_over_run: ratio(samples, MP_RECORD, MP_RUN),
+                record_no_dcache_over_run: ratio(samples, MP_RECORD_NO_DCACHE, MP_RUN),
+                record_over_cycle_level: ratio(samples, MP_RECORD, MP_CYCLE),
+                record_no_dcache_over_cycle_level: ratio(samples, MP_RECORD_NO_DCACHE, MP_CYCLE),
                 cycle_level_over_fast: ratio(samples, MP_CYCLE, MP_FAST),
                 cycle_level_over_control: ratio(samples, MP_CYCLE, MP_CONTROL),
             }
