@@ -768,7 +768,10 @@ impl MpProgram {
                     &dcaches,
                     &mut (),
                     harts,
-                    Some(&cores),
+                    Some(retrace_sim::clocked::Schedule {
+                        cores: &cores,
+                        hz: &[],
+                    }),
                 )
                 .map_err(|e| pipeline_error(shown, CompareError::from(e)))?;
                 ran_to_end(shown, &rec.run)?;
@@ -786,6 +789,7 @@ impl MpProgram {
                     Addr(self.elf.entry),
                     &self.trace,
                     std::slice::from_ref(core),
+                    &[],
                     fidelity,
                 )
                 .map_err(|e| pipeline_error(shown, CompareError::from(e)))?;
