@@ -154,6 +154,8 @@ pub struct SpanStats {
 #[derive(Default)]
 pub(crate) struct Spans {
     memo: FxHashMap<Key, Span>,
+    /// The walker's code epoch the memo's stretches ran in.
+    epoch: u64,
     /// Per node: tries, hits and bit window.
     starts: Vec<StartNode>,
     pub(crate) stats: SpanStats,
@@ -223,6 +225,61 @@ impl Spans {
     }
 }
 
+/// What [`span_step`] did.
+pub(crate) enum SpanStep {
+    /// It applied a memoised stretch, or walked one (and remembered it).
+    Moved,
+    /// The walk ended inside a stretch it walked.
+    Finished,
+    /// Nothing: the walker is to take the next step itself.
+    Nothing,
+}
+
+/// From where the walk `w` stands, apply the memoised stretch that starts
+/// there, or walk and remember one — a stretch that ends before
+/// instruction `limit` (at most the walker's own limit: a replay that
+/// must stop at an instruction of its own, such as the multiprocessor
+/// replay at a synchronisation call, gives that one).
+pub(crate) fn span_step<R: Read>(
+    table: &mut PpTable,
+    history: &mut TraceHistory<R>,
+    est: &mut Estimator,
+    spans: &mut Spans,
+    w: &mut Walker<PpId>,
+    limit: u64,
+) -> Result<SpanStep, ReplayError> {
+    if w.code_epoch != spans.epoch {
+        // Stretches recorded before ran through code that has changed.
+        spans.epoch = w.code_epoch;
+        spans.memo.clear();
+    }
+    let limit = limit.min(w.limit);
+    let Some((node, pp)) = est.current_node() else {
+        return Ok(SpanStep::Nothing);
+    };
+    let window = if pp == w.cur {
+        spans.window(node, est.node_count())
+    } else {
+        0
+    };
+    if window == 0 {
+        return Ok(SpanStep::Nothing);
+    }
+    if replay_span(spans, w, history, est, node, window, limit) {
+        return Ok(SpanStep::Moved);
+    }
+    if spans.memo.len() < MAX_SPANS {
+        return Ok(
+            match record_span(spans, w, table, history, est, node, window, limit)? {
+                Recorded::Finished => SpanStep::Finished,
+                Recorded::Stepped => SpanStep::Moved,
+                Recorded::Nothing => SpanStep::Nothing,
+            },
+        );
+    }
+    Ok(SpanStep::Nothing)
+}
+
 /// Replay the whole trace with `est` (a `fast` estimator), memoising
 /// stretches. Equivalent to `walk(table, history, est, entry, limit)`.
 pub(crate) fn walk_spans<R: Read>(
@@ -234,36 +291,13 @@ pub(crate) fn walk_spans<R: Read>(
     limit: u64,
 ) -> Result<WalkStats, ReplayError> {
     let mut w = Walker::new(entry, limit);
-    let mut epoch = 0;
     loop {
-        if w.code_epoch != epoch {
-            // Stretches recorded before ran through code that has changed.
-            epoch = w.code_epoch;
-            spans.memo.clear();
-        }
-        if let Some((node, pp)) = est.current_node() {
-            let window = if pp == w.cur {
-                spans.window(node, est.node_count())
-            } else {
-                0
-            };
-            if window > 0 {
-                if replay_span(spans, &mut w, history, est, node, window) {
-                    continue;
-                }
-                if spans.memo.len() < MAX_SPANS {
-                    match record_span(spans, &mut w, table, history, est, node, window)? {
-                        Recorded::Finished => {
-                            w.finish_code(table, history)?;
-                            return Ok(w.stats());
-                        }
-                        Recorded::Stepped => continue,
-                        Recorded::Nothing => {}
-                    }
-                }
-            }
-        }
-        if w.step(table, history, est)? {
+        let finished = match span_step(table, history, est, spans, &mut w, limit)? {
+            SpanStep::Moved => continue,
+            SpanStep::Finished => true,
+            SpanStep::Nothing => w.step(table, history, est)?,
+        };
+        if finished {
             w.finish_code(table, history)?;
             return Ok(w.stats());
         }
@@ -288,12 +322,13 @@ fn replay_span<R: Read>(
     est: &mut Estimator,
     node: u32,
     window: u32,
+    limit: u64,
 ) -> bool {
     let Some(s) = spans.memo.get(&Key::at(history, node, window)) else {
         spans.count_try(node, false);
         return false;
     };
-    let room = w.limit - w.stats.instructions;
+    let room = limit.saturating_sub(w.stats.instructions);
     let Some(escapes) = escape_limit(history, w.matched) else {
         return false;
     };
@@ -346,8 +381,9 @@ enum Recorded {
     Nothing,
 }
 
-/// Walk step by step from `node` while the stretch's rules allow, and
-/// remember the stretch.
+/// Walk step by step from `node` while the stretch's rules allow (ending
+/// before instruction `limit`), and remember the stretch.
+#[allow(clippy::too_many_arguments)]
 fn record_span<R: Read>(
     spans: &mut Spans,
     w: &mut Walker<PpId>,
@@ -356,6 +392,7 @@ fn record_span<R: Read>(
     est: &mut Estimator,
     node: u32,
     window: u32,
+    limit: u64,
 ) -> Result<Recorded, ReplayError> {
     let key = Key::at(history, node, window);
     let rest0 = history.indirect_bytes().len();
@@ -377,7 +414,7 @@ fn record_span<R: Read>(
             break;
         };
         let done = w.stats.instructions;
-        if done + u64::from(len) >= w.limit
+        if done + u64::from(len) >= limit
             || history
                 .next_trap(done)?
                 .is_some_and(|at| at <= done + u64::from(len))

@@ -47,6 +47,7 @@
 use crate::estimator::{Estimator, Fidelity};
 use crate::machine::TraceHistory;
 use crate::source::TraceSource;
+use crate::span::{span_step, SpanStep, Spans};
 use crate::walk::{Graph, Leave, ReplayError, Visit, Walker};
 use retrace_program::{Addr, PpId, PpTable};
 use retrace_sim::frequency::{HartClock, DEFAULT_HZ};
@@ -293,6 +294,9 @@ enum Standing {
 struct Hart<'s, S: TraceSource + ?Sized + 's> {
     table: PpTable,
     walker: Walker<PpId>,
+    /// At `fast` without a timeline: memoised stretches of the hart's
+    /// replay, each ending before its next call (`crate::span`).
+    spans: Option<Spans>,
     history: TraceHistory<S::Reader<'s>>,
     timer: CallTimer,
     sync: HartSync,
@@ -313,23 +317,50 @@ struct Hart<'s, S: TraceSource + ?Sized + 's> {
 }
 
 impl<S: TraceSource + ?Sized> Hart<'_, S> {
+    /// One step of the replay: a memoised stretch that ends before
+    /// instruction `limit` where there is one, else one partial program.
+    fn step(&mut self, limit: u64) -> Result<(), ReplayError> {
+        if let Some(spans) = &mut self.spans {
+            let done = span_step(
+                &mut self.table,
+                &mut self.history,
+                &mut self.timer.est,
+                spans,
+                &mut self.walker,
+                limit,
+            )?;
+            match done {
+                SpanStep::Moved | SpanStep::Finished => {
+                    // The stretch went past the timer: it counts what the
+                    // walker did.
+                    self.timer.done = self.walker.stats().instructions;
+                    self.ended = matches!(done, SpanStep::Finished);
+                    return Ok(());
+                }
+                SpanStep::Nothing => {}
+            }
+        }
+        self.ended = self
+            .walker
+            .step(&mut self.table, &mut self.history, &mut self.timer)?;
+        Ok(())
+    }
+
     /// Replay on to the next call, or to the end.
     fn advance(&mut self, h: usize) -> Result<(), ReplayError> {
         let Some(call) = self.sync.calls.get(self.next).copied() else {
             while !self.ended {
-                self.ended =
-                    self.walker
-                        .step(&mut self.table, &mut self.history, &mut self.timer)?;
+                self.step(u64::MAX)?;
             }
             self.standing = Standing::Done;
             return Ok(());
         };
         self.timer.at = call.at;
         self.timer.before_call = None;
+        // Stretches end before the call's `ecall`: its partial program is
+        // the timer's, which notes the clock before it.
         while !self.ended && self.timer.done <= call.at {
-            self.ended = self
-                .walker
-                .step(&mut self.table, &mut self.history, &mut self.timer)?;
+            self.step(call.at + 1)?;
         }
         let before = match self.timer.before_call {
             Some(b) => b,
@@ -439,6 +470,7 @@ fn replay_system<S: TraceSource + ?Sized>(
         harts.push(Hart::<S> {
             table,
             walker: Walker::new(start, sync.instructions),
+            spans: (fidelity == Fidelity::Fast && functions.is_none()).then(Spans::default),
             history: TraceHistory::new(reader, h as u16),
             timer: CallTimer {
                 est: Estimator::new(core, fidelity, measured.map_or(0.0, |m| m.miss_rate())),

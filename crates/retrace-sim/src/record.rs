@@ -96,7 +96,16 @@ struct DcacheMeter {
     /// Emptied buffers back, for reuse.
     empty: std::sync::mpsc::Receiver<Vec<u64>>,
     thread: Option<std::thread::JoinHandle<Vec<Caches>>>,
+    /// Per hart, addresses gathered from short logs until there are
+    /// enough to ship: the engine hands a hart's log over at the end of
+    /// each of its turns, and with several harts scheduled by their clocks
+    /// a turn may be a few dozen instructions — one hand-over each would
+    /// cost a thread wake-up per turn.
+    gathered: Vec<Vec<u64>>,
 }
+
+/// Addresses worth one hand-over to the measuring thread.
+const SHIP_ADDRESSES: usize = 1 << 15;
 
 impl DcacheMeter {
     fn start(geometries: &[retrace_timing::CacheModel], harts: usize) -> DcacheMeter {
@@ -128,6 +137,7 @@ impl DcacheMeter {
             full: Some(full),
             empty,
             thread,
+            gathered: vec![Vec::new(); harts.max(1)],
         }
     }
 
@@ -140,9 +150,35 @@ impl DcacheMeter {
         self.empty.try_recv().unwrap_or_default()
     }
 
+    /// Hart `hart`'s `log` of addresses: shipped as it is when it is long
+    /// and nothing of the hart's waits, else gathered until enough are.
+    /// Leaves `log` an empty buffer.
+    fn take(&mut self, hart: HartId, log: &mut Vec<u64>) {
+        let Some(gathered) = self.gathered.get_mut(hart) else {
+            return log.clear();
+        };
+        if gathered.is_empty() && log.len() >= SHIP_ADDRESSES {
+            let empty = self.ship(hart, std::mem::take(log));
+            *log = empty;
+            return;
+        }
+        gathered.extend_from_slice(log);
+        log.clear();
+        if gathered.len() >= SHIP_ADDRESSES {
+            let batch = std::mem::take(&mut self.gathered[hart]);
+            self.gathered[hart] = self.ship(hart, batch);
+        }
+    }
+
     /// Wait for the thread and take each hart's caches (none if it could
     /// not start).
     fn finish(mut self) -> Vec<Caches> {
+        for hart in 0..self.gathered.len() {
+            let batch = std::mem::take(&mut self.gathered[hart]);
+            if !batch.is_empty() {
+                self.ship(hart, batch);
+            }
+        }
         self.full = None;
         self.thread
             .take()
@@ -382,8 +418,7 @@ impl<W: Write, const COUNT: bool> Observer for Recorder<W, COUNT> {
         // Measured on the measuring thread (`DcacheMeter`): hand the
         // engine's buffer over and give it an empty one.
         if let Some(m) = &mut self.dcaches {
-            let empty = m.ship(hart, std::mem::take(log));
-            *log = empty;
+            m.take(hart, log);
         }
     }
 

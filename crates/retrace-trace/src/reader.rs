@@ -36,6 +36,16 @@ impl HartStreams {
 
     /// What is left unread, if anything; `ignore` is a record stream whose
     /// items someone else reads (see [`TraceReader::follow_hart`]).
+    /// Whether anything is left unread (but the `ignore` stream): the
+    /// question [`HartStreams::leftover`] answers in words, without the
+    /// words — asked on the replay's hot path.
+    fn has_leftover(&self, ignore: Option<StreamKind>) -> bool {
+        self.bit_pos < self.bit_count
+            || StreamKind::ALL
+                .iter()
+                .any(|&k| Some(k) != ignore && self.record_left[k.index()] > 0)
+    }
+
     fn leftover(&self, ignore: Option<StreamKind>) -> Option<String> {
         if self.bit_pos < self.bit_count {
             return Some(format!(
@@ -301,7 +311,7 @@ impl<R: Read> TraceReader<R> {
     #[cold]
     #[inline(never)]
     fn cross_mid_gap_slow(&mut self) -> Result<bool, TraceError> {
-        if self.totals.is_some() || self.leftover().is_some() {
+        if self.totals.is_some() || self.has_leftover() {
             return Ok(false);
         }
         self.load_next()?;
@@ -716,6 +726,15 @@ impl<R: Read> TraceReader<R> {
 
     /// The first stream with items left unread, and its hart: every hart's
     /// streams, or the followed hart's but its synchronisation events.
+    /// Whether a stream the consumer reads still has items (see
+    /// [`TraceReader::leftover`]).
+    fn has_leftover(&self) -> bool {
+        match self.follow {
+            Some(f) => self.harts[usize::from(f)].has_leftover(Some(StreamKind::Sync)),
+            None => self.harts.iter().any(|s| s.has_leftover(None)),
+        }
+    }
+
     fn leftover(&self) -> Option<(usize, String)> {
         match self.follow {
             Some(f) => {
