@@ -26,7 +26,9 @@ use std::process::ExitCode;
 pub enum Command {
     /// Build a writer: run a compiler command with -fsanitize-coverage=trace-pc
     /// and retrace's runtime linked in.
-    #[command(after_help = "Example:\n  retrace lbr cc -- gcc -O2 -g prog.c -o prog.writer")]
+    #[command(after_help = "Examples:\n  \
+        retrace lbr cc -- gcc -O2 -g prog.c -o prog.writer\n  \
+        retrace lbr cc --emit-relocs -- gcc -O2 -g prog.c -o prog.writer   # for BOLT")]
     Cc(CcArgs),
     /// Run a writer under the branch control program and record its pairs.
     #[command(after_help = "Examples:\n  \
@@ -44,6 +46,10 @@ pub enum Command {
 /// Arguments of `lbr cc`.
 #[derive(clap::Args, Debug)]
 pub struct CcArgs {
+    /// Link with -Wl,--emit-relocs, which BOLT needs to reorder functions
+    /// and blocks (for `lbr convert --format bolt`).
+    #[arg(long)]
+    pub emit_relocs: bool,
     /// The compiler command (gcc or clang and its arguments).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -123,7 +129,7 @@ pub struct ConvertArgs {
 pub fn main(cmd: Command) -> anyhow::Result<ExitCode> {
     match cmd {
         Command::Cc(a) => {
-            retrace_lbr::runtime::build_writer(&a.command)?;
+            retrace_lbr::runtime::build_writer(&a.command, a.emit_relocs)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Record(a) => record_main(a),
