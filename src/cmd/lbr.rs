@@ -39,7 +39,10 @@ pub enum Command {
     #[command(after_help = "Examples:\n  \
         retrace lbr convert prog.lbr --format perfscript -o prog.perfscript\n  \
         llvm-profgen-14 --binary prog.writer --perfscript prog.perfscript --output prog.prof\n  \
-        retrace lbr convert prog.lbr --format json")]
+        retrace lbr convert prog.lbr --format json\n  \
+        retrace lbr convert prog.lbr --format bolt -o prog.preagg\n  \
+        perf2bolt-16 -pa -p prog.preagg -o prog.fdata prog.writer\n  \
+        llvm-bolt-16 prog.writer -o prog.bolt -data=prog.fdata -reorder-blocks=ext-tsp -reorder-functions=hfsort")]
     Convert(ConvertArgs),
 }
 
@@ -97,6 +100,9 @@ pub enum ConvertFormat {
     /// LLVM text sample profile for `clang -fprofile-sample-use` (made by
     /// llvm-profgen from the branch stacks).
     SampleProfile,
+    /// BOLT pre-aggregated profile of the writer (`B`ranch and `F`all-through
+    /// lines) for `perf2bolt -pa`; link the writer with `lbr cc --emit-relocs`.
+    Bolt,
     /// Branch instructions with taken and not-taken counts (JSON).
     Json,
     /// The same as a table for people.
@@ -433,6 +439,16 @@ fn convert_main(a: ConvertArgs) -> anyhow::Result<ExitCode> {
             &converted.perfscript(&binary, &bytes, a.max_samples)?,
             &binary,
         )?,
+        ConvertFormat::Bolt => {
+            let profile = converted.bolt_preaggregated()?;
+            if profile.dropped_ranges > 0 {
+                eprintln!(
+                    "note: {} straight-line range executions leave their function and are not in the profile",
+                    profile.dropped_ranges
+                );
+            }
+            profile.text
+        }
         ConvertFormat::Json | ConvertFormat::Table => {
             let report = ConvertReport {
                 writer: rec.writer.clone(),
