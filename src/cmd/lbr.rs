@@ -41,7 +41,7 @@ pub enum Command {
         llvm-profgen-14 --binary prog.writer --perfscript prog.perfscript --output prog.prof\n  \
         retrace lbr convert prog.lbr --format json\n  \
         retrace lbr convert prog.lbr --format bolt -o prog.preagg\n  \
-        perf2bolt-16 -pa -p prog.preagg -o prog.fdata prog.writer\n  \
+        /usr/lib/llvm-16/bin/perf2bolt -pa -p prog.preagg -o prog.fdata prog.writer\n  \
         llvm-bolt-16 prog.writer -o prog.bolt -data=prog.fdata -reorder-blocks=ext-tsp -reorder-functions=hfsort")]
     Convert(ConvertArgs),
 }

@@ -216,8 +216,9 @@ fn perf2bolt(bolt: &str) -> Command {
 }
 
 /// BOLT's own warnings that are not about the profile: the writer is
-/// built with -g (BOLT drops debug info unless asked), and the runtime's
-/// thread-local and GOT relocations it does not analyse.
+/// built with -g (BOLT drops debug info unless asked), and some
+/// relocations of the runtime object it does not analyse (printed before
+/// the profile is read; the same program without the runtime has none).
 fn profile_warnings(text: &str) -> Vec<&str> {
     text.lines()
         .filter(|l| l.contains("WARNING") || l.contains("ERROR"))
