@@ -199,3 +199,81 @@ fn bad_input_is_refused_in_one_line() {
     assert_eq!(out.status.code(), Some(125));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn cc_emit_relocs_and_bolt_format() {
+    if gcc().is_none() {
+        return;
+    }
+    let dir = scratch("bolt");
+    let inc = programs();
+    let src = inc.join("crc32.c");
+    let writer = dir.join("crc32.writer");
+    let out = retrace(&[
+        "lbr",
+        "cc",
+        "--emit-relocs",
+        "--",
+        "gcc",
+        "-O2",
+        "-I",
+        s(&inc),
+        s(&src),
+        "-o",
+        s(&writer),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The executable keeps the relocations of its code (BOLT needs them).
+    let bytes = std::fs::read(&writer).unwrap();
+    assert!(bytes.windows(10).any(|w| w == b".rela.text"));
+    let lbr = dir.join("crc32.lbr");
+    let out = retrace(&[
+        "lbr",
+        "record",
+        "--writer",
+        s(&writer),
+        "-o",
+        s(&lbr),
+        "--exact",
+        "--",
+        "256",
+        "2",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let preagg = dir.join("crc32.preagg");
+    let out = retrace(&[
+        "lbr",
+        "convert",
+        s(&lbr),
+        "--format",
+        "bolt",
+        "-o",
+        s(&preagg),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&preagg).unwrap();
+    let (mut b, mut f) = (0, 0);
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let hex = |x: &str| u64::from_str_radix(x, 16).is_ok();
+        match fields[..] {
+            ["B", from, to, n, "0"] if hex(from) && hex(to) && n.parse::<u64>().is_ok() => b += 1,
+            ["F", from, to, n] if hex(from) && hex(to) && n.parse::<u64>().is_ok() => f += 1,
+            _ => panic!("not a pre-aggregated line: {line:?}"),
+        }
+    }
+    assert!(b > 5 && f > 5, "{b} B lines, {f} F lines");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -26,7 +26,9 @@ use std::process::ExitCode;
 pub enum Command {
     /// Build a writer: run a compiler command with -fsanitize-coverage=trace-pc
     /// and retrace's runtime linked in.
-    #[command(after_help = "Example:\n  retrace lbr cc -- gcc -O2 -g prog.c -o prog.writer")]
+    #[command(after_help = "Examples:\n  \
+        retrace lbr cc -- gcc -O2 -g prog.c -o prog.writer\n  \
+        retrace lbr cc --emit-relocs -- gcc -O2 -g prog.c -o prog.writer   # for BOLT")]
     Cc(CcArgs),
     /// Run a writer under the branch control program and record its pairs.
     #[command(after_help = "Examples:\n  \
@@ -37,13 +39,20 @@ pub enum Command {
     #[command(after_help = "Examples:\n  \
         retrace lbr convert prog.lbr --format perfscript -o prog.perfscript\n  \
         llvm-profgen-14 --binary prog.writer --perfscript prog.perfscript --output prog.prof\n  \
-        retrace lbr convert prog.lbr --format json")]
+        retrace lbr convert prog.lbr --format json\n  \
+        retrace lbr convert prog.lbr --format bolt -o prog.preagg\n  \
+        /usr/lib/llvm-16/bin/perf2bolt -pa -p prog.preagg -o prog.fdata prog.writer\n  \
+        llvm-bolt-16 prog.writer -o prog.bolt -data=prog.fdata -reorder-blocks=ext-tsp -reorder-functions=hfsort")]
     Convert(ConvertArgs),
 }
 
 /// Arguments of `lbr cc`.
 #[derive(clap::Args, Debug)]
 pub struct CcArgs {
+    /// Link with -Wl,--emit-relocs, which BOLT needs to reorder functions
+    /// and blocks (for `lbr convert --format bolt`).
+    #[arg(long)]
+    pub emit_relocs: bool,
     /// The compiler command (gcc or clang and its arguments).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -91,6 +100,9 @@ pub enum ConvertFormat {
     /// LLVM text sample profile for `clang -fprofile-sample-use` (made by
     /// llvm-profgen from the branch stacks).
     SampleProfile,
+    /// BOLT pre-aggregated profile of the writer (`B`ranch and `F`all-through
+    /// lines) for `perf2bolt -pa`; link the writer with `lbr cc --emit-relocs`.
+    Bolt,
     /// Branch instructions with taken and not-taken counts (JSON).
     Json,
     /// The same as a table for people.
@@ -123,7 +135,7 @@ pub struct ConvertArgs {
 pub fn main(cmd: Command) -> anyhow::Result<ExitCode> {
     match cmd {
         Command::Cc(a) => {
-            retrace_lbr::runtime::build_writer(&a.command)?;
+            retrace_lbr::runtime::build_writer(&a.command, a.emit_relocs)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Record(a) => record_main(a),
@@ -427,6 +439,16 @@ fn convert_main(a: ConvertArgs) -> anyhow::Result<ExitCode> {
             &converted.perfscript(&binary, &bytes, a.max_samples)?,
             &binary,
         )?,
+        ConvertFormat::Bolt => {
+            let profile = converted.bolt_preaggregated()?;
+            if profile.dropped_ranges > 0 {
+                eprintln!(
+                    "note: {} straight-line range executions leave their function and are not in the profile",
+                    profile.dropped_ranges
+                );
+            }
+            profile.text
+        }
         ConvertFormat::Json | ConvertFormat::Table => {
             let report = ConvertReport {
                 writer: rec.writer.clone(),

@@ -621,6 +621,89 @@ impl Converted<'_> {
         }
         Ok(out)
     }
+
+    /// BOLT's pre-aggregated profile (`perf2bolt -pa`) of the writer
+    /// binary itself: what each pair's path did, aggregated over pairs.
+    ///
+    /// - `B <from> <to> <count> 0`: a taken branch of a path (the
+    ///   mispredictions are unknown: 0). Besides the path's taken branches,
+    ///   every pair also ran the return from the coverage callback to P
+    ///   and C's call of the callback; those are real branches of the
+    ///   writer, so they are written too (the callback is its hottest
+    ///   function and the call graph should say so).
+    /// - `F <start> <end> <count>`: code that ran straight through, from a
+    ///   branch's target (or P) to the next branch's source (or C's call),
+    ///   within one function. Ranges that would leave the function (a
+    ///   path that passes over a call which does not return) are left out.
+    ///
+    /// Addresses are the binary's own (hexadecimal, no build-id prefix):
+    /// BOLT takes them as-is, which is right for non-PIE executables and for
+    /// PIE ones linked at 0. Lines are sorted; identical ones are merged.
+    pub fn bolt_preaggregated(&self) -> Result<BoltProfile, Error> {
+        let (Some(cb), Some(cb_ret)) = (self.code.callback, self.code.callback_ret) else {
+            return Err(Error::BadInput(
+                "the writer has no __sanitizer_cov_trace_pc with a return in .text".into(),
+            ));
+        };
+        let mut branches: FxHashMap<(u64, u64), u64> = FxHashMap::default();
+        let mut ranges: FxHashMap<(u64, u64), u64> = FxHashMap::default();
+        let mut profile = BoltProfile::default();
+        let func = |a: u64| self.code.insn(a).map(|i| i.func);
+        for p in &self.pairs {
+            let Ok(path) = &p.path else { continue };
+            let n = p.count;
+            // The chain of taken branches this pair ran: the callback's
+            // return to P, the path's own, C's call of the callback.
+            let mut start = p.from;
+            *branches.entry((cb_ret, p.from)).or_insert(0) += n;
+            profile.callback_branches += n;
+            for &(f, t) in &path.taken {
+                *branches.entry((f, t)).or_insert(0) += n;
+                profile.path_branches += n;
+                if func(start).is_some() && func(start) == func(f) && start <= f {
+                    *ranges.entry((start, f)).or_insert(0) += n;
+                } else {
+                    profile.dropped_ranges += n;
+                }
+                start = t;
+            }
+            let end = path.end_call;
+            if func(start).is_some() && func(start) == func(end) && start <= end {
+                *ranges.entry((start, end)).or_insert(0) += n;
+            } else {
+                profile.dropped_ranges += n;
+            }
+            // C's coverage call (or the tail jump to the callback).
+            *branches.entry((end, cb)).or_insert(0) += n;
+            profile.callback_branches += n;
+        }
+        let mut b: Vec<_> = branches.into_iter().collect();
+        b.sort_unstable();
+        let mut f: Vec<_> = ranges.into_iter().collect();
+        f.sort_unstable();
+        for ((from, to), n) in b {
+            let _ = writeln!(profile.text, "B {from:x} {to:x} {n} 0");
+        }
+        for ((from, to), n) in f {
+            let _ = writeln!(profile.text, "F {from:x} {to:x} {n}");
+        }
+        Ok(profile)
+    }
+}
+
+/// A BOLT pre-aggregated profile and what went into it.
+#[derive(Clone, Debug, Default)]
+pub struct BoltProfile {
+    /// The profile text (`B` and `F` lines).
+    pub text: String,
+    /// Executions of the paths' taken branches (`B` lines not to or from
+    /// the coverage callback); equal to the taken counts of
+    /// [`Converted::branch_sites`].
+    pub path_branches: u64,
+    /// Executions of the calls of and returns from the coverage callback.
+    pub callback_branches: u64,
+    /// Straight-line ranges left out because they leave their function.
+    pub dropped_ranges: u64,
 }
 
 /// The first executable segment of an ELF file: (address, size, file offset).

@@ -18,6 +18,17 @@ pub const MARKER_SYMBOL: &str = "retrace_lbr_runtime_version";
 /// The flag that makes gcc and clang call the runtime at each basic block.
 pub const COVERAGE_FLAG: &str = "-fsanitize-coverage=trace-pc";
 
+/// The link flag that keeps relocations in the executable, which BOLT
+/// needs to move functions and reorder blocks freely (`lbr cc --emit-relocs`).
+pub const EMIT_RELOCS_FLAG: &str = "-Wl,--emit-relocs";
+
+/// Whether the compiler command `args` (without the compiler) links.
+pub fn links(args: &[OsString]) -> bool {
+    !args
+        .iter()
+        .any(|a| a == "-c" || a == "-S" || a == "-E" || a == "-M" || a == "-MM")
+}
+
 /// Compile the runtime with `compiler` into `dir/retrace_lbr_rt.o`
 /// (optimised, position-independent, without coverage instrumentation).
 pub fn compile(compiler: &OsStr, dir: &Path) -> Result<PathBuf, Error> {
@@ -63,24 +74,26 @@ pub fn writer_command(command: &[OsString], rt: &Path) -> Result<Command, Error>
         cmd.arg("-fno-sanitize-link-runtime");
     }
     cmd.args(rest);
-    let links = !rest
-        .iter()
-        .any(|a| a == "-c" || a == "-S" || a == "-E" || a == "-M" || a == "-MM");
-    if links {
+    if links(rest) {
         cmd.arg(rt);
     }
     Ok(cmd)
 }
 
 /// Run `command` as a writer build (see [`writer_command`]); the runtime is
-/// compiled by the same compiler into a temporary directory first.
-pub fn build_writer(command: &[OsString]) -> Result<(), Error> {
+/// compiled by the same compiler into a temporary directory first. With
+/// `emit_relocs`, a command that links also gets [`EMIT_RELOCS_FLAG`].
+pub fn build_writer(command: &[OsString], emit_relocs: bool) -> Result<(), Error> {
     let compiler = command
         .first()
         .ok_or_else(|| Error::Config("no compiler command after `--`".into()))?;
     let dir = tempfile::tempdir().map_err(|e| Error::io(Path::new("temporary directory"), e))?;
     let rt = compile(compiler, dir.path())?;
-    let status = writer_command(command, &rt)?
+    let mut cmd = writer_command(command, &rt)?;
+    if emit_relocs && links(&command[1..]) {
+        cmd.arg(EMIT_RELOCS_FLAG);
+    }
+    let status = cmd
         .status()
         .map_err(|e| Error::Tool(format!("cannot run {}: {e}", compiler.to_string_lossy())))?;
     if !status.success() {

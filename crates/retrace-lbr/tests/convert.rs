@@ -199,3 +199,162 @@ fn perfscript_is_accepted_by_llvm_profgen() {
         "no call to the callback is recorded"
     );
 }
+
+/// BOLT's aggregator: `perf2bolt` in LLVM 16's own directory. Debian's
+/// `perf2bolt-16` link does not do: llvm-bolt looks at the name it was run
+/// by, and only `perf2bolt` makes it aggregate (`perf2bolt-16 -o X` writes
+/// an optimised binary to X). `llvm-bolt-16 -aggregate-only` is the same.
+fn perf2bolt(bolt: &str) -> Command {
+    let own = Path::new("/usr/lib/llvm-16/bin/perf2bolt");
+    if own.exists() {
+        Command::new(own)
+    } else {
+        let mut c = Command::new(bolt);
+        c.arg("-aggregate-only");
+        c
+    }
+}
+
+/// BOLT's own warnings that are not about the profile: the writer is
+/// built with -g (BOLT drops debug info unless asked), and some
+/// relocations of the runtime object it does not analyse (printed before
+/// the profile is read; the same program without the runtime has none).
+fn profile_warnings(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| l.contains("WARNING") || l.contains("ERROR"))
+        .filter(|l| !l.contains("debug info will be stripped"))
+        .filter(|l| !l.contains("Failed to analyze") || !l.contains("relocations"))
+        .collect()
+}
+
+#[test]
+fn bolt_profile_is_accepted_by_perf2bolt_and_llvm_bolt() {
+    let Some(cc) = common::cc() else { return };
+    let Some(bolt) = common::tool("llvm-bolt-16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for (program, args) in [("sort", vec!["3000"]), ("exprparse", vec![])] {
+        let w = common::writer(
+            &cc,
+            dir.path(),
+            program,
+            &[common::programs().join(format!("{program}.c"))],
+            &["-O2", "-g", retrace_lbr::runtime::EMIT_RELOCS_FLAG],
+        );
+        let rec = record(&RecordOptions::new(
+            w.clone(),
+            args.iter().map(Into::into).collect(),
+            Mode::Exact,
+        ))
+        .unwrap();
+        let code = Code::load(&w).unwrap();
+        let conv = convert(&rec, &code);
+        let profile = conv.bolt_preaggregated().unwrap();
+
+        // Every line parses; the B lines of the paths add up to the taken
+        // executions the conversion reports; each pair occurrence adds one
+        // call of the coverage callback and one return from it; every F
+        // range runs forward within one function.
+        let (cb, cb_ret) = (code.callback.unwrap(), code.callback_ret.unwrap());
+        let hex = |s: &str| u64::from_str_radix(s, 16).unwrap();
+        let (mut path_b, mut callback_b, mut ranges) = (0u64, 0u64, 0usize);
+        for line in profile.text.lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            match f[0] {
+                "B" => {
+                    assert_eq!(f.len(), 5, "{line}");
+                    let (from, to, n) = (hex(f[1]), hex(f[2]), f[3].parse::<u64>().unwrap());
+                    assert!(n > 0 && f[4] == "0", "{line}");
+                    assert!(
+                        code.insn(from).is_some(),
+                        "{line}: source is an instruction"
+                    );
+                    if from == cb_ret || to == cb {
+                        callback_b += n;
+                    } else {
+                        path_b += n;
+                    }
+                }
+                "F" => {
+                    assert_eq!(f.len(), 4, "{line}");
+                    let (start, end) = (hex(f[1]), hex(f[2]));
+                    assert!(f[3].parse::<u64>().unwrap() > 0, "{line}");
+                    assert!(start <= end, "{line}");
+                    assert_eq!(
+                        code.insn(start).map(|i| i.func),
+                        code.insn(end).map(|i| i.func),
+                        "{line}: one function"
+                    );
+                    ranges += 1;
+                }
+                _ => panic!("unexpected line {line:?}"),
+            }
+        }
+        let taken: u64 = conv.branch_sites().iter().map(|b| b.taken).sum();
+        assert_eq!(path_b, taken, "{program}: B lines vs taken executions");
+        assert_eq!(path_b, profile.path_branches);
+        assert_eq!(
+            callback_b,
+            2 * (conv.stats.resolved + conv.stats.ambiguous),
+            "{program}: a call and a return per pair occurrence"
+        );
+        assert!(ranges > 10, "{program}: {ranges} ranges");
+
+        let preagg = dir.path().join(format!("{program}.preagg"));
+        std::fs::write(&preagg, &profile.text).unwrap();
+        let fdata = dir.path().join(format!("{program}.fdata"));
+        let out = perf2bolt(&bolt)
+            .arg("-pa")
+            .arg("-p")
+            .arg(&preagg)
+            .arg("-o")
+            .arg(&fdata)
+            .arg(&w)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "perf2bolt failed: {text}");
+        assert!(
+            text.contains("traces mismatching disassembled function contents: 0 (0.0%)"),
+            "{program}: {text}"
+        );
+        assert!(
+            text.contains("Out of range traces involving unknown regions: 0 (0.0%)"),
+            "{program}: {text}"
+        );
+        assert!(profile_warnings(&text).is_empty(), "{program}: {text}");
+        let fd = std::fs::read_to_string(&fdata).unwrap();
+        assert!(fd.lines().count() > 10, "{fd}");
+
+        let bolted = dir.path().join(format!("{program}.bolt"));
+        let out = Command::new(&bolt)
+            .arg(&w)
+            .arg("-o")
+            .arg(&bolted)
+            .arg(format!("-data={}", fdata.display()))
+            .args(["-reorder-blocks=ext-tsp", "-reorder-functions=hfsort"])
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "llvm-bolt failed: {text}");
+        assert!(profile_warnings(&text).is_empty(), "{program}: {text}");
+        assert!(
+            text.contains("basic block reordering modified layout"),
+            "{program}: {text}"
+        );
+        // The optimised writer still computes the same thing.
+        let run = |p: &Path| Command::new(p).args(&args).output().unwrap();
+        let (a, b) = (run(&w), run(&bolted));
+        assert_eq!(a.stdout, b.stdout, "{program}: same output after BOLT");
+        assert_eq!(a.status.code(), b.status.code());
+    }
+}
