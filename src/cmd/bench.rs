@@ -467,11 +467,12 @@ const MP_CONTROL: usize = 6;
 /// input `bench --harts` gives each when no arguments follow `--`: larger
 /// than their defaults, so that a run is tens of millions of instructions
 /// (`reduce` is at its largest, 65,536 numbers).
-const MP_EXAMPLES: [(&str, &[&str]); 4] = [
+const MP_EXAMPLES: [(&str, &[&str]); 5] = [
     ("pipeline", &["60000", "5"]),
     ("reduce", &["65536", "7"]),
     ("workq", &["12000", "9"]),
     ("table", &["800000", "400", "3"]),
+    ("stencil", &["4096", "4000", "3"]),
 ];
 
 /// One step's times over the rounds, for one run of it.

@@ -252,6 +252,9 @@ pub struct Estimator {
     /// The fetch-miss mask of the last partial program timed (with
     /// `long_misses`): what [`Estimator::prefix_cycles`] splits.
     last_misses: u64,
+    /// Prefix cycles without I-cache misses, by (entry signature, partial
+    /// program, instructions) ([`Estimator::prefix_cycles`]).
+    prefixes: FxHashMap<(SignatureId, PpId, u32), u64>,
     /// Executions and cycles of partial programs outside the node graph
     /// (slow steps), indexed by [`PpId`].
     extra: Vec<(u64, u64)>,
@@ -285,6 +288,7 @@ impl Estimator {
             scratch: Vec::new(),
             long_misses: Vec::new(),
             last_misses: 0,
+            prefixes: FxHashMap::default(),
             extra: Vec::new(),
             result: Estimate::default(),
             span_stats: Default::default(),
@@ -807,7 +811,10 @@ impl Estimator {
 
     /// Cycles of the first `k` instructions of the partial program just
     /// timed (`k` below its length), entered with signature `entry`, with
-    /// the line fetches that missed in that step.
+    /// the line fetches that missed in that step. Without misses they
+    /// depend on (`entry`, `pp`, `k`) alone and are remembered: a profile
+    /// asks at every function boundary, the replay of several harts at
+    /// every synchronisation call.
     pub(crate) fn prefix_cycles(
         &mut self,
         table: &PpTable,
@@ -816,8 +823,19 @@ impl Estimator {
         k: u32,
     ) -> u64 {
         debug_assert!(k < self.facts[pp.index()].len);
+        let missed = self.last_step_missed();
+        if !missed {
+            if let Some(&c) = self.prefixes.get(&(entry, pp, k)) {
+                return c;
+            }
+        }
         self.path_events(table, pp, k, EndOutcome::default(), self.last_misses);
-        self.timer
-            .cycles(entry, self.scratch.iter().map(|(pc, i, e)| (*pc, i, *e)))
+        let c = self
+            .timer
+            .cycles(entry, self.scratch.iter().map(|(pc, i, e)| (*pc, i, *e)));
+        if !missed {
+            self.prefixes.insert((entry, pp, k), c);
+        }
+        c
     }
 }

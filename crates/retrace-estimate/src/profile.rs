@@ -90,10 +90,6 @@ pub struct Profiler {
     /// the replay).
     pieces: Vec<Option<Pieces>>,
     tracker: FrameTracker,
-    /// Cycles of a partial program's first instructions, by (entry
-    /// signature, partial program, instructions), for steps without I-cache
-    /// misses (with misses they depend on which lines missed).
-    prefixes: FxHashMap<(SignatureId, PpId, u32), u64>,
     instructions: u64,
     branches: FxHashMap<u64, (u64, u64)>,
 }
@@ -110,7 +106,6 @@ impl Profiler {
             map,
             pieces: Vec::new(),
             tracker,
-            prefixes: FxHashMap::default(),
             instructions: 0,
             branches: FxHashMap::default(),
         }
@@ -203,15 +198,7 @@ impl Profiler {
     /// Cycles of the first `k` instructions of the partial program just
     /// timed.
     fn prefix(&mut self, table: &PpTable, pp: PpId, entry: SignatureId, k: u32) -> u64 {
-        if self.estimator.last_step_missed() {
-            return self.estimator.prefix_cycles(table, pp, entry, k);
-        }
-        if let Some(&c) = self.prefixes.get(&(entry, pp, k)) {
-            return c;
-        }
-        let c = self.estimator.prefix_cycles(table, pp, entry, k);
-        self.prefixes.insert((entry, pp, k), c);
-        c
+        self.estimator.prefix_cycles(table, pp, entry, k)
     }
 
     /// Build the profile after the walk (closes frames still open).

@@ -506,7 +506,7 @@ fn replay_system<S: TraceSource + ?Sized>(
     // whenever; the k-th lock is the k-th to hold the mutex; the last
     // arrival at a barrier gets 1 — not on how sends and receives
     // interleave.
-    let mut recorded: std::collections::HashMap<(u64, u8), (Vec<u64>, usize)> = Default::default();
+    let mut recorded: rustc_hash::FxHashMap<(u64, u8), (Vec<u64>, usize)> = Default::default();
     for hart in &harts {
         for c in &hart.sync.calls {
             if let Some((object, _)) = c.object {

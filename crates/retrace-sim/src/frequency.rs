@@ -33,6 +33,10 @@ pub struct HartClock {
     /// Counter value and time at which the current frequency began.
     since: u64,
     since_time: u128,
+    /// Attoseconds per cycle when the frequency divides 10¹⁸ (100 MHz,
+    /// 1 GHz, 250 MHz …): a time is then one multiplication, not a
+    /// 128-bit division — the replay asks at every call.
+    period: Option<u128>,
     /// The frequency at counter 0.
     start_hz: u64,
     /// Every change: the counter value at which it took effect and the new
@@ -48,6 +52,7 @@ impl HartClock {
             hz,
             since: 0,
             since_time: 0,
+            period: period(hz),
             start_hz: hz,
             changes: Vec::new(),
         }
@@ -72,7 +77,10 @@ impl HartClock {
     /// or after the last change).
     pub fn time_at(&self, counter: u64) -> u128 {
         let cycles = u128::from(counter.saturating_sub(self.since));
-        self.since_time + cycles * ATTOS_PER_SECOND / u128::from(self.hz)
+        match self.period {
+            Some(p) => self.since_time + cycles * p,
+            None => self.since_time + cycles * ATTOS_PER_SECOND / u128::from(self.hz),
+        }
     }
 
     /// The first counter value (at or after the last change) whose time
@@ -126,7 +134,15 @@ impl HartClock {
             self.changes.push((counter, hz));
         }
         self.hz = hz;
+        self.period = period(hz);
     }
+}
+
+/// Attoseconds per cycle at `hz`, when whole.
+fn period(hz: u64) -> Option<u128> {
+    ATTOS_PER_SECOND
+        .is_multiple_of(u128::from(hz))
+        .then(|| ATTOS_PER_SECOND / u128::from(hz))
 }
 
 #[cfg(test)]

@@ -32,8 +32,9 @@
 
 use crate::observer::HartId;
 use retrace_isa::Inst;
+use rustc_hash::FxHashMap as HashMap;
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 
 /// The first call number of the API; the calls are `CALL_BASE + op`.
@@ -387,6 +388,8 @@ pub(crate) struct Step {
 /// The API's state: every object used so far and each hart's standing.
 #[derive(Clone, Debug)]
 pub struct SyncState {
+    /// By handle (FxHash: a lookup at every call, some programs call
+    /// every few dozen instructions).
     objects: HashMap<u64, State>,
     /// Each object's descriptor parameter, as read when it was opened.
     params: HashMap<u64, u32>,
@@ -399,8 +402,8 @@ impl SyncState {
     /// `harts` harts, all runnable, no objects.
     pub fn new(harts: usize) -> SyncState {
         SyncState {
-            objects: HashMap::new(),
-            params: HashMap::new(),
+            objects: HashMap::default(),
+            params: HashMap::default(),
             harts: vec![HartState::Runnable; harts],
             pending: vec![None; harts],
         }
