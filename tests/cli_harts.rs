@@ -235,7 +235,16 @@ fn harts_at_their_own_frequencies_estimate_as_they_run() {
     let zero = retrace(&["run", "--harts", "3", "--core", "ideal", "--mhz", "0", &elf]);
     assert_eq!(zero.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&zero.stderr).contains("not a frequency in MHz"));
+    // A trace of one hart has neither frequencies nor a timeline.
     let one = scratch().join("one.rtrace");
+    record(&elf, &one, &[]);
+    for (option, value) in [("--mhz", "50"), ("--timeline", "x.json")] {
+        let one = one.to_str().unwrap();
+        refused(
+            &retrace(&["estimate", &elf, one, "--core", "ideal", option, value]),
+            &format!("{option} applies to a trace of several harts"),
+        );
+    }
     record(&elf, &one, &[]);
     refused(
         &retrace(&[
@@ -335,21 +344,7 @@ fn the_timeline_has_a_track_per_hart_on_one_time_axis() {
     assert_eq!(calls as u64, report["calls"].as_u64().unwrap());
     assert_eq!(of("C", 0).len(), 3, "a frequency counter per hart");
 
-    // One hart's trace has no timeline; an unwritable file is one line.
-    let one = dir.join("one-hart.rtrace");
-    record(&elf, &one, &[]);
-    refused(
-        &retrace(&[
-            "estimate",
-            &elf,
-            one.to_str().unwrap(),
-            "--core",
-            "ideal",
-            "--timeline",
-            "x.json",
-        ]),
-        "--timeline applies to a trace of several harts",
-    );
+    // An unwritable file is one line.
     refused(
         &retrace(&[
             "estimate",

@@ -64,6 +64,31 @@ fn build_crc32_writer(writer: &Path) -> Output {
     ])
 }
 
+/// `out`, which must be a success (its stderr otherwise).
+fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `retrace lbr record --writer W -o LBR --exact REST…`, which must succeed.
+fn record_exact(writer: &Path, lbr: &Path, rest: &[&str]) -> Output {
+    let mut args = vec![
+        "lbr",
+        "record",
+        "--writer",
+        s(writer),
+        "-o",
+        s(lbr),
+        "--exact",
+    ];
+    args.extend_from_slice(rest);
+    ok(retrace(&args))
+}
+
 fn assert_refused(out: &Output, needle: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(125), "{stderr}");
@@ -79,32 +104,9 @@ fn cc_record_convert_end_to_end() {
     }
     let dir = scratch("e2e");
     let writer = dir.join("crc32.writer");
-    let out = build_crc32_writer(&writer);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(build_crc32_writer(&writer));
     let lbr = dir.join("crc32.lbr");
-    let out = retrace(&[
-        "lbr",
-        "record",
-        "--writer",
-        s(&writer),
-        "-o",
-        s(&lbr),
-        "--exact",
-        "--format",
-        "json",
-        "--",
-        "1024",
-        "4",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = record_exact(&writer, &lbr, &["--format", "json", "--", "1024", "4"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let last = stdout.lines().last().unwrap();
     let v: serde_json::Value = serde_json::from_str(last).unwrap();
@@ -164,25 +166,8 @@ fn bad_input_is_refused_in_one_line() {
     assert_refused(&out, "is not a retrace lbr recording");
     // A truncated recording.
     let writer = dir.join("crc32.writer");
-    let out = build_crc32_writer(&writer);
-    assert!(out.status.success());
-    let out = retrace(&[
-        "lbr",
-        "record",
-        "--writer",
-        s(&writer),
-        "-o",
-        s(&lbr),
-        "--exact",
-        "--",
-        "64",
-        "1",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(build_crc32_writer(&writer));
+    record_exact(&writer, &lbr, &["--", "64", "1"]);
     let whole = std::fs::read(&lbr).unwrap();
     let cut = dir.join("cut.lbr");
     std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
@@ -209,7 +194,7 @@ fn cc_emit_relocs_and_bolt_format() {
     let inc = programs();
     let src = inc.join("crc32.c");
     let writer = dir.join("crc32.writer");
-    let out = retrace(&[
+    ok(retrace(&[
         "lbr",
         "cc",
         "--emit-relocs",
@@ -221,35 +206,14 @@ fn cc_emit_relocs_and_bolt_format() {
         s(&src),
         "-o",
         s(&writer),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ]));
     // The executable keeps the relocations of its code (BOLT needs them).
     let bytes = std::fs::read(&writer).unwrap();
     assert!(bytes.windows(10).any(|w| w == b".rela.text"));
     let lbr = dir.join("crc32.lbr");
-    let out = retrace(&[
-        "lbr",
-        "record",
-        "--writer",
-        s(&writer),
-        "-o",
-        s(&lbr),
-        "--exact",
-        "--",
-        "256",
-        "2",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    record_exact(&writer, &lbr, &["--", "256", "2"]);
     let preagg = dir.join("crc32.preagg");
-    let out = retrace(&[
+    ok(retrace(&[
         "lbr",
         "convert",
         s(&lbr),
@@ -257,12 +221,7 @@ fn cc_emit_relocs_and_bolt_format() {
         "bolt",
         "-o",
         s(&preagg),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ]));
     let text = std::fs::read_to_string(&preagg).unwrap();
     let (mut b, mut f) = (0, 0);
     for line in text.lines() {

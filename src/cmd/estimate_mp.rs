@@ -10,7 +10,7 @@ use super::run::HartsReport;
 use crate::report::{hex, print, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
-use retrace_estimate::system::{estimate_system, estimate_system_timeline};
+use retrace_estimate::system::estimate_system_timeline;
 use retrace_estimate::Fidelity;
 use retrace_program::{Addr, Elf, FunctionRanges};
 use retrace_sim::clocked::HartTime;
@@ -128,35 +128,24 @@ pub fn main(args: &Args, elf: &Elf, shown: &str, harts: usize) -> anyhow::Result
     let program = analyse(elf, shown)?;
     let fidelity = Fidelity::from(args.fidelity);
     let hz = hart_frequencies(&args.mhz, harts)?;
-    let (est, timeline) = match &args.timeline {
-        None => estimate_system(
-            &program.table,
-            Addr(elf.entry),
-            &args.trace,
-            &cores,
-            &hz,
-            fidelity,
-        )
-        .map(|e| (e, None)),
-        Some(_) => {
-            let functions = FunctionRanges::of_program(&program);
-            estimate_system_timeline(
-                &program.table,
-                Addr(elf.entry),
-                &args.trace,
-                &cores,
-                &hz,
-                fidelity,
-                &functions.ranges,
-            )
-            .map(|(e, t)| (e, Some((t, functions.names))))
-        }
-    }
+    let functions = args
+        .timeline
+        .as_ref()
+        .map(|_| FunctionRanges::of_program(&program));
+    let (est, lines) = estimate_system_timeline(
+        &program.table,
+        Addr(elf.entry),
+        &args.trace,
+        &cores,
+        &hz,
+        fidelity,
+        functions.as_ref().map(|f| &f.ranges[..]),
+    )
     .map_err(|e| replay_error(&args.trace, e))?;
-    if let (Some(path), Some((lines, names))) = (&args.timeline, &timeline) {
+    if let (Some(path), Some(FunctionRanges { names, .. })) = (&args.timeline, &functions) {
         let names_of_cores: Vec<String> = cores.iter().map(|c| c.name.clone()).collect();
         let title = format!("retrace estimate: {shown} ({fidelity})");
-        let events = super::timeline::events(&title, &names_of_cores, &est, lines, names)?;
+        let events = super::timeline::events(&title, &names_of_cores, &est, &lines, names)?;
         super::timeline::write(path, &events)?;
     }
     let times: Vec<HartTime> = est

@@ -407,9 +407,9 @@ pub fn estimate_system<S: TraceSource + ?Sized>(
     replay_system(table, entry, trace, cores, hz, fidelity, None).map(|(e, _)| e)
 }
 
-/// [`estimate_system`], and what each hart did when: the functions it ran
-/// (`functions`: `(entry, size)` of each, in entry order) and its waits,
-/// in its cycle counter.
+/// [`estimate_system`], and with `functions` (`(entry, size)` of each, in
+/// entry order) what each hart did when: the functions it ran and its
+/// waits, in its cycle counter (no timelines without `functions`).
 pub fn estimate_system_timeline<S: TraceSource + ?Sized>(
     table: &PpTable,
     entry: Addr,
@@ -417,9 +417,9 @@ pub fn estimate_system_timeline<S: TraceSource + ?Sized>(
     cores: &[CoreModel],
     hz: &[u64],
     fidelity: Fidelity,
-    functions: &[(u64, u64)],
+    functions: Option<&[(u64, u64)]>,
 ) -> Result<(SystemEstimate, Vec<HartTimeline>), ReplayError> {
-    replay_system(table, entry, trace, cores, hz, fidelity, Some(functions))
+    replay_system(table, entry, trace, cores, hz, fidelity, functions)
 }
 
 fn replay_system<S: TraceSource + ?Sized>(
