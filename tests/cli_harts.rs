@@ -170,6 +170,14 @@ fn bad_per_hart_options_and_damaged_traces_are_one_line() {
     );
 }
 
+/// Record `elf` on 3 harts under inorder5's clocks at the `--mhz` options
+/// `mhz`.
+fn record_three_harts_at(elf: &str, trace: &Path, mhz: &[&str]) {
+    let mut rec = vec!["--harts", "3", "--schedule-core", "inorder5"];
+    rec.extend_from_slice(mhz);
+    record(elf, trace, &rec);
+}
+
 /// Harts at their own frequencies (`--mhz`, one per hart): the estimate of
 /// a recording made under those clocks is the engine's to the attosecond,
 /// with the latest hart's time as the makespan; bad frequencies are one
@@ -180,9 +188,7 @@ fn harts_at_their_own_frequencies_estimate_as_they_run() {
     let trace = scratch().join("mhz.rtrace");
     let t = trace.to_str().unwrap();
     let mhz = ["--mhz", "100", "--mhz", "33.333333", "--mhz", "250"];
-    let mut rec = vec!["--harts", "3", "--schedule-core", "inorder5"];
-    rec.extend(mhz);
-    record(&elf, &trace, &rec);
+    record_three_harts_at(&elf, &trace, &mhz);
     let mut args = vec![
         "estimate",
         &elf,
@@ -272,9 +278,7 @@ fn the_timeline_has_a_track_per_hart_on_one_time_axis() {
     let trace = dir.join("timeline.rtrace");
     let file = dir.join("timeline.json");
     let mhz = ["--mhz", "100", "--mhz", "62.5", "--mhz", "150"];
-    let mut rec = vec!["--harts", "3", "--schedule-core", "inorder5"];
-    rec.extend(mhz);
-    record(&elf, &trace, &rec);
+    record_three_harts_at(&elf, &trace, &mhz);
     let mut args = vec![
         "estimate",
         &elf,

@@ -12,6 +12,17 @@ use rustc_hash::FxHashMap;
 use std::path::Path;
 use std::process::Command;
 
+/// An `--exact` recording of the writer `w` run with `args`, and its code.
+fn record_exact(w: &Path, args: &[&str]) -> (retrace_lbr::recording::Recording, Code) {
+    let rec = record(&RecordOptions::new(
+        w.to_path_buf(),
+        args.iter().map(|&a| a.into()).collect(),
+        Mode::Exact,
+    ))
+    .unwrap();
+    (rec, Code::load(w).unwrap())
+}
+
 /// (source, destination) → executions of the binary's own conditional and
 /// direct jumps, from `callgrind --collect-jumps=yes --dump-instr=yes`:
 /// a `jcnd=TAKEN/EXECUTED TARGET` or `jump=TAKEN TARGET` line, then the
@@ -103,13 +114,7 @@ fn exact_branch_counts_agree_with_callgrind() {
         ("exprparse", vec![], 0.88),
     ] {
         let w = common::example_writer(&cc, dir.path(), program);
-        let rec = record(&RecordOptions::new(
-            w.clone(),
-            args.iter().map(Into::into).collect(),
-            Mode::Exact,
-        ))
-        .unwrap();
-        let code = Code::load(&w).unwrap();
+        let (rec, code) = record_exact(&w, &args);
         let conv = convert(&rec, &code);
         // Ours: taken edges of conditional, direct and indirect jumps, and the
         // fall-through edges of conditional jumps.
@@ -242,13 +247,7 @@ fn bolt_profile_is_accepted_by_perf2bolt_and_llvm_bolt() {
             &[common::programs().join(format!("{program}.c"))],
             &["-O2", "-g", retrace_lbr::runtime::EMIT_RELOCS_FLAG],
         );
-        let rec = record(&RecordOptions::new(
-            w.clone(),
-            args.iter().map(Into::into).collect(),
-            Mode::Exact,
-        ))
-        .unwrap();
-        let code = Code::load(&w).unwrap();
+        let (rec, code) = record_exact(&w, &args);
         let conv = convert(&rec, &code);
         let profile = conv.bolt_preaggregated().unwrap();
 
