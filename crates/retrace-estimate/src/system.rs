@@ -33,6 +33,16 @@
 //! a core's timing does not depend on how long it waited, they are already
 //! in the replayed busy cycles.
 //!
+//! With data caches a hart's busy cycles include its data-cache term as
+//! it goes: its memory operations so far at the miss rate the recording
+//! measured for the hart's own cache. Misses fall unevenly between calls
+//! in the engine, so two calls may meet in another order than there: with
+//! data caches the replay is an estimate (within 1.4% of the engine's
+//! makespan on the examples; `tests/system.rs`). At `fast` each hart's
+//! replay runs memoised stretches between its calls ([`crate::span`]),
+//! each ending before the call's own partial program, which the replay
+//! times itself.
+//!
 //! Which hart runs which path can depend on the interleaving (a work queue
 //! hands tasks to whoever asks first): the recording holds the paths of
 //! the recorded schedule. Replayed on cores whose clocks order the calls
