@@ -248,3 +248,27 @@ fn percentages_are_of_the_printed_total_and_the_dcache_term_is_named() {
     assert!(text.contains("without the data cache"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Branches and hot partial programs name their source line, from the
+/// program's DWARF (the bundled programs are built with -g).
+#[test]
+fn hot_addresses_have_source_lines() {
+    let dir = scratch("source");
+    let j = profile_json(&dir, "p.rtrace", "rocket", "control");
+    for list in ["branches", "hottest_partial_programs"] {
+        let rows = j[list].as_array().unwrap();
+        assert!(!rows.is_empty(), "{list}");
+        for row in rows {
+            let source = row["source"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{list}: {row}"));
+            let (file, line) = source.rsplit_once(':').unwrap();
+            assert!(!file.is_empty(), "{source}");
+            assert!(line.parse::<u32>().is_ok_and(|l| l > 0), "{source}");
+        }
+    }
+    assert!(j["branches"][0]["source"]
+        .as_str()
+        .unwrap()
+        .starts_with("src/crc32.c:"));
+}

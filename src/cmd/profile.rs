@@ -11,6 +11,7 @@ use crate::status::{tag, Status, WithStatus};
 use anyhow::anyhow;
 use retrace_estimate::sample_profile::sample_profile;
 use retrace_estimate::{profile_trace, Fidelity};
+use retrace_program::lines::locate;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -28,9 +29,12 @@ use std::process::ExitCode;
     figures are the cycle-level engine's. The data-cache term is estimated for the\n  \
     whole run, not per function: the header gives it, and percentages are of the\n  \
     header's total.\n\n\
+    Branches and partial programs name their source line (file:line of the innermost\n\
+    inlined frame) when the program has debugging information (-g).\n\n\
     Examples:\n  \
     retrace profile prog.elf prog.rtrace\n  \
-    retrace profile prog.elf prog.rtrace --core rocket --top 20 --format json"
+    retrace profile prog.elf prog.rtrace --core rocket --top 20 --format json\n  \
+    retrace profile prog.elf prog.rtrace --sample-profile prog.prof   (for clang -fprofile-sample-use)"
 )]
 pub struct Args {
     /// The program the trace was recorded from.
@@ -82,6 +86,8 @@ pub struct BranchRow {
     /// Its address as `symbol+offset`.
     #[serde(rename = "where")]
     pub at: String,
+    /// Its source line, `file:line` (null without debugging information).
+    pub source: Option<String>,
     /// Times executed.
     pub executed: u64,
     /// Times taken.
@@ -101,6 +107,9 @@ pub struct HotRow {
     /// Its start as `symbol+offset`.
     #[serde(rename = "where")]
     pub at: String,
+    /// Its start's source line, `file:line` (null without debugging
+    /// information).
+    pub source: Option<String>,
     /// Times executed.
     pub executed: u64,
     /// Cycles spent in it.
@@ -181,30 +190,36 @@ impl Report for ProfileReport {
                 thousands(f.calls)
             );
         }
-        let _ = writeln!(o, "\n{:<34} {:>14} {:>8}", "branch", "executed", "taken");
+        let _ = writeln!(
+            o,
+            "\n{:<34} {:>14} {:>8}  source",
+            "branch", "executed", "taken"
+        );
         for b in &self.branches {
             let _ = writeln!(
                 o,
-                "{:<34} {:>14} {:>7.2}%",
+                "{:<34} {:>14} {:>7.2}%  {}",
                 b.at,
                 thousands(b.executed),
-                b.taken as f64 * 100.0 / b.executed.max(1) as f64
+                b.taken as f64 * 100.0 / b.executed.max(1) as f64,
+                b.source.as_deref().unwrap_or("")
             );
         }
         let _ = writeln!(
             o,
-            "\n{:<8} {:<34} {:>14} {:>14} {:>7}",
+            "\n{:<8} {:<34} {:>14} {:>14} {:>7}  source",
             "pp", "start", "executed", "cycles", "%"
         );
         for h in &self.hottest_partial_programs {
             let _ = writeln!(
                 o,
-                "{:<8} {:<34} {:>14} {:>14} {:>6.2}%",
+                "{:<8} {:<34} {:>14} {:>14} {:>6.2}%  {}",
                 h.pp,
                 h.at,
                 thousands(h.executed),
                 thousands(h.cycles),
-                h.cycles as f64 * 100.0 / total
+                h.cycles as f64 * 100.0 / total,
+                h.source.as_deref().unwrap_or("")
             );
         }
         o
@@ -226,10 +241,10 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let fidelity = Fidelity::from(args.fidelity);
     let (p, e) = profile_trace(&program, &args.trace, &core, fidelity)
         .map_err(|err| replay_error(&args.trace, err))?;
+    let bytes = std::fs::read(&args.program)
+        .map_err(|e| anyhow!("cannot read program {shown}: {e}; check the path"))
+        .status(Status::BadInput)?;
     if let Some(path) = &args.sample_profile {
-        let bytes = std::fs::read(&args.program)
-            .map_err(|e| anyhow!("cannot read program {shown}: {e}; check the path"))
-            .status(Status::BadInput)?;
         let text = sample_profile(&p, &program.table, &bytes).map_err(|e| {
             tag(
                 anyhow!("cannot make a sample profile of {shown}: {e}"),
@@ -247,6 +262,20 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         })?;
     }
     let describe = |pc: u64| elf.describe(pc).unwrap_or_else(|| format!("{pc:#x}"));
+    // Source lines of the addresses shown, where the program has DWARF.
+    let shown_addrs: Vec<u64> = (p.branches.iter().take(args.top).map(|b| b.pc))
+        .chain(p.hottest.iter().take(args.top).map(|h| h.start))
+        .collect();
+    let sources: std::collections::HashMap<u64, String> = locate(&bytes, &shown_addrs)
+        .map(|located| {
+            shown_addrs
+                .iter()
+                .zip(located)
+                .filter_map(|(&a, l)| Some((a, l.file_line?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let source = |pc: u64| sources.get(&pc).cloned();
     let report = ProfileReport {
         program: shown,
         core: core.name.clone(),
@@ -274,6 +303,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             .map(|b| BranchRow {
                 pc: b.pc,
                 at: describe(b.pc),
+                source: source(b.pc),
                 executed: b.executed,
                 taken: b.taken,
                 taken_probability: b.taken as f64 / b.executed.max(1) as f64,
@@ -287,6 +317,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                 pp: h.pp.0,
                 start: h.start,
                 at: describe(h.start),
+                source: source(h.start),
                 executed: h.executed,
                 cycles: h.cycles,
             })

@@ -23,6 +23,19 @@ pub struct SourceLine {
     pub offset: u32,
 }
 
+/// Where an address's code is, both ways: as a sample profile names it
+/// (the outermost function and a line offset in it) and as a person reads
+/// it (the innermost frame's file and line: for code inlined from another
+/// function, that function's line).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Location {
+    /// The outermost function and the line offset in it.
+    pub function_line: Option<SourceLine>,
+    /// `file:line` of the innermost frame (the file as the DWARF names
+    /// it, without a leading `./`).
+    pub file_line: Option<String>,
+}
+
 /// Why a program's lines cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum LinesError {
@@ -35,9 +48,16 @@ pub enum LinesError {
 }
 
 /// The [`SourceLine`] of each address of `addrs` (`None` where the DWARF
-/// has no line), and each function's starting line, from the ELF file
-/// `bytes`.
+/// has no line), from the ELF file `bytes`.
 pub fn line_offsets(bytes: &[u8], addrs: &[u64]) -> Result<Vec<Option<SourceLine>>, LinesError> {
+    Ok(locate(bytes, addrs)?
+        .into_iter()
+        .map(|l| l.function_line)
+        .collect())
+}
+
+/// The [`Location`] of each address of `addrs`, from the ELF file `bytes`.
+pub fn locate(bytes: &[u8], addrs: &[u64]) -> Result<Vec<Location>, LinesError> {
     use object::{Object, ObjectSection};
     let file = object::File::parse(bytes).map_err(|e| LinesError::Dwarf(e.to_string()))?;
     if file.section_by_name(".debug_info").is_none()
@@ -64,9 +84,15 @@ pub fn line_offsets(bytes: &[u8], addrs: &[u64]) -> Result<Vec<Option<SourceLine
         addr2line::Context::from_dwarf(dwarf).map_err(|e| LinesError::Dwarf(e.to_string()))?;
     let mut out = Vec::with_capacity(addrs.len());
     for &addr in addrs {
-        let mut outermost = None;
+        let (mut innermost, mut outermost) = (None, None);
         if let Ok(mut frames) = context.find_frames(addr).skip_all_loads() {
             while let Ok(Some(frame)) = frames.next() {
+                if innermost.is_none() {
+                    innermost = frame.location.as_ref().and_then(|l| {
+                        let file = l.file?;
+                        Some(format!("{}:{}", file.trim_start_matches("./"), l.line?))
+                    });
+                }
                 outermost = Some(frame);
             }
         }
@@ -79,7 +105,10 @@ pub fn line_offsets(bytes: &[u8], addrs: &[u64]) -> Result<Vec<Option<SourceLine
                 function: name,
             })
         });
-        out.push(line);
+        out.push(Location {
+            function_line: line,
+            file_line: innermost,
+        });
     }
     Ok(out)
 }
@@ -160,6 +189,9 @@ mod tests {
         // The prologue is at or just after the function's own line.
         assert!(first.offset <= 3, "{first:?}");
         assert_eq!(lines[1], None, "no code at 0x10");
+        let located = locate(&bytes, &[main.addr]).unwrap();
+        let at = located[0].file_line.as_deref().unwrap();
+        assert!(at.starts_with("src/sort.c:"), "{at}");
     }
 
     #[test]
