@@ -743,12 +743,7 @@ impl MpProgram {
                     Machine::new(&self.elf, &config, host(), Console::null()).map_err(load)?;
                 let mut obs = ClockedHarts::heterogeneous(&cores, &[]).reading_code(&self.elf);
                 ran_to_end(shown, &run_by_clock(&mut m, None, &mut obs))?;
-                self.makespans[0] = obs
-                    .times()
-                    .iter()
-                    .map(|t| t.busy + t.wait)
-                    .max()
-                    .unwrap_or(0);
+                self.makespans[0] = obs.makespan();
             }
             MP_RECORD | MP_RECORD_NO_DCACHE => {
                 // What `retrace record --harts N --schedule-core CORE`

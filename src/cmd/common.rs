@@ -11,16 +11,23 @@ use std::path::Path;
 
 /// Load `path` as a RISC-V ELF program, with bad-input errors.
 pub fn load_elf(path: &std::path::Path) -> anyhow::Result<Elf> {
+    load_elf_bytes(path).map(|(elf, _)| elf)
+}
+
+/// [`load_elf`], and the file's bytes (its debugging information, say,
+/// which [`Elf`] does not keep).
+pub fn load_elf_bytes(path: &std::path::Path) -> anyhow::Result<(Elf, Vec<u8>)> {
     let shown = path.display();
     let bytes = std::fs::read(path)
         .map_err(|e| anyhow!("cannot read program {shown}: {e}; check the path"))
         .status(Status::BadInput)?;
-    Elf::parse(&bytes).map_err(|e| {
+    let elf = Elf::parse(&bytes).map_err(|e| {
         tag(
             anyhow!("cannot load program {shown}: {e}; retrace runs RISC-V ELF executables"),
             Status::BadInput,
         )
-    })
+    })?;
+    Ok((elf, bytes))
 }
 
 /// Resolve `--core`: a preset name, or a path to a TOML core description.

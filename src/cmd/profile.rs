@@ -3,11 +3,11 @@
 //! programs — on a chosen core, from the trace alone.
 
 use super::common::{
-    analyse, check_trace, check_xlen, display, load_core, load_elf, replay_error, thousands,
+    analyse, check_trace, check_xlen, display, load_core, load_elf_bytes, replay_error, thousands,
     FidelityArg,
 };
 use crate::report::{csv_of, hex, print, FormatArgs, Report};
-use crate::status::{tag, Status, WithStatus};
+use crate::status::{tag, Status};
 use anyhow::anyhow;
 use retrace_estimate::sample_profile::sample_profile;
 use retrace_estimate::{profile_trace, Fidelity};
@@ -232,7 +232,7 @@ impl Report for ProfileReport {
 
 /// Entry point of `retrace profile`.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
-    let elf = load_elf(&args.program)?;
+    let (elf, bytes) = load_elf_bytes(&args.program)?;
     let shown = args.program.display().to_string();
     check_trace(&args.trace, &elf, &shown)?;
     let core = load_core(&args.core)?;
@@ -241,9 +241,6 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let fidelity = Fidelity::from(args.fidelity);
     let (p, e) = profile_trace(&program, &args.trace, &core, fidelity)
         .map_err(|err| replay_error(&args.trace, err))?;
-    let bytes = std::fs::read(&args.program)
-        .map_err(|e| anyhow!("cannot read program {shown}: {e}; check the path"))
-        .status(Status::BadInput)?;
     if let Some(path) = &args.sample_profile {
         let text = sample_profile(&p, &program.table, &bytes).map_err(|e| {
             tag(

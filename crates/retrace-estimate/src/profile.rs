@@ -189,16 +189,10 @@ impl Profiler {
             let at = if k == 0 {
                 before
             } else {
-                before + self.prefix(table, pp, entry, k)
+                before + self.estimator.prefix_cycles(table, pp, entry, k)
             };
             self.tracker.enter(f, at, insns + u64::from(k));
         }
-    }
-
-    /// Cycles of the first `k` instructions of the partial program just
-    /// timed.
-    fn prefix(&mut self, table: &PpTable, pp: PpId, entry: SignatureId, k: u32) -> u64 {
-        self.estimator.prefix_cycles(table, pp, entry, k)
     }
 
     /// Build the profile after the walk (closes frames still open).

@@ -21,7 +21,7 @@
 //! callees with their calls from it.
 
 use crate::profile::Profile;
-use retrace_program::lines::{line_offsets, LinesError, SourceLine};
+use retrace_program::lines::{locate, LinesError, SourceLine};
 use retrace_program::{End, PpTable};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -62,10 +62,19 @@ pub fn sample_profile(
             calls.push((last, table.get(t).start.get(), p.executed));
         }
     }
+    // One pass over the DWARF: the executed addresses, then the callees'
+    // entries.
     let addrs: Vec<u64> = executed.keys().copied().collect();
-    let callees: Vec<u64> = calls.iter().map(|c| c.1).collect();
-    let lines = line_offsets(elf, &addrs)?;
-    let entries = line_offsets(elf, &callees)?;
+    let wanted: Vec<u64> = addrs
+        .iter()
+        .copied()
+        .chain(calls.iter().map(|c| c.1))
+        .collect();
+    let mut lines: Vec<Option<SourceLine>> = locate(elf, &wanted)?
+        .into_iter()
+        .map(|l| l.function_line)
+        .collect();
+    let entries = lines.split_off(addrs.len());
     let mut functions: BTreeMap<String, FunctionSamples> = BTreeMap::new();
     for ((_, count), line) in executed.iter().zip(&lines) {
         let Some(SourceLine { function, offset }) = line else {

@@ -649,6 +649,16 @@ impl Converted<'_> {
         let mut ranges: FxHashMap<(u64, u64), u64> = FxHashMap::default();
         let mut profile = BoltProfile::default();
         let func = |a: u64| self.code.insn(a).map(|i| i.func);
+        // A straight-line range, counted if it stays in one function;
+        // else the executions left out.
+        let mut range = |start: u64, end: u64, n: u64| {
+            if func(start).is_some() && func(start) == func(end) && start <= end {
+                *ranges.entry((start, end)).or_insert(0) += n;
+                0
+            } else {
+                n
+            }
+        };
         for p in &self.pairs {
             let Ok(path) = &p.path else { continue };
             let n = p.count;
@@ -660,19 +670,11 @@ impl Converted<'_> {
             for &(f, t) in &path.taken {
                 *branches.entry((f, t)).or_insert(0) += n;
                 profile.path_branches += n;
-                if func(start).is_some() && func(start) == func(f) && start <= f {
-                    *ranges.entry((start, f)).or_insert(0) += n;
-                } else {
-                    profile.dropped_ranges += n;
-                }
+                profile.dropped_ranges += range(start, f, n);
                 start = t;
             }
             let end = path.end_call;
-            if func(start).is_some() && func(start) == func(end) && start <= end {
-                *ranges.entry((start, end)).or_insert(0) += n;
-            } else {
-                profile.dropped_ranges += n;
-            }
+            profile.dropped_ranges += range(start, end, n);
             // C's coverage call (or the tail jump to the callback).
             *branches.entry((end, cb)).or_insert(0) += n;
             profile.callback_branches += n;

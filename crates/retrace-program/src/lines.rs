@@ -6,7 +6,8 @@
 //! That is how LLVM's sample profiles name code (`clang
 //! -fprofile-sample-use`, the AutoFDO text format): by function and line
 //! offset, so that a profile of one build applies to another build of the
-//! same source. [`line_offsets`] gives the offsets; the line tables are
+//! same source. [`locate`] gives the offsets (and, for people, each
+//! address's innermost `file:line`); the line tables are
 //! read with `addr2line` (inlined frames) and `gimli` (where each function
 //! starts).
 
@@ -45,15 +46,6 @@ pub enum LinesError {
     /// The DWARF could not be read.
     #[error("its debugging information cannot be read: {0}")]
     Dwarf(String),
-}
-
-/// The [`SourceLine`] of each address of `addrs` (`None` where the DWARF
-/// has no line), from the ELF file `bytes`.
-pub fn line_offsets(bytes: &[u8], addrs: &[u64]) -> Result<Vec<Option<SourceLine>>, LinesError> {
-    Ok(locate(bytes, addrs)?
-        .into_iter()
-        .map(|l| l.function_line)
-        .collect())
 }
 
 /// The [`Location`] of each address of `addrs`, from the ELF file `bytes`.
@@ -181,23 +173,23 @@ mod tests {
         let bytes = p.bytes();
         let elf = crate::Elf::parse(&bytes).unwrap();
         let main = elf.symbols.iter().find(|s| s.name == "main").unwrap();
-        let lines = line_offsets(&bytes, &[main.addr, 0x10]).unwrap();
+        let lines = locate(&bytes, &[main.addr, 0x10]).unwrap();
         let first = lines[0]
+            .function_line
             .as_ref()
             .expect("main's first instruction has a line");
         assert_eq!(first.function, "main");
         // The prologue is at or just after the function's own line.
         assert!(first.offset <= 3, "{first:?}");
-        assert_eq!(lines[1], None, "no code at 0x10");
-        let located = locate(&bytes, &[main.addr]).unwrap();
-        let at = located[0].file_line.as_deref().unwrap();
+        assert_eq!(lines[1], Location::default(), "no code at 0x10");
+        let at = lines[0].file_line.as_deref().unwrap();
         assert!(at.starts_with("src/sort.c:"), "{at}");
     }
 
     #[test]
     fn garbage_and_programs_without_dwarf_are_errors() {
-        assert!(line_offsets(b"\x7fELF garbage", &[0]).is_err());
-        assert!(line_offsets(&[], &[0]).is_err());
+        assert!(locate(b"\x7fELF garbage", &[0]).is_err());
+        assert!(locate(&[], &[0]).is_err());
         let p = example_program("sort-rv32-O2");
         let mut bytes = p.bytes();
         // Rename the debugging sections: the file then has none.
@@ -206,9 +198,6 @@ mod tests {
                 bytes[at + 1] = b'X';
             }
         }
-        assert!(matches!(
-            line_offsets(&bytes, &[0]),
-            Err(LinesError::NoDwarf)
-        ));
+        assert!(matches!(locate(&bytes, &[0]), Err(LinesError::NoDwarf)));
     }
 }
