@@ -239,10 +239,14 @@ impl<'a> Expander<'a> {
         goal(ends)
     }
 
-    /// Whether `goal` can be reached from instruction `from`.
-    fn reaches(&self, from: usize, goal: &Goal) -> bool {
+    /// Whether `goal` can be reached from any of the instructions `from`.
+    /// One search over all of them: after a return, the others are every
+    /// other return site of the function (thousands in a large program such
+    /// as SQLite, whose indirect calls all count), and a search from each
+    /// alone would walk the same code again and again.
+    fn reaches(&self, from: Vec<usize>, goal: &Goal) -> bool {
         let mut seen = rustc_hash::FxHashSet::default();
-        let mut stack = vec![from];
+        let mut stack = from;
         let mut edges = Vec::new();
         while let Some(u) = stack.pop() {
             if goal.ends.contains(&u) {
@@ -346,7 +350,7 @@ impl<'a> Expander<'a> {
             if !ambiguous && !entered {
                 self.edges(parent, goal, &mut edges);
                 let others: Vec<usize> = edges.iter().map(|e| e.0).filter(|&o| o != v).collect();
-                ambiguous = others.into_iter().any(|o| self.reaches(o, goal));
+                ambiguous = self.reaches(others, goal);
             }
             v = parent;
         }
