@@ -91,8 +91,6 @@ for entry in "${programs[@]}"; do
   "$retrace" lbr record --writer "$d/writer" -o "$d/train.lbr" --exact \
     -- "${train_args[@]}" >/dev/null 2>"$d/record.txt" || true
   grep -q "recorded" "$d/record.txt" || { cat "$d/record.txt" >&2; exit 1; }
-  "$retrace" lbr convert "$d/train.lbr" --format table --top 0 2>/dev/null |
-    head -n 1 | sed "s|^[^ ]*|- $name writer|" >>"$work/conversions"
   "$retrace" lbr convert "$d/train.lbr" --format perfscript -o "$d/train.perfscript"
   llvm-profgen-14 --binary="$d/writer" --perfscript="$d/train.perfscript" \
     --output="$d/retrace.prof" --format=text 2>"$d/profgen.txt"
@@ -151,6 +149,3 @@ for entry in "${programs[@]}"; do
     label=""
   done
 done
-echo
-echo "Conversion of the training recordings:"
-cat "$work/conversions"

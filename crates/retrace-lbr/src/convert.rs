@@ -136,6 +136,20 @@ impl<'a> Expander<'a> {
                 }
             }
         }
+        // An indirect tail call (`jmp *reg` where no jump table was found;
+        // SQLite's `return p->xMethod(…)`) may enter any function, which
+        // then returns to the tail caller's callers: return sites of every
+        // function, as those of indirect calls are.
+        let mut known: rustc_hash::FxHashSet<u64> = indirect_returns.iter().copied().collect();
+        for i in &code.insns {
+            if i.flow == Flow::JumpIndirect && !code.tables.contains_key(&i.addr) {
+                for &r in returns.get(&i.func).map(Vec::as_slice).unwrap_or(&[]) {
+                    if known.insert(r) {
+                        indirect_returns.push(r);
+                    }
+                }
+            }
+        }
         Expander {
             code,
             returns,
@@ -160,6 +174,15 @@ impl<'a> Expander<'a> {
                 out.extend(next.map(|n| (n, 0, None)));
                 out.extend(at(t).map(|n| (n, 1, Some((insn.addr, t)))));
             }
+            // A tail call into code without coverage (a PLT entry: libc's
+            // `free`) comes back as this function's return would.
+            Flow::Jump(t)
+                if code.insn(t).is_none_or(|c| {
+                    c.func != insn.func && !code.functions[c.func as usize].instrumented
+                }) =>
+            {
+                self.return_edges(insn, out)
+            }
             Flow::Jump(t) => out.extend(at(t).map(|n| (n, 1, Some((insn.addr, t))))),
             Flow::JumpIndirect if code.tables.contains_key(&insn.addr) => {
                 for &t in &code.tables[&insn.addr] {
@@ -174,6 +197,9 @@ impl<'a> Expander<'a> {
                     for &e in &goal.ends {
                         out.push((e, 1, Some((insn.addr, code.insns[e].addr))));
                     }
+                } else {
+                    // An indirect tail call into the goal's function.
+                    out.extend(at(goal.entry).map(|n| (n, 1, Some((insn.addr, goal.entry)))));
                 }
             }
             Flow::Call(t) => {
@@ -191,17 +217,20 @@ impl<'a> Expander<'a> {
                 out.extend(next.map(|n| (n, 0, None)));
                 out.extend(at(goal.entry).map(|n| (n, 1, Some((insn.addr, goal.entry)))));
             }
-            Flow::Ret => {
-                let direct = self
-                    .returns
-                    .get(&insn.func)
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[]);
-                for &r in direct.iter().chain(&self.indirect_returns) {
-                    out.extend(at(r).map(|n| (n, 1, Some((insn.addr, r)))));
-                }
-            }
+            Flow::Ret => self.return_edges(insn, out),
             Flow::Stop => {}
+        }
+    }
+
+    /// A return from `insn`'s function: to the return sites of its calls.
+    fn return_edges(&self, insn: crate::disasm::Insn, out: &mut Vec<Edge>) {
+        let direct = self
+            .returns
+            .get(&insn.func)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        for &r in direct.iter().chain(&self.indirect_returns) {
+            out.extend(self.code.at.get(&r).map(|&n| (n, 1, Some((insn.addr, r)))));
         }
     }
 
