@@ -16,7 +16,8 @@
 //! branches (typically: a compiler-made branch around a move inside one
 //! source-level block, which the coverage pass never saw; or a return from
 //! a function called from several places); a pair with no path (the callback reached through
-//! code objdump does not show, an indirect jump into another function) is
+//! code objdump does not show, an indirect jump into a function other than
+//! that of the next block) is
 //! *unresolved* and left out of branch outputs.
 
 use crate::disasm::{Code, Flow};
