@@ -6,7 +6,7 @@ use anyhow::anyhow;
 use retrace_estimate::Fidelity;
 use retrace_program::{Elf, Program};
 use retrace_sim::HostConfig;
-use retrace_timing::{preset, CoreModel};
+use retrace_timing::{core_with_overrides, preset, CoreModel, Override, PRESETS};
 use std::path::Path;
 
 /// Load `path` as a RISC-V ELF program, with bad-input errors.
@@ -32,13 +32,58 @@ pub fn load_elf_bytes(path: &std::path::Path) -> anyhow::Result<(Elf, Vec<u8>)> 
 
 /// Resolve `--core`: a preset name, or a path to a TOML core description.
 pub fn load_core(spec: &str) -> anyhow::Result<CoreModel> {
-    let looks_like_file = spec.ends_with(".toml") || spec.contains('/');
-    let result = if looks_like_file {
+    let result = if looks_like_file(spec) {
         CoreModel::from_file(Path::new(spec)).map_err(|e| anyhow!("{e}"))
     } else {
         preset(spec).map_err(|e| anyhow!("{e}"))
     };
     result.map_err(|e| tag(e, Status::BadInput))
+}
+
+/// `--set KEY=VALUE`: changes to the cores a command is given.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct CoreSets {
+    /// Change a field of the core description (every --core of the
+    /// command): KEY=VALUE, KEY a field as in a core TOML file with tables
+    /// joined by dots (docs/TIMING.md), e.g. `--set icache.size=4096`,
+    /// `--set branch.predictor=gshare --set branch.history_bits=8`,
+    /// `--set dcache=none`. Repeatable; applied in order.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+    pub set: Vec<Override>,
+}
+
+fn parse_set(text: &str) -> Result<Override, String> {
+    Override::parse(text).map_err(|e| e.to_string())
+}
+
+/// [`load_core`] with `--set` overrides applied to the core's TOML (the
+/// preset's text or the file): the result is read and checked as a file
+/// with those fields would be, and named after them
+/// (`rocket[icache.size=4096]`).
+pub fn load_core_with(spec: &str, sets: &[Override]) -> anyhow::Result<CoreModel> {
+    // Unknown presets and unreadable or invalid files get load_core's
+    // message, overrides or not.
+    let core = load_core(spec)?;
+    if sets.is_empty() {
+        return Ok(core);
+    }
+    let (text, origin) = match PRESETS.iter().find(|(name, _)| *name == spec) {
+        Some((_, text)) if !looks_like_file(spec) => (text.to_string(), format!("preset {spec}")),
+        _ => (
+            std::fs::read_to_string(spec).map_err(|e| {
+                tag(
+                    anyhow!("{spec}: cannot read core description: {e}"),
+                    Status::BadInput,
+                )
+            })?,
+            spec.to_string(),
+        ),
+    };
+    core_with_overrides(&text, &origin, sets).map_err(|e| tag(anyhow!("{e}"), Status::BadInput))
+}
+
+fn looks_like_file(spec: &str) -> bool {
+    spec.ends_with(".toml") || spec.contains('/')
 }
 
 /// Refuse a core that cannot run programs of the ELF's width.
@@ -67,6 +112,7 @@ pub fn check_xlen(core: &CoreModel, elf: &Elf, shown: &str) -> anyhow::Result<()
 /// message.
 pub fn hart_cores(
     specs: &[String],
+    sets: &[Override],
     harts: usize,
     elf: &Elf,
     shown: &str,
@@ -84,7 +130,7 @@ pub fn hart_cores(
     specs
         .iter()
         .map(|spec| {
-            let core = load_core(spec)?;
+            let core = load_core_with(spec, sets)?;
             check_xlen(&core, elf, shown)?;
             Ok(core)
         })

@@ -2,7 +2,7 @@
 //! the trace alone.
 
 use super::common::{
-    analyse, check_trace, check_xlen, display, load_core, load_elf, replay_error, shell_word,
+    analyse, check_trace, check_xlen, display, load_core_with, load_elf, replay_error, shell_word,
     thousands, FidelityArg,
 };
 use crate::report::{csv_of, print, FormatArgs, Report};
@@ -35,6 +35,8 @@ pub struct Args {
     /// order, replayed together (docs/MULTIPROCESSOR.md).
     #[arg(long = "core", value_name = "NAME|FILE", required = true)]
     pub cores: Vec<String>,
+    #[command(flatten)]
+    pub sets: super::common::CoreSets,
     /// fast: partial-program times with boundary terms and static branch
     /// prediction; control: also the predictor, return stack and I-cache.
     #[arg(long, value_enum, default_value_t = FidelityArg::Control)]
@@ -304,8 +306,16 @@ impl EstimateReport {
 
 impl Report for EstimateReport {
     fn text(&self) -> String {
+        // Cores changed by --set have long names: the column fits them.
+        let w = self
+            .estimates
+            .iter()
+            .map(|r| r.core.len())
+            .max()
+            .unwrap_or(0)
+            .max(12);
         let mut out = format!(
-            "{:<12} {:>8} {:>17} {:>7} {:>12} {:>12} {:>14}\n",
+            "{:<w$} {:>8} {:>17} {:>7} {:>12} {:>12} {:>14}\n",
             "core", "fidelity", "cycles", "CPI", "mispredicts", "I$ misses", "D$ cycles"
         );
         for r in &self.estimates {
@@ -321,7 +331,7 @@ impl Report for EstimateReport {
                 format!("{} ", thousands(r.cycles))
             };
             out += &format!(
-                "{:<12} {:>8} {:>17} {:>7.3} {:>12} {:>12} {:>14}\n",
+                "{:<w$} {:>8} {:>17} {:>7.3} {:>12} {:>12} {:>14}\n",
                 r.core,
                 r.fidelity.to_string(),
                 cycles,
@@ -448,7 +458,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let cores = args
         .cores
         .iter()
-        .map(|c| load_core(c))
+        .map(|c| load_core_with(c, &args.sets.set))
         .collect::<anyhow::Result<Vec<_>>>()?;
     for c in &cores {
         check_xlen(c, &elf, &shown)?;
@@ -499,7 +509,13 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             .collect(),
         check,
     };
-    if let Some(w) = unmeasured_warning(&report, &cores, &header) {
+    if let Some(w) = unmeasured_warning(
+        &report.estimates,
+        &cores,
+        &header,
+        &report.program,
+        &report.trace,
+    ) {
         eprintln!("{w}");
     }
     let format = args.output.get();
@@ -512,14 +528,16 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 
 /// The warning for cores whose data cache the trace has no miss rate for:
 /// which, and the `retrace record` command that measures them.
-fn unmeasured_warning(
-    report: &EstimateReport,
+pub fn unmeasured_warning(
+    rows: &[EstimateRow],
     cores: &[retrace_timing::CoreModel],
     header: &retrace_trace::Header,
+    program: &str,
+    trace: &str,
 ) -> Option<String> {
     let mut names = Vec::new();
     let mut geometries: Vec<String> = Vec::new();
-    for (row, core) in report.estimates.iter().zip(cores) {
+    for (row, core) in rows.iter().zip(cores) {
         if let (DcacheTerm::Unmeasured, Some(dc)) = (row.dcache, core.dcache) {
             names.push(format!(
                 "{} ({}:{}:{})",
@@ -536,9 +554,9 @@ fn unmeasured_warning(
     }
     let mut command = format!(
         "retrace record {} {} -o {}",
-        shell_word(&report.program),
+        shell_word(program),
         geometries.join(" "),
-        shell_word(&report.trace)
+        shell_word(trace)
     );
     if !header.args.is_empty() {
         command += " --";

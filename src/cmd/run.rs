@@ -98,6 +98,8 @@ pub struct Args {
     #[arg(long, value_name = "MHZ", value_parser = parse_mhz, requires = "core")]
     pub mhz: Vec<u64>,
     #[command(flatten)]
+    pub sets: super::common::CoreSets,
+    #[command(flatten)]
     pub program_args: ProgramArgs,
 }
 
@@ -128,7 +130,14 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     // not something to discover after a long run.
     let cores = match args.core.len() {
         0 => Vec::new(),
-        _ => hart_cores(&args.core, usize::from(args.harts), &elf, &shown, "--core")?,
+        _ => hart_cores(
+            &args.core,
+            &args.sets.set,
+            usize::from(args.harts),
+            &elf,
+            &shown,
+            "--core",
+        )?,
     };
     let hz = hart_frequencies(&args.mhz, usize::from(args.harts))?;
     let timed = cores

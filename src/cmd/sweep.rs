@@ -1,0 +1,299 @@
+//! `retrace sweep`: one recorded run estimated on every point of a grid of
+//! core variants — `--set key=A..B*F`, `--set key=a,b` — from the one
+//! trace, the cores spread over the host's CPUs.
+
+use super::common::{
+    analyse, check_trace, check_xlen, load_core, load_core_with, load_elf, replay_error, thousands,
+    FidelityArg,
+};
+use super::estimate::{unmeasured_warning, EstimateRow};
+use crate::report::{print, FormatArgs, Report};
+use crate::status::{tag, Status};
+use anyhow::{anyhow, Context};
+use retrace_estimate::{estimate_trace, Fidelity};
+use retrace_program::Addr;
+use retrace_timing::{grid, Axis};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Arguments of `retrace sweep`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    retrace sweep prog.elf prog.rtrace --core rocket --set icache.size=512..16384*2 --set branch.predictor=bimodal,gshare --set branch.history_bits=8\n  \
+    retrace sweep prog.elf prog.rtrace --core my-core.toml --set branch.mispredict_penalty=1..9+2 --format csv > sweep.csv\n  \
+    retrace sweep prog.elf prog.rtrace --core inorder5 --set latency.mul=1,2,4,8 --fidelity fast")]
+pub struct Args {
+    /// The program the trace was recorded from.
+    pub program: PathBuf,
+    /// The trace (`retrace record`), of one hart.
+    pub trace: PathBuf,
+    /// The base core: a preset name (`retrace cores`) or a TOML file.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub core: String,
+    /// An axis of the grid: KEY=VALUES, KEY a field of the core description
+    /// with tables joined by dots (docs/TIMING.md), VALUES one value, a list
+    /// `a,b,c`, a range `A..B*F` (A, A·F, A·F², … up to B) or `A..B+S` (A,
+    /// A+S, … up to B). Repeatable: the grid is every combination, the
+    /// first --set varying slowest. A single value changes every point.
+    #[arg(long = "set", value_name = "KEY=VALUES", value_parser = parse_axis, required = true)]
+    pub axes: Vec<Axis>,
+    /// fast: partial-program times with boundary terms and static branch
+    /// prediction; control: also the predictor, return stack and I-cache.
+    #[arg(long, value_enum, default_value_t = FidelityArg::Control)]
+    pub fidelity: FidelityArg,
+    /// Refuse grids larger than this (a typo in a range should not run for
+    /// hours).
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub max_points: usize,
+    /// Output format (csv: one row per grid point, a column per swept key).
+    #[command(flatten)]
+    pub output: FormatArgs,
+}
+
+fn parse_axis(text: &str) -> Result<Axis, String> {
+    Axis::parse(text).map_err(|e| e.to_string())
+}
+
+/// One point of the grid and its estimate.
+#[derive(Serialize)]
+pub struct SweepPoint {
+    /// The swept keys and their values at this point.
+    pub settings: BTreeMap<String, String>,
+    /// Cycles on this point ÷ cycles on the base core (the core without
+    /// the sweep's changes).
+    pub vs_base: f64,
+    /// The estimate, as `retrace estimate` gives it.
+    #[serde(flatten)]
+    pub estimate: EstimateRow,
+}
+
+/// What `retrace sweep` reports.
+#[derive(Serialize)]
+pub struct SweepReport {
+    /// The program as given.
+    pub program: String,
+    /// The trace as given.
+    pub trace: String,
+    /// The fidelity of every estimate.
+    #[serde(serialize_with = "super::common::display")]
+    pub fidelity: Fidelity,
+    /// The swept keys, in the order given (the first varies slowest).
+    pub keys: Vec<String>,
+    /// The base core's estimate.
+    pub base: EstimateRow,
+    /// Every point of the grid, in grid order.
+    pub points: Vec<SweepPoint>,
+    /// Wall seconds of all the estimates (base included).
+    pub seconds: f64,
+}
+
+impl Report for SweepReport {
+    fn text(&self) -> String {
+        let widths: Vec<usize> = self
+            .keys
+            .iter()
+            .map(|k| {
+                self.points
+                    .iter()
+                    .map(|p| p.settings[k].len())
+                    .chain([k.len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        for (k, w) in self.keys.iter().zip(&widths) {
+            out += &format!("{k:<w$} ");
+        }
+        out += &format!(
+            "{:>17} {:>7} {:>8} {:>12} {:>12} {:>14}\n",
+            "cycles", "CPI", "vs base", "mispredicts", "I$ misses", "D$ cycles"
+        );
+        let fewest = self.points.iter().map(|p| p.estimate.cycles).min();
+        let cell = |n: Option<u64>| n.map_or_else(|| "-".to_string(), thousands);
+        for p in &self.points {
+            for (k, w) in self.keys.iter().zip(&widths) {
+                out += &format!("{:<w$} ", p.settings[k]);
+            }
+            let e = &p.estimate;
+            let mark = if e.cycles_exclude_dcache { "*" } else { " " };
+            out += &format!(
+                "{:>16}{mark} {:>7.3} {:>+7.2}% {:>12} {:>12} {:>14}{}\n",
+                thousands(e.cycles),
+                e.cpi,
+                (p.vs_base - 1.0) * 100.0,
+                cell(e.mispredicts),
+                cell(e.icache_misses),
+                cell(e.dcache_cycles),
+                if Some(e.cycles) == fewest {
+                    "  fewest"
+                } else {
+                    ""
+                }
+            );
+        }
+        out += &format!(
+            "base {}: {} cycles, CPI {:.3}\n",
+            self.base.core,
+            thousands(self.base.cycles),
+            self.base.cpi
+        );
+        if self.points.iter().any(|p| p.estimate.cycles_exclude_dcache) {
+            out += "* without the data cache: the trace has no miss rate for that D-cache geometry (see the warning)\n";
+        }
+        out
+    }
+
+    fn csv(&self) -> anyhow::Result<String> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let fixed = [
+            "core",
+            "cycles",
+            "instructions",
+            "cpi",
+            "vs_base",
+            "mispredicts",
+            "icache_misses",
+            "dcache_cycles",
+            "dcache",
+            "cycles_exclude_dcache",
+        ];
+        let header: Vec<&str> = self.keys.iter().map(String::as_str).chain(fixed).collect();
+        w.write_record(&header).context("rendering CSV")?;
+        let opt = |n: Option<u64>| n.map_or_else(String::new, |n| n.to_string());
+        for p in &self.points {
+            let e = &p.estimate;
+            let mut record: Vec<String> = self.keys.iter().map(|k| p.settings[k].clone()).collect();
+            record.extend([
+                e.core.clone(),
+                e.cycles.to_string(),
+                e.instructions.to_string(),
+                e.cpi.to_string(),
+                p.vs_base.to_string(),
+                opt(e.mispredicts),
+                opt(e.icache_misses),
+                opt(e.dcache_cycles),
+                super::common::name_of_serialized(&e.dcache),
+                e.cycles_exclude_dcache.to_string(),
+            ]);
+            w.write_record(&record).context("rendering CSV")?;
+        }
+        let bytes = w.into_inner().context("rendering CSV")?;
+        String::from_utf8(bytes).context("rendering CSV")
+    }
+}
+
+/// Entry point of `retrace sweep`.
+pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    let elf = load_elf(&args.program)?;
+    let shown = args.program.display().to_string();
+    let header = check_trace(&args.trace, &elf, &shown)?;
+    if header.harts > 1 {
+        return Err(tag(
+            anyhow!(
+                "{} holds {} harts; sweep estimates a trace of one hart (for several, `retrace estimate --core C --set KEY=VALUE` changes every hart's core)",
+                args.trace.display(),
+                header.harts
+            ),
+            Status::BadInput,
+        ));
+    }
+    let base = load_core(&args.core)?;
+    check_xlen(&base, &elf, &shown)?;
+    // A key given twice would make two columns of one field.
+    for (i, a) in args.axes.iter().enumerate() {
+        if args.axes[..i].iter().any(|b| b.key == a.key) {
+            return Err(tag(
+                anyhow!(
+                    "--set {} is given twice; give its values in one --set (a list: a,b,c)",
+                    a.key
+                ),
+                Status::BadInput,
+            ));
+        }
+    }
+    let size: usize = args
+        .axes
+        .iter()
+        .map(|a| a.values.len())
+        .try_fold(1usize, |n, v| n.checked_mul(v))
+        .unwrap_or(usize::MAX);
+    if size > args.max_points {
+        return Err(tag(
+            anyhow!(
+                "the grid has {} points, more than --max-points {}; narrow a range or raise --max-points",
+                if size == usize::MAX { "too many".to_string() } else { thousands(size as u64) },
+                args.max_points
+            ),
+            Status::BadInput,
+        ));
+    }
+    let points = grid(&args.axes);
+    // Every point is checked before any is estimated: a bad value anywhere
+    // is bad input, found at once.
+    let mut cores = vec![base];
+    for point in &points {
+        let core = load_core_with(&args.core, point)?;
+        check_xlen(&core, &elf, &shown)?;
+        cores.push(core);
+    }
+    let program = analyse(&elf, &shown)?;
+    let fidelity = Fidelity::from(args.fidelity);
+    let start = Instant::now();
+    let results = estimate_trace(
+        &program.table,
+        Addr(elf.entry),
+        &args.trace,
+        &cores,
+        fidelity,
+        None,
+    )
+    .map_err(|e| replay_error(&args.trace, e))?;
+    let seconds = start.elapsed().as_secs_f64();
+    let mut rows: Vec<EstimateRow> = cores
+        .iter()
+        .zip(&results)
+        .map(|(c, (e, _))| EstimateRow::new(c, fidelity, e, seconds, false))
+        .collect();
+    let trace_shown = args.trace.display().to_string();
+    if let Some(w) = unmeasured_warning(&rows, &cores, &header, &shown, &trace_shown) {
+        eprintln!("{w}");
+    }
+    let base = rows.remove(0);
+    let keys: Vec<String> = args.axes.iter().map(|a| a.key.clone()).collect();
+    let points = points
+        .iter()
+        .zip(rows)
+        .map(|(point, estimate)| SweepPoint {
+            settings: point
+                .iter()
+                .map(|o| (o.key.clone(), o.value.to_string()))
+                .collect(),
+            vs_base: estimate.cycles as f64 / base.cycles.max(1) as f64,
+            estimate,
+        })
+        .collect();
+    let report = SweepReport {
+        program: shown,
+        trace: trace_shown,
+        fidelity,
+        keys,
+        base,
+        points,
+        seconds,
+    };
+    let format = args.output.get();
+    print(&report, format)?;
+    if format == crate::report::Format::Text {
+        eprintln!(
+            "{} estimates ({} grid points and the base) from one trace in {:.3} s",
+            report.points.len() + 1,
+            report.points.len(),
+            report.seconds
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
