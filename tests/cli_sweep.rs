@@ -229,3 +229,46 @@ fn bad_grids_and_overrides_are_one_line_errors() {
         &["unknown core"],
     );
 }
+
+#[test]
+fn a_clock_turns_cycles_into_time() {
+    let t = trace();
+    let t = t.to_str().unwrap();
+    let e = json(&retrace(&[
+        "estimate", PROGRAM, t, "--core", "rocket", "--core", "picorv32", "--mhz", "1000", "--mhz",
+        "50", "--format", "json",
+    ]));
+    for (row, hz) in e["estimates"].as_array().unwrap().iter().zip([1e9, 50e6]) {
+        let cycles = row["cycles"].as_f64().unwrap();
+        assert_eq!(row["mhz"].as_f64().unwrap(), hz / 1e6);
+        assert!((row["target_seconds"].as_f64().unwrap() - cycles / hz).abs() < 1e-12);
+    }
+    // The core description's own clock, through --set; none without it.
+    let e = json(&retrace(&[
+        "estimate",
+        PROGRAM,
+        t,
+        "--core",
+        "rocket",
+        "--set",
+        "frequency_mhz=62.5",
+        "--core",
+        "ideal",
+        "--format",
+        "json",
+    ]));
+    let rows = e["estimates"].as_array().unwrap();
+    assert_eq!(rows[0]["core"], "rocket[frequency_mhz=62.5]");
+    assert_eq!(rows[0]["mhz"].as_f64(), Some(62.5));
+    assert_eq!(
+        rows[1]["core"], "ideal[frequency_mhz=62.5]",
+        "--set changes every core"
+    );
+    refused(
+        &retrace(&[
+            "estimate", PROGRAM, t, "--core", "rocket", "--mhz", "1", "--mhz", "2",
+        ]),
+        125,
+        &["--mhz", "one per core"],
+    );
+}

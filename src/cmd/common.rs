@@ -86,6 +86,36 @@ fn looks_like_file(spec: &str) -> bool {
     spec.ends_with(".toml") || spec.contains('/')
 }
 
+/// `cycles` at `hz` in seconds, and the frequency in MHz, for reports.
+pub fn target_time(cycles: u64, hz: Option<u64>) -> (Option<f64>, Option<f64>) {
+    match hz {
+        Some(hz) if hz > 0 => (Some(hz as f64 / 1e6), Some(cycles as f64 / hz as f64)),
+        _ => (None, None),
+    }
+}
+
+/// A duration for people, in the unit that keeps it readable:
+/// `1.234 s`, `12.35 ms`, `850.0 µs`, `42.00 ns`.
+pub fn duration_text(seconds: f64) -> String {
+    let (value, unit) = if seconds >= 1.0 {
+        (seconds, "s")
+    } else if seconds >= 1e-3 {
+        (seconds * 1e3, "ms")
+    } else if seconds >= 1e-6 {
+        (seconds * 1e6, "µs")
+    } else {
+        (seconds * 1e9, "ns")
+    };
+    let decimals = if value >= 100.0 {
+        1
+    } else if value >= 10.0 {
+        2
+    } else {
+        3
+    };
+    format!("{value:.decimals$} {unit}")
+}
+
 /// Refuse a core that cannot run programs of the ELF's width.
 pub fn check_xlen(core: &CoreModel, elf: &Elf, shown: &str) -> anyhow::Result<()> {
     if core.supports(elf.xlen) {
@@ -366,6 +396,16 @@ pub fn parse_threshold(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_pick_a_readable_unit() {
+        assert_eq!(duration_text(1.5), "1.500 s");
+        assert_eq!(duration_text(0.012345), "12.35 ms");
+        assert_eq!(duration_text(0.00085), "850.0 µs");
+        assert_eq!(duration_text(4.2e-8), "42.00 ns");
+        assert_eq!(target_time(1000, Some(1_000_000)), (Some(1.0), Some(0.001)));
+        assert_eq!(target_time(1000, None), (None, None));
+    }
 
     #[test]
     fn mhz_are_decimal_and_whole_hertz() {

@@ -49,9 +49,12 @@ pub struct Args {
     /// instruction sequence (count and hash of the pcs).
     #[arg(long)]
     pub check: bool,
-    /// For a trace of several harts: the clock frequency each hart starts
-    /// at, in MHz (default 100); one for every hart, or one per hart in
-    /// hart order. Frequencies the program set (set_hz) are in the trace.
+    /// The clock in MHz, to show each estimate's time beside its cycles
+    /// (default: the core description's `frequency_mhz`, if any); one for
+    /// every core, or one per core in order. For a trace of several harts:
+    /// the frequency each hart starts at (default 100), one for every hart
+    /// or one per hart in hart order; frequencies the program set (set_hz)
+    /// are in the trace.
     #[arg(long, value_name = "MHZ", value_parser = super::common::parse_mhz)]
     pub mhz: Vec<u64>,
     /// For a trace of several harts: also write a timeline of the
@@ -151,6 +154,11 @@ pub struct EstimateRow {
     pub instructions: u64,
     /// Cycles per instruction.
     pub cpi: f64,
+    /// The core's clock in MHz (`--mhz`, else the core description's
+    /// `frequency_mhz`); null when neither gives one.
+    pub mhz: Option<f64>,
+    /// `cycles` at that clock, in seconds: the run's time on the core.
+    pub target_seconds: Option<f64>,
     /// Mispredicted branches and returns; null on a core where a
     /// misprediction costs nothing (no prediction to miss).
     pub mispredicts: Option<u64>,
@@ -190,14 +198,16 @@ pub struct EstimateRow {
 
 impl EstimateRow {
     /// The row of estimate `e` of `core`; `rate_given`: whether
-    /// `--dcache-miss-rate` was.
+    /// `--dcache-miss-rate` was; `hz`: the core's clock, if known.
     pub fn new(
         core: &retrace_timing::CoreModel,
         fidelity: Fidelity,
         e: &Estimate,
         seconds: f64,
         rate_given: bool,
+        hz: Option<u64>,
     ) -> EstimateRow {
+        let (mhz, target_seconds) = super::common::target_time(e.cycles, hz);
         let dcache = match (core.dcache.is_some(), e.dcache_measured, rate_given) {
             (false, _, _) => DcacheTerm::None,
             (true, false, _) => DcacheTerm::Unmeasured,
@@ -213,6 +223,8 @@ impl EstimateRow {
             cycles: e.cycles,
             instructions: e.instructions,
             cpi: e.cycles as f64 / e.instructions.max(1) as f64,
+            mhz,
+            target_seconds,
             mispredicts: predicts.then_some(e.mispredicts),
             icache_misses: icache.then_some(e.icache_misses),
             dcache_cycles: matches!(dcache, DcacheTerm::Measured | DcacheTerm::Given)
@@ -314,10 +326,15 @@ impl Report for EstimateReport {
             .max()
             .unwrap_or(0)
             .max(12);
+        let timed = self.estimates.iter().any(|r| r.target_seconds.is_some());
         let mut out = format!(
-            "{:<w$} {:>8} {:>17} {:>7} {:>12} {:>12} {:>14}\n",
+            "{:<w$} {:>8} {:>17} {:>7} {:>12} {:>12} {:>14}",
             "core", "fidelity", "cycles", "CPI", "mispredicts", "I$ misses", "D$ cycles"
         );
+        if timed {
+            out += &format!(" {:>10} {:>12}", "MHz", "time");
+        }
+        out += "\n";
         for r in &self.estimates {
             let dc = match r.dcache {
                 DcacheTerm::Unmeasured => "unmeasured".to_string(),
@@ -331,7 +348,7 @@ impl Report for EstimateReport {
                 format!("{} ", thousands(r.cycles))
             };
             out += &format!(
-                "{:<w$} {:>8} {:>17} {:>7.3} {:>12} {:>12} {:>14}\n",
+                "{:<w$} {:>8} {:>17} {:>7.3} {:>12} {:>12} {:>14}",
                 r.core,
                 r.fidelity.to_string(),
                 cycles,
@@ -340,6 +357,15 @@ impl Report for EstimateReport {
                 cell(r.icache_misses),
                 dc
             );
+            if timed {
+                match (r.mhz, r.target_seconds) {
+                    (Some(mhz), Some(t)) => {
+                        out += &format!(" {mhz:>10} {:>12}", super::common::duration_text(t))
+                    }
+                    _ => out += &format!(" {:>10} {:>12}", "-", "-"),
+                }
+            }
+            out += "\n";
         }
         if self.estimates.iter().any(|r| r.cycles_exclude_dcache) {
             out += "* without the data cache: the trace has no miss rate for this core's D-cache geometry (see the warning)\n";
@@ -379,6 +405,8 @@ struct EstimateCsvRow<'a> {
     cycles: u64,
     instructions: u64,
     cpi: f64,
+    mhz: Option<f64>,
+    target_seconds: Option<f64>,
     mispredicts: Option<u64>,
     icache_misses: Option<u64>,
     dcache_cycles: Option<u64>,
@@ -407,6 +435,8 @@ impl<'a> From<&'a EstimateRow> for EstimateCsvRow<'a> {
             cycles: r.cycles,
             instructions: r.instructions,
             cpi: r.cpi,
+            mhz: r.mhz,
+            target_seconds: r.target_seconds,
             mispredicts: r.mispredicts,
             icache_misses: r.icache_misses,
             dcache_cycles: r.dcache_cycles,
@@ -441,19 +471,14 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     if header.harts > 1 {
         return super::estimate_mp::main(&args, &elf, &shown, usize::from(header.harts));
     }
-    for (given, option) in [
-        (!args.mhz.is_empty(), "--mhz"),
-        (args.timeline.is_some(), "--timeline"),
-    ] {
-        if given {
-            return Err(tag(
-                anyhow!(
-                    "{option} applies to a trace of several harts; {} holds one",
-                    args.trace.display()
-                ),
-                Status::BadInput,
-            ));
-        }
+    if args.timeline.is_some() {
+        return Err(tag(
+            anyhow!(
+                "--timeline applies to a trace of several harts; {} holds one",
+                args.trace.display()
+            ),
+            Status::BadInput,
+        ));
     }
     let cores = args
         .cores
@@ -463,6 +488,21 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     for c in &cores {
         check_xlen(c, &elf, &shown)?;
     }
+    // One --mhz for every core, or one per core in order.
+    let clocks: Vec<Option<u64>> = match args.mhz.len() {
+        0 => cores.iter().map(|c| c.frequency_hz).collect(),
+        1 => vec![Some(args.mhz[0]); cores.len()],
+        n if n == cores.len() => args.mhz.iter().map(|&hz| Some(hz)).collect(),
+        n => {
+            return Err(tag(
+                anyhow!(
+                    "{n} --mhz for {} --core: give one for every core, or one per core in order",
+                    cores.len()
+                ),
+                Status::BadInput,
+            ))
+        }
+    };
     let program = analyse(&elf, &shown)?;
     let fidelity = Fidelity::from(args.fidelity);
     let start = Instant::now();
@@ -503,8 +543,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         estimates: cores
             .iter()
             .zip(&results)
-            .map(|(c, (e, _))| {
-                EstimateRow::new(c, fidelity, e, seconds, args.dcache_miss_rate.is_some())
+            .zip(&clocks)
+            .map(|((c, (e, _)), &hz)| {
+                EstimateRow::new(c, fidelity, e, seconds, args.dcache_miss_rate.is_some(), hz)
             })
             .collect(),
         check,

@@ -108,10 +108,15 @@ impl Report for SweepReport {
         for (k, w) in self.keys.iter().zip(&widths) {
             out += &format!("{k:<w$} ");
         }
+        let timed = self
+            .points
+            .iter()
+            .any(|p| p.estimate.target_seconds.is_some());
         out += &format!(
-            "{:>17} {:>7} {:>8} {:>12} {:>12} {:>14}\n",
+            "{:>17} {:>7} {:>8} {:>12} {:>12} {:>14}",
             "cycles", "CPI", "vs base", "mispredicts", "I$ misses", "D$ cycles"
         );
+        out += if timed { "         time\n" } else { "\n" };
         let fewest = self.points.iter().map(|p| p.estimate.cycles).min();
         let cell = |n: Option<u64>| n.map_or_else(|| "-".to_string(), thousands);
         for p in &self.points {
@@ -121,19 +126,25 @@ impl Report for SweepReport {
             let e = &p.estimate;
             let mark = if e.cycles_exclude_dcache { "*" } else { " " };
             out += &format!(
-                "{:>16}{mark} {:>7.3} {:>+7.2}% {:>12} {:>12} {:>14}{}\n",
+                "{:>16}{mark} {:>7.3} {:>+7.2}% {:>12} {:>12} {:>14}",
                 thousands(e.cycles),
                 e.cpi,
                 (p.vs_base - 1.0) * 100.0,
                 cell(e.mispredicts),
                 cell(e.icache_misses),
                 cell(e.dcache_cycles),
-                if Some(e.cycles) == fewest {
-                    "  fewest"
-                } else {
-                    ""
-                }
             );
+            if timed {
+                let t = e
+                    .target_seconds
+                    .map_or("-".into(), super::common::duration_text);
+                out += &format!(" {t:>12}");
+            }
+            out += if Some(e.cycles) == fewest {
+                "  fewest\n"
+            } else {
+                "\n"
+            };
         }
         out += &format!(
             "base {}: {} cycles, CPI {:.3}\n",
@@ -154,6 +165,8 @@ impl Report for SweepReport {
             "cycles",
             "instructions",
             "cpi",
+            "mhz",
+            "target_seconds",
             "vs_base",
             "mispredicts",
             "icache_misses",
@@ -172,6 +185,8 @@ impl Report for SweepReport {
                 e.cycles.to_string(),
                 e.instructions.to_string(),
                 e.cpi.to_string(),
+                e.mhz.map_or_else(String::new, |m| m.to_string()),
+                e.target_seconds.map_or_else(String::new, |t| t.to_string()),
                 p.vs_base.to_string(),
                 opt(e.mispredicts),
                 opt(e.icache_misses),
@@ -256,7 +271,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let mut rows: Vec<EstimateRow> = cores
         .iter()
         .zip(&results)
-        .map(|(c, (e, _))| EstimateRow::new(c, fidelity, e, seconds, false))
+        .map(|(c, (e, _))| EstimateRow::new(c, fidelity, e, seconds, false, c.frequency_hz))
         .collect();
     let trace_shown = args.trace.display().to_string();
     if let Some(w) = unmeasured_warning(&rows, &cores, &header, &shown, &trace_shown) {
