@@ -11,7 +11,7 @@ use anyhow::anyhow;
 use retrace_estimate::{estimate_trace, replay_check, Estimate, Fidelity};
 use retrace_program::Addr;
 use retrace_sim::HostConfig;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -69,6 +69,13 @@ pub struct Args {
     pub output: FormatArgs,
 }
 
+/// Read a fidelity back from its name (`fast`, `control`): for reports
+/// that are read again, as `retrace sweep collect` reads estimates.
+fn parse_fidelity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Fidelity, D::Error> {
+    let name = String::deserialize(d)?;
+    name.parse().map_err(serde::de::Error::custom)
+}
+
 /// Parse `--dcache-miss-rate`: a finite number from 0 to 1.
 fn parse_rate(text: &str) -> Result<f64, String> {
     let r: f64 = text
@@ -85,7 +92,7 @@ fn parse_rate(text: &str) -> Result<f64, String> {
 }
 
 /// Where a core's data-cache term comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DcacheTerm {
     /// The core has no data cache.
@@ -100,7 +107,7 @@ pub enum DcacheTerm {
 }
 
 /// A part of the core that the fidelity does not model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NotModelled {
     /// A dynamic branch predictor (replaced by static prediction).
@@ -140,12 +147,12 @@ pub fn not_modelled(core: &retrace_timing::CoreModel, fidelity: Fidelity) -> Vec
 
 /// One core's estimate. A figure that does not apply to the core (or is
 /// not modelled at this fidelity) is `null`, shown `-` in the text.
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 pub struct EstimateRow {
     /// The core's name.
     pub core: String,
     /// The fidelity of the replay.
-    #[serde(serialize_with = "display")]
+    #[serde(serialize_with = "display", deserialize_with = "parse_fidelity")]
     pub fidelity: Fidelity,
     /// Estimated cycles (without the data-cache term when `dcache` is
     /// `unmeasured`).

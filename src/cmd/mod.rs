@@ -20,6 +20,7 @@ pub mod profile;
 pub mod record;
 pub mod run;
 pub mod sweep;
+pub mod sweep_batch;
 pub mod timeline;
 
 /// retrace: how long a program takes on a RISC-V core that you do not have.
@@ -57,7 +58,7 @@ pub enum Command {
     Profile(profile::Args),
     /// Estimate a recorded run on every point of a grid of core variants
     /// (`--set key=A..B*2`, `--set key=a,b`), from the one trace.
-    Sweep(sweep::Args),
+    Sweep(sweep::Command),
     /// List the built-in target cores.
     Cores(cores::Args),
     /// Measure what recording and estimating cost against a plain run and

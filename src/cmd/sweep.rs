@@ -12,7 +12,7 @@ use crate::status::{tag, Status};
 use anyhow::{anyhow, Context};
 use retrace_estimate::{estimate_trace, Fidelity};
 use retrace_program::Addr;
-use retrace_timing::{grid, Axis};
+use retrace_timing::{grid, Axis, Override};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -27,12 +27,16 @@ use std::time::Instant;
     retrace sweep prog.elf prog.rtrace --core inorder5 --set latency.mul=1,2,4,8 --fidelity fast")]
 pub struct Args {
     /// The program the trace was recorded from.
-    pub program: PathBuf,
-    /// The trace (`retrace record`), of one hart.
-    pub trace: PathBuf,
+    #[arg(required = true)]
+    pub program: Option<PathBuf>,
+    /// The trace (`retrace record`), of one hart. With --slurm or
+    /// --emit-commands it may not exist yet: recording it is then a task
+    /// of its own, run with the arguments after `--`.
+    #[arg(required = true)]
+    pub trace: Option<PathBuf>,
     /// The base core: a preset name (`retrace cores`) or a TOML file.
-    #[arg(long, value_name = "NAME|FILE")]
-    pub core: String,
+    #[arg(long, value_name = "NAME|FILE", required = true)]
+    pub core: Option<String>,
     /// An axis of the grid: KEY=VALUES, KEY a field of the core description
     /// with tables joined by dots (docs/TIMING.md), VALUES one value, a list
     /// `a,b,c`, a range `A..B*F` (A, A·F, A·F², … up to B) or `A..B+S` (A,
@@ -48,9 +52,39 @@ pub struct Args {
     /// hours).
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_points: usize,
+    /// Instead of estimating here, write the sweep to DIR as plain shell
+    /// commands, one per grid point (and one to record the trace if it
+    /// does not exist), for GNU parallel or any batch system; then
+    /// `retrace sweep collect DIR` (docs/CLUSTER.md).
+    #[arg(long, value_name = "DIR", conflicts_with = "slurm")]
+    pub emit_commands: Option<PathBuf>,
+    /// Instead of estimating here, submit the sweep to Slurm as a job
+    /// array (and a recording job the array depends on, if the trace does
+    /// not exist), keeping the plan, commands, results and logs in DIR, a
+    /// directory every node sees. Run again with the same arguments, it
+    /// submits only the points that have no result (docs/CLUSTER.md).
+    #[arg(long, value_name = "DIR")]
+    pub slurm: Option<PathBuf>,
+    /// With --slurm: the partition (sbatch --partition).
+    #[arg(long, value_name = "P", requires = "slurm")]
+    pub partition: Option<String>,
+    /// With --slurm: at most this many array tasks at once (sbatch's
+    /// `--array=…%N`).
+    #[arg(long, value_name = "N", requires = "slurm")]
+    pub array_limit: Option<u32>,
+    /// With --slurm or --emit-commands: grid points per task.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub chunk: usize,
+    /// With --slurm: wait for the jobs to end, then collect.
+    #[arg(long, requires = "slurm")]
+    pub wait: bool,
     /// Output format (csv: one row per grid point, a column per swept key).
     #[command(flatten)]
     pub output: FormatArgs,
+    /// With --slurm or --emit-commands and no trace yet: the program's
+    /// arguments for its recording.
+    #[arg(last = true, value_name = "ARGS")]
+    pub program_args: Vec<String>,
 }
 
 fn parse_axis(text: &str) -> Result<Axis, String> {
@@ -201,87 +235,117 @@ impl Report for SweepReport {
     }
 }
 
+/// `retrace sweep`, or `retrace sweep collect DIR`.
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct Command {
+    #[command(subcommand)]
+    pub action: Option<Action>,
+    #[command(flatten)]
+    pub args: Args,
+}
+
+/// What `retrace sweep` does besides a local sweep.
+#[derive(clap::Subcommand, Debug)]
+pub enum Action {
+    /// Gather the results of a sweep run by --slurm or --emit-commands
+    /// into the table a local sweep prints; names every point without a
+    /// result (its configuration and log) instead of a partial table.
+    Collect(super::sweep_batch::CollectArgs),
+}
+
 /// Entry point of `retrace sweep`.
-pub fn main(args: Args) -> anyhow::Result<ExitCode> {
-    let elf = load_elf(&args.program)?;
-    let shown = args.program.display().to_string();
-    let header = check_trace(&args.trace, &elf, &shown)?;
-    if header.harts > 1 {
-        return Err(tag(
-            anyhow!(
-                "{} holds {} harts; sweep estimates a trace of one hart (for several, `retrace estimate --core C --set KEY=VALUE` changes every hart's core)",
-                args.trace.display(),
-                header.harts
-            ),
-            Status::BadInput,
-        ));
+pub fn main(cmd: Command) -> anyhow::Result<ExitCode> {
+    match cmd.action {
+        Some(Action::Collect(c)) => super::sweep_batch::collect(c),
+        None => sweep(cmd.args),
     }
-    let base = load_core(&args.core)?;
-    check_xlen(&base, &elf, &shown)?;
-    // A key given twice would make two columns of one field.
-    for (i, a) in args.axes.iter().enumerate() {
-        if args.axes[..i].iter().any(|b| b.key == a.key) {
+}
+
+/// A checked grid: the base core and every point's core, all valid for
+/// the program.
+pub struct Grid {
+    /// The program as given.
+    pub shown: String,
+    /// Its ELF.
+    pub elf: retrace_program::Elf,
+    /// The swept keys, in order.
+    pub keys: Vec<String>,
+    /// Each point's overrides, in grid order.
+    pub points: Vec<Vec<Override>>,
+    /// The base core, then one core per point.
+    pub cores: Vec<retrace_timing::CoreModel>,
+}
+
+impl Grid {
+    /// Check the arguments and build every point's core: a bad value
+    /// anywhere in the grid is bad input before anything runs.
+    pub fn new(args: &Args) -> anyhow::Result<Grid> {
+        let program = args.program.as_ref().expect("required by clap");
+        let elf = load_elf(program)?;
+        let shown = program.display().to_string();
+        let spec = args.core.as_deref().expect("required by clap");
+        let base = load_core(spec)?;
+        check_xlen(&base, &elf, &shown)?;
+        // A key given twice would make two columns of one field.
+        for (i, a) in args.axes.iter().enumerate() {
+            if args.axes[..i].iter().any(|b| b.key == a.key) {
+                return Err(tag(
+                    anyhow!(
+                        "--set {} is given twice; give its values in one --set (a list: a,b,c)",
+                        a.key
+                    ),
+                    Status::BadInput,
+                ));
+            }
+        }
+        let size: usize = args
+            .axes
+            .iter()
+            .map(|a| a.values.len())
+            .try_fold(1usize, |n, v| n.checked_mul(v))
+            .unwrap_or(usize::MAX);
+        if size > args.max_points {
             return Err(tag(
                 anyhow!(
-                    "--set {} is given twice; give its values in one --set (a list: a,b,c)",
-                    a.key
+                    "the grid has {} points, more than --max-points {}; narrow a range or raise --max-points",
+                    if size == usize::MAX { "too many".to_string() } else { thousands(size as u64) },
+                    args.max_points
                 ),
                 Status::BadInput,
             ));
         }
+        let points = grid(&args.axes);
+        let mut cores = vec![base];
+        for point in &points {
+            let core = load_core_with(spec, point)?;
+            check_xlen(&core, &elf, &shown)?;
+            cores.push(core);
+        }
+        Ok(Grid {
+            shown,
+            elf,
+            keys: args.axes.iter().map(|a| a.key.clone()).collect(),
+            points,
+            cores,
+        })
     }
-    let size: usize = args
-        .axes
-        .iter()
-        .map(|a| a.values.len())
-        .try_fold(1usize, |n, v| n.checked_mul(v))
-        .unwrap_or(usize::MAX);
-    if size > args.max_points {
-        return Err(tag(
-            anyhow!(
-                "the grid has {} points, more than --max-points {}; narrow a range or raise --max-points",
-                if size == usize::MAX { "too many".to_string() } else { thousands(size as u64) },
-                args.max_points
-            ),
-            Status::BadInput,
-        ));
-    }
-    let points = grid(&args.axes);
-    // Every point is checked before any is estimated: a bad value anywhere
-    // is bad input, found at once.
-    let mut cores = vec![base];
-    for point in &points {
-        let core = load_core_with(&args.core, point)?;
-        check_xlen(&core, &elf, &shown)?;
-        cores.push(core);
-    }
-    let program = analyse(&elf, &shown)?;
-    let fidelity = Fidelity::from(args.fidelity);
-    let start = Instant::now();
-    let results = estimate_trace(
-        &program.table,
-        Addr(elf.entry),
-        &args.trace,
-        &cores,
-        fidelity,
-        None,
-    )
-    .map_err(|e| replay_error(&args.trace, e))?;
-    let seconds = start.elapsed().as_secs_f64();
-    let mut rows: Vec<EstimateRow> = cores
-        .iter()
-        .zip(&results)
-        .map(|(c, (e, _))| EstimateRow::new(c, fidelity, e, seconds, false, c.frequency_hz))
-        .collect();
-    let trace_shown = args.trace.display().to_string();
-    if let Some(w) = unmeasured_warning(&rows, &cores, &header, &shown, &trace_shown) {
-        eprintln!("{w}");
-    }
-    let base = rows.remove(0);
-    let keys: Vec<String> = args.axes.iter().map(|a| a.key.clone()).collect();
+}
+
+/// The report of a sweep from its estimates: the base's row and each
+/// point's, in grid order. A local sweep and `sweep collect` both end here,
+/// so their tables cannot differ.
+pub fn sweep_report(
+    program: String,
+    trace: String,
+    fidelity: Fidelity,
+    keys: Vec<String>,
+    base: EstimateRow,
+    points: Vec<(Vec<Override>, EstimateRow)>,
+    seconds: f64,
+) -> SweepReport {
     let points = points
-        .iter()
-        .zip(rows)
+        .into_iter()
         .map(|(point, estimate)| SweepPoint {
             settings: point
                 .iter()
@@ -291,17 +355,20 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             estimate,
         })
         .collect();
-    let report = SweepReport {
-        program: shown,
-        trace: trace_shown,
+    SweepReport {
+        program,
+        trace,
         fidelity,
         keys,
         base,
         points,
         seconds,
-    };
-    let format = args.output.get();
-    print(&report, format)?;
+    }
+}
+
+/// Print a sweep's report, with its timing note on a terminal.
+pub fn print_sweep(report: &SweepReport, format: crate::report::Format) -> anyhow::Result<()> {
+    print(report, format)?;
     if format == crate::report::Format::Text {
         eprintln!(
             "{} estimates ({} grid points and the base) from one trace in {:.3} s",
@@ -310,5 +377,68 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             report.seconds
         );
     }
+    Ok(())
+}
+
+fn sweep(args: Args) -> anyhow::Result<ExitCode> {
+    let grid = Grid::new(&args)?;
+    if let Some(dir) = &args.emit_commands {
+        return super::sweep_batch::emit_commands(&args, &grid, dir);
+    }
+    if let Some(dir) = &args.slurm {
+        return super::sweep_batch::submit(&args, &grid, dir);
+    }
+    let trace = args.trace.as_ref().expect("required by clap");
+    let Grid {
+        shown,
+        elf,
+        keys,
+        points,
+        cores,
+    } = grid;
+    let header = check_trace(trace, &elf, &shown)?;
+    if header.harts > 1 {
+        return Err(tag(
+            anyhow!(
+                "{} holds {} harts; sweep estimates a trace of one hart (for several, `retrace estimate --core C --set KEY=VALUE` changes every hart's core)",
+                trace.display(),
+                header.harts
+            ),
+            Status::BadInput,
+        ));
+    }
+    let program = analyse(&elf, &shown)?;
+    let fidelity = Fidelity::from(args.fidelity);
+    let start = Instant::now();
+    let results = estimate_trace(
+        &program.table,
+        Addr(elf.entry),
+        trace,
+        &cores,
+        fidelity,
+        None,
+    )
+    .map_err(|e| replay_error(trace, e))?;
+    let seconds = start.elapsed().as_secs_f64();
+    let mut rows: Vec<EstimateRow> = cores
+        .iter()
+        .zip(&results)
+        .map(|(c, (e, _))| EstimateRow::new(c, fidelity, e, seconds, false, c.frequency_hz))
+        .collect();
+    let trace_shown = trace.display().to_string();
+    if let Some(w) = unmeasured_warning(&rows, &cores, &header, &shown, &trace_shown) {
+        eprintln!("{w}");
+    }
+    let base = rows.remove(0);
+    let report = sweep_report(
+        shown,
+        trace_shown,
+        fidelity,
+        keys,
+        base,
+        points.into_iter().zip(rows).collect(),
+        seconds,
+    );
+    print_sweep(&report, args.output.get())?;
     Ok(ExitCode::SUCCESS)
 }
