@@ -14,6 +14,7 @@ pub mod demo;
 pub mod disasm;
 pub mod estimate;
 pub mod estimate_mp;
+pub mod html_report;
 pub mod lbr;
 pub mod pp;
 pub mod profile;
@@ -56,6 +57,9 @@ pub enum Command {
     Compare(compare::Args),
     /// Cycles per function, branch probabilities and hot spots from a trace.
     Profile(profile::Args),
+    /// One self-contained HTML page: the estimate per core, where the time
+    /// goes, and a sweep's curve.
+    Report(html_report::Args),
     /// Estimate a recorded run on every point of a grid of core variants
     /// (`--set key=A..B*2`, `--set key=a,b`), from the one trace.
     Sweep(sweep::Command),
@@ -84,6 +88,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(a) => compare::main(a),
         Command::Profile(a) => profile::main(a),
         Command::Sweep(a) => sweep::main(a),
+        Command::Report(a) => html_report::main(a),
         Command::Cores(a) => cores::main(a),
         Command::Bench(a) => bench::main(a),
         Command::Lbr(c) => lbr::main(c),

@@ -280,16 +280,19 @@ pub struct Grid {
 impl Grid {
     /// Check the arguments and build every point's core: a bad value
     /// anywhere in the grid is bad input before anything runs.
-    pub fn new(args: &Args) -> anyhow::Result<Grid> {
-        let program = args.program.as_ref().expect("required by clap");
+    pub fn new(
+        program: &std::path::Path,
+        spec: &str,
+        axes: &[Axis],
+        max_points: usize,
+    ) -> anyhow::Result<Grid> {
         let elf = load_elf(program)?;
         let shown = program.display().to_string();
-        let spec = args.core.as_deref().expect("required by clap");
         let base = load_core(spec)?;
         check_xlen(&base, &elf, &shown)?;
         // A key given twice would make two columns of one field.
-        for (i, a) in args.axes.iter().enumerate() {
-            if args.axes[..i].iter().any(|b| b.key == a.key) {
+        for (i, a) in axes.iter().enumerate() {
+            if axes[..i].iter().any(|b| b.key == a.key) {
                 return Err(tag(
                     anyhow!(
                         "--set {} is given twice; give its values in one --set (a list: a,b,c)",
@@ -299,23 +302,22 @@ impl Grid {
                 ));
             }
         }
-        let size: usize = args
-            .axes
+        let size: usize = axes
             .iter()
             .map(|a| a.values.len())
             .try_fold(1usize, |n, v| n.checked_mul(v))
             .unwrap_or(usize::MAX);
-        if size > args.max_points {
+        if size > max_points {
             return Err(tag(
                 anyhow!(
                     "the grid has {} points, more than --max-points {}; narrow a range or raise --max-points",
                     if size == usize::MAX { "too many".to_string() } else { thousands(size as u64) },
-                    args.max_points
+                    max_points
                 ),
                 Status::BadInput,
             ));
         }
-        let points = grid(&args.axes);
+        let points = grid(axes);
         let mut cores = vec![base];
         for point in &points {
             let core = load_core_with(spec, point)?;
@@ -325,7 +327,7 @@ impl Grid {
         Ok(Grid {
             shown,
             elf,
-            keys: args.axes.iter().map(|a| a.key.clone()).collect(),
+            keys: axes.iter().map(|a| a.key.clone()).collect(),
             points,
             cores,
         })
@@ -381,7 +383,12 @@ pub fn print_sweep(report: &SweepReport, format: crate::report::Format) -> anyho
 }
 
 fn sweep(args: Args) -> anyhow::Result<ExitCode> {
-    let grid = Grid::new(&args)?;
+    let grid = Grid::new(
+        args.program.as_deref().expect("required by clap"),
+        args.core.as_deref().expect("required by clap"),
+        &args.axes,
+        args.max_points,
+    )?;
     if let Some(dir) = &args.emit_commands {
         return super::sweep_batch::emit_commands(&args, &grid, dir);
     }
@@ -389,6 +396,18 @@ fn sweep(args: Args) -> anyhow::Result<ExitCode> {
         return super::sweep_batch::submit(&args, &grid, dir);
     }
     let trace = args.trace.as_ref().expect("required by clap");
+    let report = estimate_grid(grid, trace, Fidelity::from(args.fidelity))?;
+    print_sweep(&report, args.output.get())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Estimate every point of `grid` (and its base) from `trace`, one walk of
+/// the trace per host CPU feeding all of that CPU's cores.
+pub fn estimate_grid(
+    grid: Grid,
+    trace: &std::path::Path,
+    fidelity: Fidelity,
+) -> anyhow::Result<SweepReport> {
     let Grid {
         shown,
         elf,
@@ -408,7 +427,6 @@ fn sweep(args: Args) -> anyhow::Result<ExitCode> {
         ));
     }
     let program = analyse(&elf, &shown)?;
-    let fidelity = Fidelity::from(args.fidelity);
     let start = Instant::now();
     let results = estimate_trace(
         &program.table,
@@ -439,6 +457,5 @@ fn sweep(args: Args) -> anyhow::Result<ExitCode> {
         points.into_iter().zip(rows).collect(),
         seconds,
     );
-    print_sweep(&report, args.output.get())?;
-    Ok(ExitCode::SUCCESS)
+    Ok(report)
 }
