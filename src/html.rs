@@ -102,7 +102,11 @@ impl Page {
 
     /// A table with a header row; `id` names it for tests (`data-table`).
     pub fn table(&mut self, id: &str, header: &[&str], rows: &[Vec<Cell>]) {
-        let _ = writeln!(self.body, "<table data-table=\"{}\"><thead><tr>", escape(id));
+        let _ = writeln!(
+            self.body,
+            "<table data-table=\"{}\"><thead><tr>",
+            escape(id)
+        );
         for h in header {
             let _ = write!(self.body, "<th>{}</th>", escape(h));
         }
@@ -382,7 +386,11 @@ mod tests {
 
     #[test]
     fn charts_carry_their_exact_values() {
-        let svg = bar_chart("c", "cycles", &[("rocket".into(), 12.0), ("ideal".into(), 6.0)]);
+        let svg = bar_chart(
+            "c",
+            "cycles",
+            &[("rocket".into(), 12.0), ("ideal".into(), 6.0)],
+        );
         assert!(svg.contains("data-value=\"12\"") && svg.contains("data-value=\"6\""));
         let svg = line_chart(
             "l",

@@ -124,8 +124,15 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let program = super::common::analyse(&elf, &shown)?;
     let fidelity = Fidelity::from(args.fidelity);
     let start = std::time::Instant::now();
-    let results = estimate_trace(&program.table, Addr(elf.entry), &trace, &cores, fidelity, None)
-        .map_err(|e| super::common::replay_error(&trace, e))?;
+    let results = estimate_trace(
+        &program.table,
+        Addr(elf.entry),
+        &trace,
+        &cores,
+        fidelity,
+        None,
+    )
+    .map_err(|e| super::common::replay_error(&trace, e))?;
     let seconds = start.elapsed().as_secs_f64();
     let estimates: Vec<EstimateRow> = cores
         .iter()
@@ -237,7 +244,15 @@ fn page(data: &ReportData) -> String {
         .collect();
     p.table(
         "estimates",
-        &["core", "cycles", "CPI", "mispredicts", "I$ misses", "D$ cycles", "time"],
+        &[
+            "core",
+            "cycles",
+            "CPI",
+            "mispredicts",
+            "I$ misses",
+            "D$ cycles",
+            "time",
+        ],
         &rows,
     );
     let bars: Vec<(String, f64)> = data
@@ -264,8 +279,14 @@ fn sweep_section(p: &mut Page, s: &SweepReport) {
         .iter()
         .map(|pt| {
             let mut r: Vec<Cell> = s.keys.iter().map(|k| Cell::text(&pt.settings[k])).collect();
-            r.push(Cell::number(thousands(pt.estimate.cycles), pt.estimate.cycles));
-            r.push(Cell::number(format!("{:.3}", pt.estimate.cpi), pt.estimate.cpi));
+            r.push(Cell::number(
+                thousands(pt.estimate.cycles),
+                pt.estimate.cycles,
+            ));
+            r.push(Cell::number(
+                format!("{:.3}", pt.estimate.cpi),
+                pt.estimate.cpi,
+            ));
             r.push(Cell::number(
                 format!("{:+.2}%", (pt.vs_base - 1.0) * 100.0),
                 pt.vs_base,
