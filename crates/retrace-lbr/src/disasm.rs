@@ -71,6 +71,9 @@ pub struct Code {
     pub callback: Option<u64>,
     /// Address of the callback's first `ret`.
     pub callback_ret: Option<u64>,
+    /// Conditional moves and sets (`cmov…`, `set…`): where a build
+    /// computes a condition without branching on it.
+    pub selects: rustc_hash::FxHashSet<u64>,
 }
 
 fn parse_hex(s: &str) -> Option<u64> {
@@ -195,6 +198,10 @@ impl Code {
                 prev.next = addr;
             }
             hints.push((named, operands.to_string()));
+            let m = mnemonic.split_whitespace().last().unwrap_or("");
+            if m.starts_with("cmov") || m.starts_with("set") {
+                code.selects.insert(addr);
+            }
             code.insns.push(Insn {
                 addr,
                 next: addr,

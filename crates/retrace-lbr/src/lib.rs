@@ -33,6 +33,7 @@
 
 pub mod control;
 pub mod convert;
+pub mod correspond;
 pub mod disasm;
 pub mod record;
 pub mod recording;
