@@ -287,6 +287,38 @@ impl Side<'_> {
     }
 }
 
+impl Side<'_> {
+    /// The keys of the code that falls into instruction `i`: the
+    /// instructions before it in address order, back to one that does not
+    /// fall through (a jump, a return), coverage calls skipped — what tells
+    /// apart copies of one source branch the compiler duplicated onto
+    /// different paths.
+    fn lead_in(&self, i: usize) -> Vec<u32> {
+        let code = self.code;
+        let func = code.insns[i].func;
+        let mut out: Vec<u32> = Vec::new();
+        for j in (i.saturating_sub(48)..i).rev() {
+            let insn = code.insns[j];
+            if insn.func != func
+                || matches!(
+                    insn.flow,
+                    Flow::Jump(_) | Flow::JumpIndirect | Flow::Ret | Flow::Stop
+                ) && !self.is_coverage_call(j)
+            {
+                break;
+            }
+            let k = self.key(j, 0);
+            if !self.is_coverage_call(j) && k != NO_KEY && !out.contains(&k) {
+                out.push(k);
+                if out.len() >= 8 {
+                    break;
+                }
+            }
+        }
+        out
+    }
+}
+
 /// Keys two signatures share, the earlier ones weighing more.
 fn similarity(a: &[u32], b: &[u32]) -> f64 {
     a.iter()
@@ -580,7 +612,8 @@ impl<'a> Matcher<'a> {
             } else {
                 (similarity(&here, &self.a.signature(c)), false)
             };
-            let score = score - 1e-3 * rank(c);
+            let lead = similarity(&self.w.lead_in(w), &self.a.lead_in(c));
+            let score = score + lead - 0.5 * rank(c);
             if score > best_score {
                 (best, best_score, inverted) = (c, score, inv);
             }
@@ -829,9 +862,7 @@ impl<'a> Analysed<'a> {
         // Whether a transfer into `t` from `src` counts: not into the entry
         // of a function whose entry count is known (it already has them).
         let counts_into = |src: usize, t: u64| {
-            let Some(&ti) = code.at.get(&t) else {
-                return None;
-            };
+            let &ti = code.at.get(&t)?;
             let f = code.insns[ti].func;
             let from_outside = code.insns[src].func != f;
             (!(from_outside && t == code.functions[f as usize].entry && entry.contains_key(&f)))
@@ -846,8 +877,7 @@ impl<'a> Analysed<'a> {
                     inflow[i] += c;
                 }
             }
-            for i in 0..n {
-                let insn = code.insns[i];
+            for (i, insn) in code.insns.iter().enumerate() {
                 let mut send = |t: u64, c: u64| {
                     if let Some(ti) = counts_into(i, t) {
                         inflow[ti] += c;
@@ -1065,31 +1095,105 @@ impl<'a> Analysed<'a> {
     }
 
     /// `perf script` branch stacks of the analysed binary for
-    /// `llvm-profgen`: one line per straight-line piece (scaled to at most
-    /// `max_samples` lines), holding the branch that left it and, older,
-    /// an entry from outside the binary into its start. `llvm-profgen`
-    /// counts the range and the leaving branch; the entry from outside
-    /// counts for nothing, so every branch is counted once.
+    /// `llvm-profgen`, scaled to at most `max_samples` lines.
+    ///
+    /// The straight-line pieces are chained the way the execution joined
+    /// them (a piece's leaving branch goes where the next one starts), up
+    /// to [`STACK`] pieces a line as a hardware LBR holds them. The
+    /// oldest entry of a line is a real branch into its first piece, so a
+    /// branch is counted twice only where one line ends and another
+    /// begins, as in real LBR samples. A piece no branch of the binary
+    /// enters (after a call into libc) gets an entry from the instruction
+    /// before it, which `llvm-profgen` counts for nothing (its target is
+    /// not a function); one at a function entered from outside (`main`)
+    /// is left out. A call into libc is written as going to its return
+    /// site (see below).
     pub fn perfscript(
         &self,
         binary: &Path,
         bytes: &[u8],
         max_samples: u64,
     ) -> Result<String, Error> {
+        let code = self.code;
         let mut out = convert::mmap_line(binary, bytes)?;
-        let total: u64 = self.pieces.iter().map(|p| p.count).sum();
+        // A real branch into each target, for the oldest entry.
+        let mut into: FxHashMap<u64, u64> = FxHashMap::default();
+        for (&from, tos) in &self.taken {
+            for &to in tos.keys() {
+                into.entry(to)
+                    .and_modify(|f| *f = (*f).min(from))
+                    .or_insert(from);
+            }
+        }
+        // A call out of the binary's code (into libc through the PLT) is
+        // written as going to its return site, where the next piece
+        // starts: the stack then stays inside the binary, as llvm-profgen
+        // wants, and counts no call target for it.
+        let pieces: Vec<Piece> = self
+            .pieces
+            .iter()
+            .map(|&p| match code.insn(p.end) {
+                Some(i) if matches!(i.flow, Flow::Call(_)) && code.insn(p.to).is_none() => {
+                    Piece { to: i.next, ..p }
+                }
+                _ => p,
+            })
+            .collect();
+        let mut left: Vec<u64> = pieces.iter().map(|p| p.count).collect();
+        let mut by_start: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
+        for (k, p) in pieces.iter().enumerate() {
+            by_start.entry(p.start).or_default().push(k);
+        }
+        let mut lines: Vec<(String, u64)> = Vec::new();
+        let mut order: Vec<usize> = (0..pieces.len()).collect();
+        order.sort_by_key(|&k| std::cmp::Reverse(pieces[k].count));
+        for first in order {
+            while left[first] > 0 {
+                let p = pieces[first];
+                let entry = into.get(&p.start).copied().or_else(|| {
+                    let i = *code.at.get(&p.start)?;
+                    let f = code.insns[i].func as usize;
+                    (p.start != code.functions[f].entry && i > 0).then(|| code.insns[i - 1].addr)
+                });
+                let Some(entry) = entry else {
+                    left[first] = 0;
+                    break;
+                };
+                // The chain: each next piece starts where the last one's
+                // branch went and has count left; the line's count is the
+                // least along it.
+                let mut chain = vec![first];
+                let mut n = left[first];
+                while chain.len() < STACK {
+                    let last = pieces[*chain.last().expect("non-empty")];
+                    let next = by_start.get(&last.to).and_then(|ks| {
+                        ks.iter()
+                            .copied()
+                            .filter(|&k| left[k] > 0 && !chain.contains(&k))
+                            .max_by_key(|&k| left[k])
+                    });
+                    let Some(k) = next else { break };
+                    chain.push(k);
+                    n = n.min(left[k]);
+                }
+                let mut line = String::new();
+                for &k in chain.iter().rev() {
+                    let q = pieces[k];
+                    let _ = write!(line, " {:#x}/{:#x}/P/-/-/0", q.end, q.to);
+                    left[k] -= n;
+                }
+                let _ = writeln!(line, " {entry:#x}/{:#x}/P/-/-/0", p.start);
+                lines.push((line, n));
+            }
+        }
+        let total: u64 = lines.iter().map(|l| l.1).sum();
         let scale = if total > max_samples {
             max_samples as f64 / total as f64
         } else {
             1.0
         };
-        for p in &self.pieces {
-            let lines = (p.count as f64 * scale).round() as u64;
-            let line = format!(
-                " {:#x}/{:#x}/P/-/-/0 {OUTSIDE:#x}/{:#x}/P/-/-/0\n",
-                p.end, p.to, p.start
-            );
-            for _ in 0..lines {
+        for (line, n) in lines {
+            for _ in 0..(n as f64 * scale).round() as u64 {
                 out.push_str(&line);
             }
         }
@@ -1115,10 +1219,9 @@ impl<'a> Analysed<'a> {
     }
 }
 
-/// A branch source outside every binary (the kernel's half of the address
-/// space), for the oldest entry of each branch stack: `llvm-profgen` takes
-/// the range from its target and counts nothing for the branch itself.
-const OUTSIDE: u64 = 0xffff_ffff_ff60_0000;
+/// Pieces in one `perf script` line: branch stacks of 16 entries, as the
+/// LBR of many Intel cores holds.
+const STACK: usize = 15;
 
 /// How often each writer function began, from the coverage call of its
 /// entry block: (entry address, count), for functions whose first

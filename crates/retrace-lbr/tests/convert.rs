@@ -105,33 +105,6 @@ fn perfscript_is_accepted_by_llvm_profgen() {
     );
 }
 
-/// BOLT's aggregator: `perf2bolt` in LLVM 16's own directory. Debian's
-/// `perf2bolt-16` link does not do: llvm-bolt looks at the name it was run
-/// by, and only `perf2bolt` makes it aggregate (`perf2bolt-16 -o X` writes
-/// an optimised binary to X). `llvm-bolt-16 -aggregate-only` is the same.
-fn perf2bolt(bolt: &str) -> Command {
-    let own = Path::new("/usr/lib/llvm-16/bin/perf2bolt");
-    if own.exists() {
-        Command::new(own)
-    } else {
-        let mut c = Command::new(bolt);
-        c.arg("-aggregate-only");
-        c
-    }
-}
-
-/// BOLT's own warnings that are not about the profile: the writer is
-/// built with -g (BOLT drops debug info unless asked), and some
-/// relocations of the runtime object it does not analyse (printed before
-/// the profile is read; the same program without the runtime has none).
-fn profile_warnings(text: &str) -> Vec<&str> {
-    text.lines()
-        .filter(|l| l.contains("WARNING") || l.contains("ERROR"))
-        .filter(|l| !l.contains("debug info will be stripped"))
-        .filter(|l| !l.contains("Failed to analyze") || !l.contains("relocations"))
-        .collect()
-}
-
 #[test]
 fn bolt_profile_is_accepted_by_perf2bolt_and_llvm_bolt() {
     let Some(cc) = common::cc() else { return };
@@ -203,7 +176,7 @@ fn bolt_profile_is_accepted_by_perf2bolt_and_llvm_bolt() {
         let preagg = dir.path().join(format!("{program}.preagg"));
         std::fs::write(&preagg, &profile.text).unwrap();
         let fdata = dir.path().join(format!("{program}.fdata"));
-        let out = perf2bolt(&bolt)
+        let out = common::perf2bolt(&bolt)
             .arg("-pa")
             .arg("-p")
             .arg(&preagg)
@@ -226,7 +199,10 @@ fn bolt_profile_is_accepted_by_perf2bolt_and_llvm_bolt() {
             text.contains("Out of range traces involving unknown regions: 0 (0.0%)"),
             "{program}: {text}"
         );
-        assert!(profile_warnings(&text).is_empty(), "{program}: {text}");
+        assert!(
+            common::profile_warnings(&text).is_empty(),
+            "{program}: {text}"
+        );
         let fd = std::fs::read_to_string(&fdata).unwrap();
         assert!(fd.lines().count() > 10, "{fd}");
 
@@ -245,7 +221,10 @@ fn bolt_profile_is_accepted_by_perf2bolt_and_llvm_bolt() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(out.status.success(), "llvm-bolt failed: {text}");
-        assert!(profile_warnings(&text).is_empty(), "{program}: {text}");
+        assert!(
+            common::profile_warnings(&text).is_empty(),
+            "{program}: {text}"
+        );
         assert!(
             text.contains("basic block reordering modified layout"),
             "{program}: {text}"

@@ -237,3 +237,30 @@ pub fn example_plain(cc: &str, dir: &Path, program: &str, flags: &[&str]) -> Pat
     assert!(status.success(), "building {program}");
     out
 }
+
+/// BOLT's aggregator: `perf2bolt` in LLVM 16's own directory. Debian's
+/// `perf2bolt-16` link does not do: llvm-bolt looks at the name it was run
+/// by, and only `perf2bolt` makes it aggregate (`perf2bolt-16 -o X` writes
+/// an optimised binary to X). `llvm-bolt-16 -aggregate-only` is the same.
+pub fn perf2bolt(bolt: &str) -> Command {
+    let own = Path::new("/usr/lib/llvm-16/bin/perf2bolt");
+    if own.exists() {
+        Command::new(own)
+    } else {
+        let mut c = Command::new(bolt);
+        c.arg("-aggregate-only");
+        c
+    }
+}
+
+/// BOLT's own warnings that are not about the profile: the writer is
+/// built with -g (BOLT drops debug info unless asked), and some
+/// relocations of the runtime object it does not analyse (printed before
+/// the profile is read; the same program without the runtime has none).
+pub fn profile_warnings(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| l.contains("WARNING") || l.contains("ERROR"))
+        .filter(|l| !l.contains("debug info will be stripped"))
+        .filter(|l| !l.contains("Failed to analyze") || !l.contains("relocations"))
+        .collect()
+}
