@@ -797,6 +797,15 @@ impl<'a> Analysed<'a> {
                 }
             }
         }
+        // A build of other sources shares a few helpers at most: refuse it
+        // rather than write a profile that is mostly missing.
+        let mapped = stats.all.unique + stats.all.ambiguous;
+        if stats.all.total() > 0 && mapped * 2 < stats.all.total() {
+            return Err(Error::BadInput(format!(
+                "the analysed program takes only {:.1}% of the writer's branch executions; it is not the ordinary build of the writer's sources (same sources and options, without coverage, with -g)",
+                100.0 * mapped as f64 / stats.all.total() as f64
+            )));
+        }
         let mut kinds: Vec<(Kind, Tally)> = by_kind.into_iter().collect();
         kinds.sort_by_key(|k| k.0 as u8);
         stats.by_kind = kinds;
