@@ -362,13 +362,18 @@ pub enum Why {
 }
 
 /// The counterpart of one writer branch.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Counterpart {
     /// Instruction index in the analysed binary.
     at: usize,
     /// A conditional branch whose taken and fall-through sides swap.
     inverted: bool,
     how: Match,
+    /// The analysed branches that share the key (`at` among them), when
+    /// the analysed build has more copies of the source branch than the
+    /// writer, with whether each is inverted: the writer's counts cannot
+    /// be split among them by identity.
+    copies: Option<Vec<(usize, bool)>>,
 }
 
 /// Branch executions of the writer by how they mapped.
@@ -561,10 +566,16 @@ impl<'a> Matcher<'a> {
         }
         let mut cands: Vec<usize> = Vec::new();
         let mut rank: Box<dyn Fn(usize) -> f64> = Box::new(|_| 0.0);
+        let mut w_copies = 1;
         for level in 0..LEVELS {
             let key = (kind, level, self.w.key(w, level));
             if let Some(c) = self.index.get(&key) {
                 cands = c.clone();
+                let name = self.w_name(w);
+                w_copies = self.w_index[&key]
+                    .iter()
+                    .filter(|&&x| self.w_name(x) == name)
+                    .count();
                 // Copies of one source branch (unrolled, duplicated) pair
                 // up in address order when nothing else tells them apart.
                 let w_rank = self.w_index[&key].iter().position(|&x| x == w).unwrap_or(0);
@@ -624,10 +635,20 @@ impl<'a> Matcher<'a> {
                 how = Match::Ambiguous;
             }
         }
+        let copies = (kind == Kind::Conditional && cands.len() > w_copies).then(|| {
+            cands
+                .iter()
+                .map(|&c| {
+                    let (same, inv) = self.sense(w, c);
+                    (c, inv > same)
+                })
+                .collect()
+        });
         Ok(Counterpart {
             at: best,
             inverted,
             how,
+            copies,
         })
     }
 
@@ -735,6 +756,7 @@ impl<'a> Analysed<'a> {
         let mut stats = MappingStats::default();
         let mut by_kind: FxHashMap<Kind, Tally> = FxHashMap::default();
         let mut cond: FxHashMap<usize, (u64, u64)> = FxHashMap::default();
+        let mut shared: FxHashMap<usize, (u64, u64)> = FxHashMap::default();
         let mut targets: FxHashMap<usize, FxHashMap<u64, u64>> = FxHashMap::default();
         let mut lost: Vec<(usize, Kind, u64, Why)> = Vec::new();
         let mut addrs: Vec<u64> = w_taken.keys().chain(w_not_taken.keys()).copied().collect();
@@ -767,6 +789,18 @@ impl<'a> Analysed<'a> {
                 }
             };
             match kind {
+                // More copies in the analysed build than in the writer
+                // (loop versioning, jump threading): they share the
+                // writer's taken probability, each at its own count.
+                Kind::Conditional if c.copies.is_some() => {
+                    for &(a, inv) in c.copies.iter().flatten() {
+                        let e = shared.entry(a).or_default();
+                        let (t, n) = if inv { (not, taken) } else { (taken, not) };
+                        e.0 += t;
+                        e.1 += n;
+                    }
+                    tally(c.how, total);
+                }
                 Kind::Conditional => {
                     let e = cond.entry(c.at).or_default();
                     let (t, n) = if c.inverted {
@@ -846,7 +880,12 @@ impl<'a> Analysed<'a> {
             unmapped,
             pieces: Vec::new(),
         };
-        out.derive(&cond, &targets, &entry);
+        let share: FxHashMap<usize, f64> = shared
+            .into_iter()
+            .filter(|(a, (t, n))| !cond.contains_key(a) && t + n > 0)
+            .map(|(a, (t, n))| (a, t as f64 / (t + n) as f64))
+            .collect();
+        out.derive(cond, &share, &targets, &entry);
         Ok(out)
     }
 
@@ -862,7 +901,8 @@ impl<'a> Analysed<'a> {
     /// branch entered to where one left, for BOLT and `llvm-profgen`.
     fn derive(
         &mut self,
-        cond: &FxHashMap<usize, (u64, u64)>,
+        mut cond: FxHashMap<usize, (u64, u64)>,
+        share: &FxHashMap<usize, f64>,
         targets: &FxHashMap<usize, FxHashMap<u64, u64>>,
         entry: &FxHashMap<u32, u64>,
     ) {
@@ -896,6 +936,8 @@ impl<'a> Analysed<'a> {
                     Flow::Cond(t) => {
                         if let Some(&(tk, _)) = cond.get(&i) {
                             send(t, tk);
+                        } else if let Some(&p) = share.get(&i) {
+                            send(t, part(exec[i], p));
                         }
                     }
                     Flow::Jump(t) | Flow::Call(t) => send(t, exec[i]),
@@ -917,7 +959,11 @@ impl<'a> Analysed<'a> {
                 next[i] = carry + inflow[i];
                 carry = match insn.flow {
                     Flow::Next | Flow::Call(_) | Flow::CallIndirect => next[i],
-                    Flow::Cond(_) => cond.get(&i).map_or(next[i], |c| c.1),
+                    Flow::Cond(_) => match (cond.get(&i), share.get(&i)) {
+                        (Some(c), _) => c.1,
+                        (None, Some(&p)) => next[i] - part(next[i], p),
+                        (None, None) => next[i],
+                    },
                     _ => 0,
                 };
                 if Some(insn.addr) == code.callback || insn.next == insn.addr {
@@ -931,8 +977,12 @@ impl<'a> Analysed<'a> {
                 break;
             }
         }
+        for (&i, &p) in share {
+            let t = part(exec[i], p);
+            cond.insert(i, (t, exec[i] - t));
+        }
         self.exec = exec;
-        self.collect(cond, targets, entry);
+        self.collect(&cond, targets, entry);
     }
 
     /// The branch outcomes and straight-line pieces of the propagated counts.
@@ -1231,6 +1281,11 @@ impl<'a> Analysed<'a> {
 /// Pieces in one `perf script` line: branch stacks of 16 entries, as the
 /// LBR of many Intel cores holds.
 const STACK: usize = 15;
+
+/// The taken share `p` of `n` executions.
+fn part(n: u64, p: f64) -> u64 {
+    ((n as f64 * p).round() as u64).min(n)
+}
 
 /// How often each writer function began, from the coverage call of its
 /// entry block: (entry address, count), for functions whose first
