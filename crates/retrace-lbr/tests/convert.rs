@@ -34,7 +34,7 @@ fn exact_branch_counts_agree_with_callgrind() {
     // gcc compiles a `?:` inside one instrumented block to a jump around a
     // move (cmp_low), which no pair can see (measured 91.3%). exprparse: a
     // switch whose range check and jump table both reach the default case
-    // (measured 88.9%). Both show up as ambiguous pairs.
+    // (measured 90.0%). Both show up as ambiguous pairs.
     for (program, args, floor) in [
         ("crc32", vec!["1024", "8"], 0.99),
         ("dijkstra", vec![], 0.99),
