@@ -374,6 +374,10 @@ struct Counterpart {
     /// writer, with whether each is inverted: the writer's counts cannot
     /// be split among them by identity.
     copies: Option<Vec<(usize, bool)>>,
+    /// The analysed branches that shared the key, when there are as many
+    /// as the writer has copies (2 to 4): the copies are paired again by
+    /// their propagated counts.
+    group: Option<Vec<usize>>,
 }
 
 /// Branch executions of the writer by how they mapped.
@@ -644,11 +648,17 @@ impl<'a> Matcher<'a> {
                 })
                 .collect()
         });
+        let group = (kind == Kind::Conditional
+            && how == Match::Ambiguous
+            && (2..=4).contains(&cands.len())
+            && cands.len() == w_copies)
+            .then(|| cands.clone());
         Ok(Counterpart {
             at: best,
             inverted,
             how,
             copies,
+            group,
         })
     }
 
@@ -755,7 +765,10 @@ impl<'a> Analysed<'a> {
         let (w_taken, w_not_taken) = conv.outcomes();
         let mut stats = MappingStats::default();
         let mut by_kind: FxHashMap<Kind, Tally> = FxHashMap::default();
-        let mut cond: FxHashMap<usize, (u64, u64)> = FxHashMap::default();
+        // Conditional pairs: (writer, analysed, inverted, taken, not taken),
+        // and the groups of copies among them to pair again by count.
+        let mut assign: Vec<(usize, usize, bool, u64, u64)> = Vec::new();
+        let mut groups: FxHashMap<Vec<usize>, Vec<usize>> = FxHashMap::default();
         let mut shared: FxHashMap<usize, (u64, u64)> = FxHashMap::default();
         let mut targets: FxHashMap<usize, FxHashMap<u64, u64>> = FxHashMap::default();
         let mut lost: Vec<(usize, Kind, u64, Why)> = Vec::new();
@@ -802,14 +815,10 @@ impl<'a> Analysed<'a> {
                     tally(c.how, total);
                 }
                 Kind::Conditional => {
-                    let e = cond.entry(c.at).or_default();
-                    let (t, n) = if c.inverted {
-                        (not, taken)
-                    } else {
-                        (taken, not)
-                    };
-                    e.0 += t;
-                    e.1 += n;
+                    if let Some(g) = c.group {
+                        groups.entry(g).or_default().push(assign.len());
+                    }
+                    assign.push((w, c.at, c.inverted, taken, not));
                     tally(c.how, total);
                 }
                 // Layout decides these; the analysed binary's own flow
@@ -880,12 +889,63 @@ impl<'a> Analysed<'a> {
             unmapped,
             pieces: Vec::new(),
         };
+        let fixed = |assign: &[(usize, usize, bool, u64, u64)]| {
+            let mut cond: FxHashMap<usize, (u64, u64)> = FxHashMap::default();
+            for &(_, a, inv, t, n) in assign {
+                let e = cond.entry(a).or_default();
+                let (t, n) = if inv { (n, t) } else { (t, n) };
+                e.0 += t;
+                e.1 += n;
+            }
+            cond
+        };
         let share: FxHashMap<usize, f64> = shared
             .into_iter()
-            .filter(|(a, (t, n))| !cond.contains_key(a) && t + n > 0)
+            .filter(|(a, (t, n))| !assign.iter().any(|x| x.1 == *a) && t + n > 0)
             .map(|(a, (t, n))| (a, t as f64 / (t + n) as f64))
             .collect();
-        out.derive(cond, &share, &targets, &entry);
+        let (mut exec, mut cond) = out.propagate(fixed(&assign), &share, &targets, &entry);
+        // Copies of one source branch that their surroundings did not tell
+        // apart: pair them so that each analysed copy runs as often as the
+        // writer's copy paired with it, by the propagated counts; again
+        // until the pairing holds.
+        for _ in 0..4 {
+            let mut changed = false;
+            for (group, members) in &groups {
+                if members.len() != group.len() {
+                    continue;
+                }
+                let cost = |perm: &[usize]| -> u64 {
+                    members
+                        .iter()
+                        .zip(perm)
+                        .map(|(&k, &a)| exec[a].abs_diff(assign[k].3 + assign[k].4))
+                        .sum()
+                };
+                let current: Vec<usize> = members.iter().map(|&k| assign[k].1).collect();
+                let mut best = (cost(&current), current.clone());
+                for perm in permutations(group) {
+                    let c = cost(&perm);
+                    if c < best.0 {
+                        best = (c, perm);
+                    }
+                }
+                if best.1 != current {
+                    changed = true;
+                    for (&k, &a) in members.iter().zip(&best.1) {
+                        let (same, inv) = m.sense(assign[k].0, a);
+                        assign[k].1 = a;
+                        assign[k].2 = inv > same;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+            (exec, cond) = out.propagate(fixed(&assign), &share, &targets, &entry);
+        }
+        out.exec = exec;
+        out.collect(&cond, &targets, &entry);
         Ok(out)
     }
 
@@ -895,17 +955,18 @@ impl<'a> Analysed<'a> {
     /// conditional branches split it as mapped (one with no counterpart
     /// passes it on as a fall-through), direct jumps and calls carry what
     /// reaches them, and indirect branches and returns send their mapped
-    /// counts to their mapped targets. Repeated until nothing changes (a
-    /// loop's back edge needs one more round per nesting level). Then the
-    /// execution is cut into straight-line pieces, each from where a taken
-    /// branch entered to where one left, for BOLT and `llvm-profgen`.
-    fn derive(
-        &mut self,
+    /// counts to their mapped targets; copies that share a writer
+    /// branch's probability (`share`) split what reaches them by it.
+    /// Repeated until nothing changes (a loop's back edge needs one more
+    /// round per nesting level). Returns each instruction's executions and
+    /// every conditional's (taken, not taken).
+    fn propagate(
+        &self,
         mut cond: FxHashMap<usize, (u64, u64)>,
         share: &FxHashMap<usize, f64>,
         targets: &FxHashMap<usize, FxHashMap<u64, u64>>,
         entry: &FxHashMap<u32, u64>,
-    ) {
+    ) -> (Vec<u64>, FxHashMap<usize, (u64, u64)>) {
         let code = self.code;
         let n = code.insns.len();
         // Whether a transfer into `t` from `src` counts: not into the entry
@@ -981,11 +1042,12 @@ impl<'a> Analysed<'a> {
             let t = part(exec[i], p);
             cond.insert(i, (t, exec[i] - t));
         }
-        self.exec = exec;
-        self.collect(&cond, targets, entry);
+        (exec, cond)
     }
 
-    /// The branch outcomes and straight-line pieces of the propagated counts.
+    /// The branch outcomes of the propagated counts, and the execution cut
+    /// into straight-line pieces, each from where a taken branch entered
+    /// to where one left, for BOLT and `llvm-profgen`.
     fn collect(
         &mut self,
         cond: &FxHashMap<usize, (u64, u64)>,
@@ -1281,6 +1343,23 @@ impl<'a> Analysed<'a> {
 /// Pieces in one `perf script` line: branch stacks of 16 entries, as the
 /// LBR of many Intel cores holds.
 const STACK: usize = 15;
+
+/// Every order of `items` (a few).
+fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = Vec::new();
+    for i in 0..items.len() {
+        let mut rest = items.to_vec();
+        let first = rest.remove(i);
+        for mut p in permutations(&rest) {
+            p.insert(0, first);
+            out.push(p);
+        }
+    }
+    out
+}
 
 /// The taken share `p` of `n` executions.
 fn part(n: u64, p: f64) -> u64 {

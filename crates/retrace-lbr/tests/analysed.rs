@@ -46,8 +46,8 @@ fn builds(cc: &str, dir: &Path, program: &str, flags: &[&str]) -> (PathBuf, Path
 /// rest is: code the analysed build duplicated or versioned, which one
 /// writer branch cannot split).
 const PROGRAMS: &[(&str, &[&str], f64)] = &[
-    ("crc32", &["1024", "8"], 0.92),
-    ("dijkstra", &[], 0.84),
+    ("crc32", &["1024", "8"], 0.99),
+    ("dijkstra", &[], 0.98),
     ("sort", &["2000"], 0.99),
     ("exprparse", &[], 0.83),
     ("bytevm", &[], 0.99),
