@@ -464,7 +464,7 @@ pub struct Analysed<'a> {
 
 /// One straight-line piece of the analysed binary's execution: from
 /// `start` (where a branch entered, or a callee returned) through `end`
-/// (a branch that left, to `to`), `count` times.
+/// (a branch that left, to `to`, or [`UNKNOWN`]), `count` times.
 #[derive(Clone, Copy, Debug)]
 struct Piece {
     start: u64,
@@ -1183,7 +1183,18 @@ impl<'a> Analysed<'a> {
                         incoming.insert(insn.next, exec[i]);
                     }
                 }
-                _ => open.clear(),
+                // A transfer whose targets did not map (main's return
+                // into libc): the code still ran up to it.
+                _ => {
+                    for (start, c) in open.drain(..) {
+                        pieces.push(Piece {
+                            start,
+                            end: insn.addr,
+                            to: UNKNOWN,
+                            count: c,
+                        });
+                    }
+                }
             }
         }
         self.pieces = pieces;
@@ -1269,6 +1280,9 @@ impl<'a> Analysed<'a> {
         let mut order: Vec<usize> = (0..pieces.len()).collect();
         order.sort_by_key(|&k| std::cmp::Reverse(pieces[k].count));
         for first in order {
+            if pieces[first].to == UNKNOWN {
+                continue;
+            }
             while left[first] > 0 {
                 let p = pieces[first];
                 let entry = into.get(&p.start).copied().or_else(|| {
@@ -1290,7 +1304,8 @@ impl<'a> Analysed<'a> {
                     let next = by_start.get(&last.to).and_then(|ks| {
                         ks.iter()
                             .copied()
-                            .filter(|&k| left[k] > 0 && !chain.contains(&k))
+                            .filter(|&k| left[k] > 0 && pieces[k].to != UNKNOWN)
+                            .filter(|&k| !chain.contains(&k))
                             .max_by_key(|&k| left[k])
                     });
                     let Some(k) = next else { break };
@@ -1339,6 +1354,10 @@ impl<'a> Analysed<'a> {
         t
     }
 }
+
+/// The target of a piece's leaving branch when it did not map: the piece
+/// goes into BOLT's ranges, not into branch stacks.
+const UNKNOWN: u64 = 0;
 
 /// Pieces in one `perf script` line: branch stacks of 16 entries, as the
 /// LBR of many Intel cores holds.
@@ -1469,5 +1488,102 @@ impl Pair {
             &self.a_keys,
             &self.interner,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// f: a conditional (mapped: taken 3, not taken 7) around a block that
+    /// ends in a jump whose count only the propagation knows; both paths
+    /// meet at a call into libc and a return.
+    const F: &str = "\
+0000000000001000 <f>:
+    1000:\tcmp    %eax,%edx
+    1002:\tje     1010 <f+0x10>
+    1004:\tmov    %eax,%edx
+    1006:\tjmp    1020 <f+0x20>
+    1010:\tmov    %edx,%eax
+    1012:\tnop
+    1020:\tcall   900 <puts@plt>
+    1025:\tret
+";
+
+    fn analysed(code: &Code) -> Analysed<'_> {
+        Analysed {
+            code,
+            exec: Vec::new(),
+            taken: FxHashMap::default(),
+            not_taken: FxHashMap::default(),
+            stats: MappingStats::default(),
+            unmapped: Vec::new(),
+            pieces: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn counts_flow_through_layout_the_writer_did_not_have() {
+        let code = Code::parse(F);
+        let mut a = analysed(&code);
+        let cond: FxHashMap<usize, (u64, u64)> = [(1, (3, 7))].into_iter().collect();
+        let entry: FxHashMap<u32, u64> = [(0, 10)].into_iter().collect();
+        let (exec, cond) = a.propagate(cond, &FxHashMap::default(), &FxHashMap::default(), &entry);
+        // The jump runs as often as the fall-through; the join as both.
+        assert_eq!(exec, vec![10, 10, 7, 7, 3, 3, 10, 10]);
+        a.exec = exec;
+        a.collect(&cond, &FxHashMap::default(), &entry);
+        let bolt = a.bolt_preaggregated().text;
+        assert_eq!(
+            bolt,
+            "B 1002 1010 3 0\nB 1006 1020 7 0\nB 1020 900 10 0\n\
+             F 1000 1002 3\nF 1000 1006 7\nF 1010 1020 3\nF 1020 1020 7\nF 1025 1025 10\n"
+        );
+        let mut counts: Vec<(u64, u64, u64)> = a
+            .branch_sites()
+            .iter()
+            .map(|b| {
+                let hex = |s: &str| u64::from_str_radix(&s[2..], 16).unwrap();
+                (hex(&b.addr), b.executions, b.taken)
+            })
+            .collect();
+        counts.sort_unstable();
+        assert_eq!(
+            counts,
+            vec![(0x1002, 10, 3), (0x1006, 7, 7), (0x1020, 10, 10)]
+        );
+    }
+
+    #[test]
+    fn copies_share_a_probability_at_their_own_counts() {
+        let code = Code::parse(F);
+        let a = analysed(&code);
+        let share: FxHashMap<usize, f64> = [(1, 0.25)].into_iter().collect();
+        let entry: FxHashMap<u32, u64> = [(0, 8)].into_iter().collect();
+        let (exec, cond) = a.propagate(FxHashMap::default(), &share, &FxHashMap::default(), &entry);
+        assert_eq!(cond[&1], (2, 6));
+        assert_eq!(exec[3], 6, "the jump after the fall-through");
+    }
+
+    #[test]
+    fn small_helpers() {
+        assert_eq!(permutations(&[1, 2, 3]).len(), 6);
+        assert_eq!(permutations(&[4]), vec![vec![4]]);
+        assert_eq!(part(10, 0.25), 3);
+        assert_eq!(part(3, 1.5), 3);
+        // Earlier shared keys weigh more; nothing shared is 0.
+        assert!(similarity(&[1, 2], &[1, 9]) > similarity(&[1, 2], &[9, 2]));
+        assert_eq!(similarity(&[1], &[2]), 0.0);
+        // A sequence's end gives way to the next sequence at one address.
+        let rows = vec![
+            (0x10, false, 1),
+            (0x20, true, 0),
+            (0x20, false, 2),
+            (0x30, true, 0),
+        ];
+        assert_eq!(row_at(&rows, 0x18), 1);
+        assert_eq!(row_at(&rows, 0x24), 2);
+        assert_eq!(row_at(&rows, 0x30), 0);
+        assert_eq!(row_at(&rows, 0x8), 0);
     }
 }
