@@ -6,7 +6,9 @@
 //!   with `-fsanitize-coverage=trace-pc` and retrace's runtime linked in;
 //! - `lbr record --writer W -o P.lbr -- ARGS` runs it under the branch
 //!   control program and counts pairs (sampled, or `--exact`);
-//! - `lbr convert P.lbr --format …` writes what real tools read.
+//! - `lbr convert P.lbr --format …` writes what real tools read, of the
+//!   writer or (`--analysed`, here or at record time) of the ordinary
+//!   build of the same sources.
 
 use crate::report::{csv_of, emit, print, Format, FormatArgs, Report};
 use anyhow::{anyhow, Context};
@@ -34,13 +36,15 @@ pub enum Command {
     /// Run a writer under the branch control program and record its pairs.
     #[command(after_help = "Examples:\n  \
         retrace lbr record --writer ./prog.writer -o prog.lbr -- 1000\n  \
-        retrace lbr record --writer ./prog.writer -o prog.lbr --exact -- 1000")]
+        retrace lbr record --writer ./prog.writer -o prog.lbr --exact -- 1000\n  \
+        retrace lbr record --writer ./prog.writer --analysed ./prog -o prog.lbr -- 1000")]
     Record(RecordArgs),
     /// Turn a recording into branch records, a profile or probabilities.
     #[command(after_help = "Examples:\n  \
         retrace lbr convert prog.lbr --format perfscript -o prog.perfscript\n  \
         llvm-profgen-14 --binary prog.writer --perfscript prog.perfscript --output prog.prof\n  \
         retrace lbr convert prog.lbr --format json\n  \
+        retrace lbr convert prog.lbr --analysed ./prog --format bolt -o prog.preagg   # of ./prog\n  \
         retrace lbr convert prog.lbr --format bolt -o prog.preagg\n  \
         /usr/lib/llvm-16/bin/perf2bolt -pa -p prog.preagg -o prog.fdata prog.writer\n  \
         llvm-bolt-16 prog.writer -o prog.bolt -data=prog.fdata -reorder-blocks=ext-tsp -reorder-functions=hfsort")]
