@@ -969,14 +969,13 @@ impl<'a> Analysed<'a> {
     ) -> (Vec<u64>, FxHashMap<usize, (u64, u64)>) {
         let code = self.code;
         let n = code.insns.len();
-        // Whether a transfer into `t` from `src` counts: not into the entry
-        // of a function whose entry count is known (it already has them).
-        let counts_into = |src: usize, t: u64| {
+        // Whether a transfer into `t` counts: not into the entry of a
+        // function whose entry count is known (that count has every
+        // entry, recursive calls included).
+        let counts_into = |t: u64| {
             let &ti = code.at.get(&t)?;
             let f = code.insns[ti].func;
-            let from_outside = code.insns[src].func != f;
-            (!(from_outside && t == code.functions[f as usize].entry && entry.contains_key(&f)))
-                .then_some(ti)
+            (!(t == code.functions[f as usize].entry && entry.contains_key(&f))).then_some(ti)
         };
         let mut exec = vec![0u64; n];
         let mut rounds = 0;
@@ -989,7 +988,7 @@ impl<'a> Analysed<'a> {
             }
             for (i, insn) in code.insns.iter().enumerate() {
                 let mut send = |t: u64, c: u64| {
-                    if let Some(ti) = counts_into(i, t) {
+                    if let Some(ti) = counts_into(t) {
                         inflow[ti] += c;
                     }
                 };
@@ -1103,15 +1102,12 @@ impl<'a> Analysed<'a> {
         // that are open (started by an incoming branch, still running
         // straight); a branch closes as many as it takes, newest first.
         let mut incoming: FxHashMap<u64, u64> = FxHashMap::default();
-        for (&from, tos) in &taken {
-            let Some(src) = code.insn(from) else { continue };
+        for tos in taken.values() {
             for (&to, &c) in tos {
                 // What the propagation let in: a transfer into the entry of
                 // a function with a known entry count is in that count.
                 let known_entry = code.insn(to).is_some_and(|t| {
-                    t.func != src.func
-                        && to == code.functions[t.func as usize].entry
-                        && entry.contains_key(&t.func)
+                    to == code.functions[t.func as usize].entry && entry.contains_key(&t.func)
                 });
                 if !known_entry {
                     *incoming.entry(to).or_insert(0) += c;
