@@ -30,8 +30,10 @@
 //!    writer through the match; everything that depends only on layout
 //!    (unconditional jumps, direct calls, straight-line ranges) is
 //!    recomputed from the analysed binary's own code by propagating
-//!    execution counts forward through it ([`Analysed::derive`]), starting
-//!    each function with its entry count in the writer.
+//!    execution counts forward through it, starting each function with
+//!    its entry count in the writer; copies of one source branch that
+//!    their surroundings did not tell apart are then paired again so that
+//!    each analysed copy runs as often as its writer copy.
 //!
 //! What does not map is counted, not guessed: [`MappingStats`] gives the
 //! writer's branch executions mapped uniquely, ambiguously and not at all,
@@ -76,7 +78,8 @@ impl Interner {
     }
 }
 
-/// Every instruction's source keys, at each [`LEVELS`], by instruction index.
+/// Every instruction's source keys, at each level of agreement (all of
+/// the key, without columns, without discriminators), by instruction index.
 pub struct SourceKeys {
     keys: Vec<[u32; LEVELS]>,
 }
@@ -421,7 +424,7 @@ pub struct MappingStats {
     /// count falls through them).
     pub analysed_conditionals_without_counterpart: u64,
     /// Functions of the analysed binary whose entry count was taken from
-    /// the writer, and those derived from their callers.
+    /// the writer (its entry block's coverage call).
     pub entries_from_writer: u64,
     /// Functions whose entry count came from calls in the analysed binary.
     pub entries_from_calls: u64,
@@ -1227,7 +1230,7 @@ impl<'a> Analysed<'a> {
     ///
     /// The straight-line pieces are chained the way the execution joined
     /// them (a piece's leaving branch goes where the next one starts), up
-    /// to [`STACK`] pieces a line as a hardware LBR holds them. The
+    /// to 15 pieces a line, as a 16-entry hardware LBR holds them. The
     /// oldest entry of a line is a real branch into its first piece, so a
     /// branch is counted twice only where one line ends and another
     /// begins, as in real LBR samples. A piece no branch of the binary
@@ -1332,8 +1335,8 @@ impl<'a> Analysed<'a> {
         Ok(out)
     }
 
-    /// Executions of the analysed binary's branches of each kind, for the
-    /// summary: (conditional, jumps, indirect, calls, returns).
+    /// One line for people: how many of the writer's branch executions
+    /// mapped uniquely, ambiguously and not at all.
     pub fn summary(&self) -> String {
         let s = &self.stats;
         let pct = |n: u64| 100.0 * n as f64 / s.all.total().max(1) as f64;
