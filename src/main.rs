@@ -5,6 +5,7 @@
 //! subcommand is one module under `cmd/`.
 
 mod cmd;
+mod html;
 mod report;
 mod status;
 

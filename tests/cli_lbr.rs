@@ -236,3 +236,141 @@ fn cc_emit_relocs_and_bolt_format() {
     assert!(b > 5 && f > 5, "{b} B lines, {f} F lines");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `gcc -O2 [-g]` of the example `program` into `out`, without coverage:
+/// an analysed program.
+fn build_plain(program: &str, debug: bool, out: &Path) {
+    let inc = programs();
+    let src = inc.join(format!("{program}.c"));
+    let mut cmd = Command::new("gcc");
+    cmd.arg("-O2");
+    if debug {
+        cmd.arg("-g");
+    }
+    assert!(cmd
+        .args(["-I", s(&inc), s(&src), "-o", s(out)])
+        .status()
+        .unwrap()
+        .success());
+}
+
+#[test]
+fn analysed_program_named_at_record_or_convert_time() {
+    if gcc().is_none() {
+        return;
+    }
+    let dir = scratch("analysed");
+    let writer = dir.join("crc32.writer");
+    ok(build_crc32_writer(&writer));
+    let plain = dir.join("crc32");
+    build_plain("crc32", true, &plain);
+    let lbr = dir.join("crc32.lbr");
+    record_exact(&writer, &lbr, &["--analysed", s(&plain), "--", "1024", "4"]);
+    // The recording names the analysed program: its addresses come out,
+    // with how the writer's branches mapped (stderr and JSON).
+    let out = ok(retrace(&["lbr", "convert", s(&lbr), "--format", "json"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("mapped onto the analysed binary"),
+        "{stderr}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let m = &v["analysed"]["mapping"]["all"];
+    let (unique, total) = (
+        m["unique"].as_u64().unwrap(),
+        m["unique"].as_u64().unwrap()
+            + m["ambiguous"].as_u64().unwrap()
+            + m["unmapped"].as_u64().unwrap(),
+    );
+    assert!(
+        unique * 2 > total,
+        "most branch executions map uniquely: {m}"
+    );
+    // Every branch address is an address of the analysed program: the
+    // writer has other code at most of them, so compare with its objdump.
+    let dump = Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn", s(&plain)])
+        .output()
+        .unwrap();
+    let dump = String::from_utf8_lossy(&dump.stdout);
+    let branches = v["branches"].as_array().unwrap();
+    assert!(branches.len() > 5);
+    for b in branches {
+        let addr = b["addr"].as_str().unwrap().trim_start_matches("0x");
+        let line = dump
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{addr}:")))
+            .unwrap_or_else(|| panic!("{addr} is an instruction of {}", plain.display()));
+        assert!(
+            line.contains("\tj") || line.contains("call") || line.contains("ret"),
+            "{line}"
+        );
+    }
+    let out = ok(retrace(&[
+        "lbr",
+        "convert",
+        s(&lbr),
+        "--format",
+        "perfscript",
+    ]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with("PERF_RECORD_MMAP2 ") && first.ends_with("/crc32"),
+        "{first}"
+    );
+    // The writer's own branches, on request.
+    let out = ok(retrace(&[
+        "lbr",
+        "convert",
+        s(&lbr),
+        "--writer-only",
+        "--format",
+        "json",
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v.get("analysed").is_none());
+    // Named at convert time instead.
+    let plain_lbr = dir.join("plain.lbr");
+    record_exact(&writer, &plain_lbr, &["--", "64", "1"]);
+    let out = ok(retrace(&[
+        "lbr",
+        "convert",
+        s(&plain_lbr),
+        "--analysed",
+        s(&plain),
+        "--format",
+        "bolt",
+    ]));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("B "));
+
+    // Bad analysed programs, each refused in one line.
+    let nodebug = dir.join("crc32.nodebug");
+    build_plain("crc32", false, &nodebug);
+    let out = retrace(&[
+        "lbr",
+        "record",
+        "--writer",
+        s(&writer),
+        "--analysed",
+        s(&nodebug),
+        "-o",
+        s(&lbr),
+        "--exact",
+    ]);
+    assert_refused(&out, "has no debugging information");
+    let out = retrace(&["lbr", "convert", s(&plain_lbr), "--analysed", s(&writer)]);
+    assert_refused(&out, "is a writer");
+    let other = dir.join("sieve");
+    build_plain("sieve", true, &other);
+    let out = retrace(&["lbr", "convert", s(&plain_lbr), "--analysed", s(&other)]);
+    assert_refused(&out, "is not the ordinary build of the writer's sources");
+    // The analysed program the recording names was rebuilt since.
+    std::fs::copy(&other, &plain).unwrap();
+    let out = retrace(&["lbr", "convert", s(&lbr)]);
+    assert_refused(
+        &out,
+        "is not the analysed program this recording was made with",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -6,7 +6,7 @@ use anyhow::anyhow;
 use retrace_estimate::Fidelity;
 use retrace_program::{Elf, Program};
 use retrace_sim::HostConfig;
-use retrace_timing::{preset, CoreModel};
+use retrace_timing::{core_with_overrides, preset, CoreModel, Override, PRESETS};
 use std::path::Path;
 
 /// Load `path` as a RISC-V ELF program, with bad-input errors.
@@ -32,13 +32,88 @@ pub fn load_elf_bytes(path: &std::path::Path) -> anyhow::Result<(Elf, Vec<u8>)> 
 
 /// Resolve `--core`: a preset name, or a path to a TOML core description.
 pub fn load_core(spec: &str) -> anyhow::Result<CoreModel> {
-    let looks_like_file = spec.ends_with(".toml") || spec.contains('/');
-    let result = if looks_like_file {
+    let result = if looks_like_file(spec) {
         CoreModel::from_file(Path::new(spec)).map_err(|e| anyhow!("{e}"))
     } else {
         preset(spec).map_err(|e| anyhow!("{e}"))
     };
     result.map_err(|e| tag(e, Status::BadInput))
+}
+
+/// `--set KEY=VALUE`: changes to the cores a command is given.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct CoreSets {
+    /// Change a field of the core description (every --core of the
+    /// command): KEY=VALUE, KEY a field as in a core TOML file with tables
+    /// joined by dots (docs/TIMING.md), e.g. `--set icache.size=4096`,
+    /// `--set branch.predictor=gshare --set branch.history_bits=8`,
+    /// `--set dcache=none`. Repeatable; applied in order.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+    pub set: Vec<Override>,
+}
+
+fn parse_set(text: &str) -> Result<Override, String> {
+    Override::parse(text).map_err(|e| e.to_string())
+}
+
+/// [`load_core`] with `--set` overrides applied to the core's TOML (the
+/// preset's text or the file): the result is read and checked as a file
+/// with those fields would be, and named after them
+/// (`rocket[icache.size=4096]`).
+pub fn load_core_with(spec: &str, sets: &[Override]) -> anyhow::Result<CoreModel> {
+    // Unknown presets and unreadable or invalid files get load_core's
+    // message, overrides or not.
+    let core = load_core(spec)?;
+    if sets.is_empty() {
+        return Ok(core);
+    }
+    let (text, origin) = match PRESETS.iter().find(|(name, _)| *name == spec) {
+        Some((_, text)) if !looks_like_file(spec) => (text.to_string(), format!("preset {spec}")),
+        _ => (
+            std::fs::read_to_string(spec).map_err(|e| {
+                tag(
+                    anyhow!("{spec}: cannot read core description: {e}"),
+                    Status::BadInput,
+                )
+            })?,
+            spec.to_string(),
+        ),
+    };
+    core_with_overrides(&text, &origin, sets).map_err(|e| tag(anyhow!("{e}"), Status::BadInput))
+}
+
+fn looks_like_file(spec: &str) -> bool {
+    spec.ends_with(".toml") || spec.contains('/')
+}
+
+/// `cycles` at `hz` in seconds, and the frequency in MHz, for reports.
+pub fn target_time(cycles: u64, hz: Option<u64>) -> (Option<f64>, Option<f64>) {
+    match hz {
+        Some(hz) if hz > 0 => (Some(hz as f64 / 1e6), Some(cycles as f64 / hz as f64)),
+        _ => (None, None),
+    }
+}
+
+/// A duration for people, in the unit that keeps it readable:
+/// `1.234 s`, `12.35 ms`, `850.0 µs`, `42.00 ns`.
+pub fn duration_text(seconds: f64) -> String {
+    let (value, unit) = if seconds >= 1.0 {
+        (seconds, "s")
+    } else if seconds >= 1e-3 {
+        (seconds * 1e3, "ms")
+    } else if seconds >= 1e-6 {
+        (seconds * 1e6, "µs")
+    } else {
+        (seconds * 1e9, "ns")
+    };
+    let decimals = if value >= 100.0 {
+        1
+    } else if value >= 10.0 {
+        2
+    } else {
+        3
+    };
+    format!("{value:.decimals$} {unit}")
 }
 
 /// Refuse a core that cannot run programs of the ELF's width.
@@ -67,6 +142,7 @@ pub fn check_xlen(core: &CoreModel, elf: &Elf, shown: &str) -> anyhow::Result<()
 /// message.
 pub fn hart_cores(
     specs: &[String],
+    sets: &[Override],
     harts: usize,
     elf: &Elf,
     shown: &str,
@@ -84,7 +160,7 @@ pub fn hart_cores(
     specs
         .iter()
         .map(|spec| {
-            let core = load_core(spec)?;
+            let core = load_core_with(spec, sets)?;
             check_xlen(&core, elf, shown)?;
             Ok(core)
         })
@@ -320,6 +396,16 @@ pub fn parse_threshold(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_pick_a_readable_unit() {
+        assert_eq!(duration_text(1.5), "1.500 s");
+        assert_eq!(duration_text(0.012345), "12.35 ms");
+        assert_eq!(duration_text(0.00085), "850.0 µs");
+        assert_eq!(duration_text(4.2e-8), "42.00 ns");
+        assert_eq!(target_time(1000, Some(1_000_000)), (Some(1.0), Some(0.001)));
+        assert_eq!(target_time(1000, None), (None, None));
+    }
 
     #[test]
     fn mhz_are_decimal_and_whole_hertz() {

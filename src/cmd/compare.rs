@@ -10,8 +10,8 @@
 //! truncated runs. The report says how the run ended (`stop`, `exit_code`).
 
 use super::common::{
-    analyse, check_xlen, display, host, load_core, load_elf, stop_status, thousands, FidelityArg,
-    ProgramArgs,
+    analyse, check_xlen, display, host, load_core_with, load_elf, stop_status, thousands,
+    FidelityArg, ProgramArgs,
 };
 use crate::report::{csv_of, print, FormatArgs, Report};
 use crate::status::{tag, Status};
@@ -33,6 +33,8 @@ pub struct Args {
     /// The core: preset name or TOML file.
     #[arg(long, value_name = "NAME|FILE")]
     pub core: String,
+    #[command(flatten)]
+    pub sets: super::common::CoreSets,
     /// Fidelity of the estimate.
     #[arg(long, value_enum, default_value_t = FidelityArg::Control)]
     pub fidelity: FidelityArg,
@@ -131,7 +133,7 @@ pub fn pipeline_error(shown: &str, e: CompareError) -> anyhow::Error {
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let elf = load_elf(&args.program)?;
     let shown = args.program.display().to_string();
-    let core = load_core(&args.core)?;
+    let core = load_core_with(&args.core, &args.sets.set)?;
     check_xlen(&core, &elf, &shown)?;
     let program = analyse(&elf, &shown)?;
     let fidelity = Fidelity::from(args.fidelity);

@@ -2,7 +2,7 @@
 //! the trace alone.
 
 use super::common::{
-    analyse, check_trace, check_xlen, display, load_core, load_elf, replay_error, shell_word,
+    analyse, check_trace, check_xlen, display, load_core_with, load_elf, replay_error, shell_word,
     thousands, FidelityArg,
 };
 use crate::report::{csv_of, print, FormatArgs, Report};
@@ -11,7 +11,7 @@ use anyhow::anyhow;
 use retrace_estimate::{estimate_trace, replay_check, Estimate, Fidelity};
 use retrace_program::Addr;
 use retrace_sim::HostConfig;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -35,6 +35,8 @@ pub struct Args {
     /// order, replayed together (docs/MULTIPROCESSOR.md).
     #[arg(long = "core", value_name = "NAME|FILE", required = true)]
     pub cores: Vec<String>,
+    #[command(flatten)]
+    pub sets: super::common::CoreSets,
     /// fast: partial-program times with boundary terms and static branch
     /// prediction; control: also the predictor, return stack and I-cache.
     #[arg(long, value_enum, default_value_t = FidelityArg::Control)]
@@ -47,9 +49,12 @@ pub struct Args {
     /// instruction sequence (count and hash of the pcs).
     #[arg(long)]
     pub check: bool,
-    /// For a trace of several harts: the clock frequency each hart starts
-    /// at, in MHz (default 100); one for every hart, or one per hart in
-    /// hart order. Frequencies the program set (set_hz) are in the trace.
+    /// The clock in MHz, to show each estimate's time beside its cycles
+    /// (default: the core description's `frequency_mhz`, if any); one for
+    /// every core, or one per core in order. For a trace of several harts:
+    /// the frequency each hart starts at (default 100), one for every hart
+    /// or one per hart in hart order; frequencies the program set (set_hz)
+    /// are in the trace.
     #[arg(long, value_name = "MHZ", value_parser = super::common::parse_mhz)]
     pub mhz: Vec<u64>,
     /// For a trace of several harts: also write a timeline of the
@@ -62,6 +67,13 @@ pub struct Args {
     /// Output format (csv: one row per core).
     #[command(flatten)]
     pub output: FormatArgs,
+}
+
+/// Read a fidelity back from its name (`fast`, `control`): for reports
+/// that are read again, as `retrace sweep collect` reads estimates.
+fn parse_fidelity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Fidelity, D::Error> {
+    let name = String::deserialize(d)?;
+    name.parse().map_err(serde::de::Error::custom)
 }
 
 /// Parse `--dcache-miss-rate`: a finite number from 0 to 1.
@@ -80,7 +92,7 @@ fn parse_rate(text: &str) -> Result<f64, String> {
 }
 
 /// Where a core's data-cache term comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DcacheTerm {
     /// The core has no data cache.
@@ -95,7 +107,7 @@ pub enum DcacheTerm {
 }
 
 /// A part of the core that the fidelity does not model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NotModelled {
     /// A dynamic branch predictor (replaced by static prediction).
@@ -135,12 +147,12 @@ pub fn not_modelled(core: &retrace_timing::CoreModel, fidelity: Fidelity) -> Vec
 
 /// One core's estimate. A figure that does not apply to the core (or is
 /// not modelled at this fidelity) is `null`, shown `-` in the text.
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 pub struct EstimateRow {
     /// The core's name.
     pub core: String,
     /// The fidelity of the replay.
-    #[serde(serialize_with = "display")]
+    #[serde(serialize_with = "display", deserialize_with = "parse_fidelity")]
     pub fidelity: Fidelity,
     /// Estimated cycles (without the data-cache term when `dcache` is
     /// `unmeasured`).
@@ -149,6 +161,11 @@ pub struct EstimateRow {
     pub instructions: u64,
     /// Cycles per instruction.
     pub cpi: f64,
+    /// The core's clock in MHz (`--mhz`, else the core description's
+    /// `frequency_mhz`); null when neither gives one.
+    pub mhz: Option<f64>,
+    /// `cycles` at that clock, in seconds: the run's time on the core.
+    pub target_seconds: Option<f64>,
     /// Mispredicted branches and returns; null on a core where a
     /// misprediction costs nothing (no prediction to miss).
     pub mispredicts: Option<u64>,
@@ -188,14 +205,16 @@ pub struct EstimateRow {
 
 impl EstimateRow {
     /// The row of estimate `e` of `core`; `rate_given`: whether
-    /// `--dcache-miss-rate` was.
+    /// `--dcache-miss-rate` was; `hz`: the core's clock, if known.
     pub fn new(
         core: &retrace_timing::CoreModel,
         fidelity: Fidelity,
         e: &Estimate,
         seconds: f64,
         rate_given: bool,
+        hz: Option<u64>,
     ) -> EstimateRow {
+        let (mhz, target_seconds) = super::common::target_time(e.cycles, hz);
         let dcache = match (core.dcache.is_some(), e.dcache_measured, rate_given) {
             (false, _, _) => DcacheTerm::None,
             (true, false, _) => DcacheTerm::Unmeasured,
@@ -211,6 +230,8 @@ impl EstimateRow {
             cycles: e.cycles,
             instructions: e.instructions,
             cpi: e.cycles as f64 / e.instructions.max(1) as f64,
+            mhz,
+            target_seconds,
             mispredicts: predicts.then_some(e.mispredicts),
             icache_misses: icache.then_some(e.icache_misses),
             dcache_cycles: matches!(dcache, DcacheTerm::Measured | DcacheTerm::Given)
@@ -304,10 +325,23 @@ impl EstimateReport {
 
 impl Report for EstimateReport {
     fn text(&self) -> String {
+        // Cores changed by --set have long names: the column fits them.
+        let w = self
+            .estimates
+            .iter()
+            .map(|r| r.core.len())
+            .max()
+            .unwrap_or(0)
+            .max(12);
+        let timed = self.estimates.iter().any(|r| r.target_seconds.is_some());
         let mut out = format!(
-            "{:<12} {:>8} {:>17} {:>7} {:>12} {:>12} {:>14}\n",
+            "{:<w$} {:>8} {:>17} {:>7} {:>12} {:>12} {:>14}",
             "core", "fidelity", "cycles", "CPI", "mispredicts", "I$ misses", "D$ cycles"
         );
+        if timed {
+            out += &format!(" {:>10} {:>12}", "MHz", "time");
+        }
+        out += "\n";
         for r in &self.estimates {
             let dc = match r.dcache {
                 DcacheTerm::Unmeasured => "unmeasured".to_string(),
@@ -321,7 +355,7 @@ impl Report for EstimateReport {
                 format!("{} ", thousands(r.cycles))
             };
             out += &format!(
-                "{:<12} {:>8} {:>17} {:>7.3} {:>12} {:>12} {:>14}\n",
+                "{:<w$} {:>8} {:>17} {:>7.3} {:>12} {:>12} {:>14}",
                 r.core,
                 r.fidelity.to_string(),
                 cycles,
@@ -330,6 +364,15 @@ impl Report for EstimateReport {
                 cell(r.icache_misses),
                 dc
             );
+            if timed {
+                match (r.mhz, r.target_seconds) {
+                    (Some(mhz), Some(t)) => {
+                        out += &format!(" {mhz:>10} {:>12}", super::common::duration_text(t))
+                    }
+                    _ => out += &format!(" {:>10} {:>12}", "-", "-"),
+                }
+            }
+            out += "\n";
         }
         if self.estimates.iter().any(|r| r.cycles_exclude_dcache) {
             out += "* without the data cache: the trace has no miss rate for this core's D-cache geometry (see the warning)\n";
@@ -369,6 +412,8 @@ struct EstimateCsvRow<'a> {
     cycles: u64,
     instructions: u64,
     cpi: f64,
+    mhz: Option<f64>,
+    target_seconds: Option<f64>,
     mispredicts: Option<u64>,
     icache_misses: Option<u64>,
     dcache_cycles: Option<u64>,
@@ -397,6 +442,8 @@ impl<'a> From<&'a EstimateRow> for EstimateCsvRow<'a> {
             cycles: r.cycles,
             instructions: r.instructions,
             cpi: r.cpi,
+            mhz: r.mhz,
+            target_seconds: r.target_seconds,
             mispredicts: r.mispredicts,
             icache_misses: r.icache_misses,
             dcache_cycles: r.dcache_cycles,
@@ -431,28 +478,38 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     if header.harts > 1 {
         return super::estimate_mp::main(&args, &elf, &shown, usize::from(header.harts));
     }
-    for (given, option) in [
-        (!args.mhz.is_empty(), "--mhz"),
-        (args.timeline.is_some(), "--timeline"),
-    ] {
-        if given {
-            return Err(tag(
-                anyhow!(
-                    "{option} applies to a trace of several harts; {} holds one",
-                    args.trace.display()
-                ),
-                Status::BadInput,
-            ));
-        }
+    if args.timeline.is_some() {
+        return Err(tag(
+            anyhow!(
+                "--timeline applies to a trace of several harts; {} holds one",
+                args.trace.display()
+            ),
+            Status::BadInput,
+        ));
     }
     let cores = args
         .cores
         .iter()
-        .map(|c| load_core(c))
+        .map(|c| load_core_with(c, &args.sets.set))
         .collect::<anyhow::Result<Vec<_>>>()?;
     for c in &cores {
         check_xlen(c, &elf, &shown)?;
     }
+    // One --mhz for every core, or one per core in order.
+    let clocks: Vec<Option<u64>> = match args.mhz.len() {
+        0 => cores.iter().map(|c| c.frequency_hz).collect(),
+        1 => vec![Some(args.mhz[0]); cores.len()],
+        n if n == cores.len() => args.mhz.iter().map(|&hz| Some(hz)).collect(),
+        n => {
+            return Err(tag(
+                anyhow!(
+                    "{n} --mhz for {} --core: give one for every core, or one per core in order",
+                    cores.len()
+                ),
+                Status::BadInput,
+            ))
+        }
+    };
     let program = analyse(&elf, &shown)?;
     let fidelity = Fidelity::from(args.fidelity);
     let start = Instant::now();
@@ -493,13 +550,20 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         estimates: cores
             .iter()
             .zip(&results)
-            .map(|(c, (e, _))| {
-                EstimateRow::new(c, fidelity, e, seconds, args.dcache_miss_rate.is_some())
+            .zip(&clocks)
+            .map(|((c, (e, _)), &hz)| {
+                EstimateRow::new(c, fidelity, e, seconds, args.dcache_miss_rate.is_some(), hz)
             })
             .collect(),
         check,
     };
-    if let Some(w) = unmeasured_warning(&report, &cores, &header) {
+    if let Some(w) = unmeasured_warning(
+        &report.estimates,
+        &cores,
+        &header,
+        &report.program,
+        &report.trace,
+    ) {
         eprintln!("{w}");
     }
     let format = args.output.get();
@@ -512,14 +576,16 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 
 /// The warning for cores whose data cache the trace has no miss rate for:
 /// which, and the `retrace record` command that measures them.
-fn unmeasured_warning(
-    report: &EstimateReport,
+pub fn unmeasured_warning(
+    rows: &[EstimateRow],
     cores: &[retrace_timing::CoreModel],
     header: &retrace_trace::Header,
+    program: &str,
+    trace: &str,
 ) -> Option<String> {
     let mut names = Vec::new();
     let mut geometries: Vec<String> = Vec::new();
-    for (row, core) in report.estimates.iter().zip(cores) {
+    for (row, core) in rows.iter().zip(cores) {
         if let (DcacheTerm::Unmeasured, Some(dc)) = (row.dcache, core.dcache) {
             names.push(format!(
                 "{} ({}:{}:{})",
@@ -536,9 +602,9 @@ fn unmeasured_warning(
     }
     let mut command = format!(
         "retrace record {} {} -o {}",
-        shell_word(&report.program),
+        shell_word(program),
         geometries.join(" "),
-        shell_word(&report.trace)
+        shell_word(trace)
     );
     if !header.args.is_empty() {
         command += " --";

@@ -124,7 +124,7 @@ pub fn main(args: &Args, elf: &Elf, shown: &str, harts: usize) -> anyhow::Result
     if args.dcache_miss_rate.is_some() {
         return refuse("--dcache-miss-rate");
     }
-    let cores = hart_cores(&args.cores, harts, elf, shown, "--core")?;
+    let cores = hart_cores(&args.cores, &args.sets.set, harts, elf, shown, "--core")?;
     let program = analyse(elf, shown)?;
     let fidelity = Fidelity::from(args.fidelity);
     let hz = hart_frequencies(&args.mhz, harts)?;

@@ -6,12 +6,15 @@
 //!   with `-fsanitize-coverage=trace-pc` and retrace's runtime linked in;
 //! - `lbr record --writer W -o P.lbr -- ARGS` runs it under the branch
 //!   control program and counts pairs (sampled, or `--exact`);
-//! - `lbr convert P.lbr --format …` writes what real tools read.
+//! - `lbr convert P.lbr --format …` writes what real tools read, of the
+//!   writer or (`--analysed`, here or at record time) of the ordinary
+//!   build of the same sources.
 
 use crate::report::{csv_of, emit, print, Format, FormatArgs, Report};
 use anyhow::{anyhow, Context};
 use retrace_lbr::control::Mode;
 use retrace_lbr::convert::{self, BranchSite, ConversionStats};
+use retrace_lbr::correspond::{self, MappingStats, UnmappedSite};
 use retrace_lbr::disasm::Code;
 use retrace_lbr::record::{record, RecordOptions};
 use retrace_lbr::recording::{Counts, Method, Sampling};
@@ -33,13 +36,15 @@ pub enum Command {
     /// Run a writer under the branch control program and record its pairs.
     #[command(after_help = "Examples:\n  \
         retrace lbr record --writer ./prog.writer -o prog.lbr -- 1000\n  \
-        retrace lbr record --writer ./prog.writer -o prog.lbr --exact -- 1000")]
+        retrace lbr record --writer ./prog.writer -o prog.lbr --exact -- 1000\n  \
+        retrace lbr record --writer ./prog.writer --analysed ./prog -o prog.lbr -- 1000")]
     Record(RecordArgs),
     /// Turn a recording into branch records, a profile or probabilities.
     #[command(after_help = "Examples:\n  \
         retrace lbr convert prog.lbr --format perfscript -o prog.perfscript\n  \
         llvm-profgen-14 --binary prog.writer --perfscript prog.perfscript --output prog.prof\n  \
         retrace lbr convert prog.lbr --format json\n  \
+        retrace lbr convert prog.lbr --analysed ./prog --format bolt -o prog.preagg   # of ./prog\n  \
         retrace lbr convert prog.lbr --format bolt -o prog.preagg\n  \
         /usr/lib/llvm-16/bin/perf2bolt -pa -p prog.preagg -o prog.fdata prog.writer\n  \
         llvm-bolt-16 prog.writer -o prog.bolt -data=prog.fdata -reorder-blocks=ext-tsp -reorder-functions=hfsort")]
@@ -64,6 +69,11 @@ pub struct RecordArgs {
     /// The writer (built with `retrace lbr cc`).
     #[arg(long, value_name = "PROGRAM")]
     pub writer: PathBuf,
+    /// The analysed program: your ordinary build of the same sources with
+    /// the same options, without coverage, with -g. `convert` then writes
+    /// its addresses (the recording keeps its path and hash).
+    #[arg(long, value_name = "PROGRAM")]
+    pub analysed: Option<PathBuf>,
     /// Where to write the recording.
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
@@ -120,6 +130,16 @@ pub struct ConvertArgs {
     /// The binary the recording was made with (default: the writer path it names).
     #[arg(long, value_name = "PROGRAM")]
     pub binary: Option<PathBuf>,
+    /// Write the branches of this program instead of the writer's: the
+    /// ordinary build of the same sources (default: the one the recording
+    /// names, if any). Its branches are found through both binaries'
+    /// line tables, so both need -g.
+    #[arg(long, value_name = "PROGRAM")]
+    pub analysed: Option<PathBuf>,
+    /// Write the writer's own branches even if the recording names an
+    /// analysed program.
+    #[arg(long, conflicts_with = "analysed")]
+    pub writer_only: bool,
     /// Write here instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -268,7 +288,17 @@ fn record_main(a: RecordArgs) -> anyhow::Result<ExitCode> {
     let mut opts = RecordOptions::new(a.writer.clone(), a.args.clone(), mode);
     opts.period_ns = 1_000_000_000 / a.rate;
     opts.capacity_log2 = a.slots_log2;
-    let rec = record(&opts)?;
+    // Checked before the run, so that a wrong one costs no recording.
+    let analysed = match &a.analysed {
+        Some(p) => Some((p.display().to_string(), correspond::check_analysed(p)?.1)),
+        None => None,
+    };
+    let mut rec = record(&opts)?;
+    if let Some((path, hash)) = analysed {
+        let abs = std::fs::canonicalize(&path).map_or(path, |p| p.display().to_string());
+        rec.analysed = Some(abs);
+        rec.analysed_hash = Some(hash);
+    }
     rec.save(&a.output)?;
     let report = RecordReport {
         output: a.output.display().to_string(),
@@ -301,9 +331,22 @@ struct ConvertReport {
     unresolved: Vec<UnresolvedPair>,
     /// The most frequent pairs with more than one path (at most 20).
     ambiguous: Vec<UnresolvedPair>,
+    /// The analysed program whose addresses `branches` holds, and how the
+    /// writer's branches mapped onto it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    analysed: Option<AnalysedReport>,
     branches: Vec<BranchSite>,
     #[serde(skip)]
     top: usize,
+}
+
+/// The mapping onto the analysed program.
+#[derive(Serialize)]
+struct AnalysedReport {
+    binary: String,
+    mapping: MappingStats,
+    /// The writer branches that did not map, most executed first (at most 20).
+    unmapped: Vec<UnmappedSite>,
 }
 
 /// A pair without one machine path.
@@ -354,6 +397,34 @@ impl Report for ConvertReport {
             share(c.ambiguous),
             share(c.unresolved)
         );
+        if let Some(an) = &self.analysed {
+            let m = &an.mapping;
+            let pct = |n: u64| 100.0 * n as f64 / m.all.total().max(1) as f64;
+            s += &format!(
+                "branches of the analysed program {}: of {} writer branch executions {:.2}% mapped uniquely, {:.2}% ambiguously, {:.2}% not at all\n",
+                an.binary,
+                m.all.total(),
+                pct(m.all.unique),
+                pct(m.all.ambiguous),
+                pct(m.all.unmapped)
+            );
+            for u in an.unmapped.iter().take(10) {
+                let why = serde_json::to_value(u.why)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                s += &format!(
+                    "unmapped: {} {} ({}) {} times: {why}\n",
+                    u.at,
+                    serde_json::to_value(u.kind)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default(),
+                    u.line,
+                    u.executions
+                );
+            }
+        }
         if let Some(e) = &self.probability_error {
             s += &format!(
                 "sampled vs exact taken probability of {} conditional branches: weighted mean error {:.4}, p95 {:.4}\n",
@@ -433,14 +504,53 @@ fn convert_main(a: ConvertArgs) -> anyhow::Result<ExitCode> {
     convert::check_binary(&rec, &binary, &bytes)?;
     let code = Code::load(&binary)?;
     let converted = convert::convert(&rec, &code);
+    // The analysed program: given, or the one the recording names (which
+    // must still be the file it was).
+    let analysed = match (&a.analysed, &rec.analysed, a.writer_only) {
+        (_, _, true) | (None, None, false) => None,
+        (Some(p), _, false) => Some((p.clone(), correspond::check_analysed(p)?.0)),
+        (None, Some(p), false) => {
+            let p = PathBuf::from(p);
+            let (bytes, hash) = correspond::check_analysed(&p)?;
+            if rec.analysed_hash.as_ref().is_some_and(|h| *h != hash) {
+                return Err(anyhow!(
+                    "{} is not the analysed program this recording was made with (hash {hash}, recorded {}); give the right one with --analysed",
+                    p.display(),
+                    rec.analysed_hash.as_deref().unwrap_or("")
+                ));
+            }
+            Some((p, bytes))
+        }
+    };
+    let pair = match &analysed {
+        Some((p, a_bytes)) => Some(correspond::Pair::load(&binary, &bytes, &code, p, a_bytes)?),
+        None => None,
+    };
+    let mapped = match &pair {
+        Some(pair) => {
+            let m = pair.map(&converted)?;
+            eprintln!("{}", m.summary());
+            Some(m)
+        }
+        None => None,
+    };
+    // The binary whose addresses the output holds.
+    let (out_binary, out_bytes) = match &analysed {
+        Some((p, b)) => (p.as_path(), b.as_slice()),
+        None => (binary.as_path(), bytes.as_slice()),
+    };
+    let perfscript = || match &mapped {
+        Some(m) => m.perfscript(out_binary, out_bytes, a.max_samples),
+        None => converted.perfscript(&binary, &bytes, a.max_samples),
+    };
     let text = match a.format {
-        ConvertFormat::Perfscript => converted.perfscript(&binary, &bytes, a.max_samples)?,
-        ConvertFormat::SampleProfile => convert::sample_profile(
-            &converted.perfscript(&binary, &bytes, a.max_samples)?,
-            &binary,
-        )?,
+        ConvertFormat::Perfscript => perfscript()?,
+        ConvertFormat::SampleProfile => convert::sample_profile(&perfscript()?, out_binary)?,
         ConvertFormat::Bolt => {
-            let profile = converted.bolt_preaggregated()?;
+            let profile = match &mapped {
+                Some(m) => m.bolt_preaggregated(),
+                None => converted.bolt_preaggregated()?,
+            };
             if profile.dropped_ranges > 0 {
                 eprintln!(
                     "note: {} straight-line range executions leave their function and are not in the profile",
@@ -463,7 +573,15 @@ fn convert_main(a: ConvertArgs) -> anyhow::Result<ExitCode> {
                     Ok(m) if m.ambiguous => Some(None),
                     _ => None,
                 }),
-                branches: converted.branch_sites(),
+                analysed: mapped.as_ref().map(|m| AnalysedReport {
+                    binary: out_binary.display().to_string(),
+                    mapping: m.stats.clone(),
+                    unmapped: m.unmapped.iter().take(20).cloned().collect(),
+                }),
+                branches: match &mapped {
+                    Some(m) => m.branch_sites(),
+                    None => converted.branch_sites(),
+                },
                 top: a.top,
             };
             report.render(if a.format == ConvertFormat::Json {

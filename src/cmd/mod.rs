@@ -14,11 +14,14 @@ pub mod demo;
 pub mod disasm;
 pub mod estimate;
 pub mod estimate_mp;
+pub mod html_report;
 pub mod lbr;
 pub mod pp;
 pub mod profile;
 pub mod record;
 pub mod run;
+pub mod sweep;
+pub mod sweep_batch;
 pub mod timeline;
 
 /// retrace: how long a program takes on a RISC-V core that you do not have.
@@ -54,6 +57,12 @@ pub enum Command {
     Compare(compare::Args),
     /// Cycles per function, branch probabilities and hot spots from a trace.
     Profile(profile::Args),
+    /// One self-contained HTML page: the estimate per core, where the time
+    /// goes, and a sweep's curve.
+    Report(html_report::Args),
+    /// Estimate a recorded run on every point of a grid of core variants
+    /// (`--set key=A..B*2`, `--set key=a,b`), from the one trace.
+    Sweep(sweep::Command),
     /// List the built-in target cores.
     Cores(cores::Args),
     /// Measure what recording and estimating cost against a plain run and
@@ -78,6 +87,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Estimate(a) => estimate::main(a),
         Command::Compare(a) => compare::main(a),
         Command::Profile(a) => profile::main(a),
+        Command::Sweep(a) => sweep::main(a),
+        Command::Report(a) => html_report::main(a),
         Command::Cores(a) => cores::main(a),
         Command::Bench(a) => bench::main(a),
         Command::Lbr(c) => lbr::main(c),

@@ -64,6 +64,8 @@ pub struct Args {
     /// rule. A PP ending in a conditional branch shows `not-taken/taken`.
     #[arg(long, value_name = "NAME|FILE.toml", conflicts_with = "check")]
     pub core: Option<String>,
+    #[command(flatten)]
+    pub sets: super::common::CoreSets,
     /// Run the program and check that execution follows the table.
     #[arg(long)]
     pub check: bool,
@@ -104,7 +106,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let names = Names::new(&program, &elf);
     let cycles = match &args.core {
         Some(spec) => {
-            let core = super::common::load_core(spec)?;
+            let core = super::common::load_core_with(spec, &args.sets.set)?;
             super::common::check_xlen(&core, &elf, &shown)?;
             Some(StaticCycles::new(&core, &program.table, &ids))
         }

@@ -3,8 +3,8 @@
 //! programs — on a chosen core, from the trace alone.
 
 use super::common::{
-    analyse, check_trace, check_xlen, display, load_core, load_elf_bytes, replay_error, thousands,
-    FidelityArg,
+    analyse, check_trace, check_xlen, display, load_core_with, load_elf_bytes, replay_error,
+    thousands, FidelityArg,
 };
 use crate::report::{csv_of, hex, print, FormatArgs, Report};
 use crate::status::{tag, Status};
@@ -44,6 +44,8 @@ pub struct Args {
     /// The core whose cycles are attributed.
     #[arg(long, default_value = "ideal", value_name = "NAME|FILE")]
     pub core: String,
+    #[command(flatten)]
+    pub sets: super::common::CoreSets,
     /// Fidelity of the timing.
     #[arg(long, value_enum, default_value_t = FidelityArg::Control)]
     pub fidelity: FidelityArg,
@@ -235,7 +237,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let (elf, bytes) = load_elf_bytes(&args.program)?;
     let shown = args.program.display().to_string();
     check_trace(&args.trace, &elf, &shown)?;
-    let core = load_core(&args.core)?;
+    let core = load_core_with(&args.core, &args.sets.set)?;
     check_xlen(&core, &elf, &shown)?;
     let program = analyse(&elf, &shown)?;
     let fidelity = Fidelity::from(args.fidelity);

@@ -378,7 +378,14 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     };
     let schedule = match args.schedule_core.len() {
         0 => Vec::new(),
-        _ => hart_cores(&args.schedule_core, harts, &elf, &shown, "--schedule-core")?,
+        _ => hart_cores(
+            &args.schedule_core,
+            &[],
+            harts,
+            &elf,
+            &shown,
+            "--schedule-core",
+        )?,
     };
     let hz = super::common::hart_frequencies(&args.mhz, harts)?;
     let start = Instant::now();

@@ -98,6 +98,8 @@ pub struct Args {
     #[arg(long, value_name = "MHZ", value_parser = parse_mhz, requires = "core")]
     pub mhz: Vec<u64>,
     #[command(flatten)]
+    pub sets: super::common::CoreSets,
+    #[command(flatten)]
     pub program_args: ProgramArgs,
 }
 
@@ -128,7 +130,14 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     // not something to discover after a long run.
     let cores = match args.core.len() {
         0 => Vec::new(),
-        _ => hart_cores(&args.core, usize::from(args.harts), &elf, &shown, "--core")?,
+        _ => hart_cores(
+            &args.core,
+            &args.sets.set,
+            usize::from(args.harts),
+            &elf,
+            &shown,
+            "--core",
+        )?,
     };
     let hz = hart_frequencies(&args.mhz, usize::from(args.harts))?;
     let timed = cores
@@ -230,7 +239,8 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     };
     let timed = match (&timed, &cycle) {
         (Some((core, funcs)), Some(obs)) => {
-            Some(TimedReport::new(core, funcs, obs, args.functions))
+            let hz = args.mhz.first().copied().or(core.frequency_hz);
+            Some(TimedReport::new(core, funcs, obs, args.functions, hz))
         }
         _ => None,
     };
@@ -638,6 +648,11 @@ pub struct TimedReport {
     icache_misses: Option<u64>,
     dcache_hits: Option<u64>,
     dcache_misses: Option<u64>,
+    /// The core's clock in MHz (`--mhz`, else the core description's
+    /// `frequency_mhz`); null when neither gives one.
+    mhz: Option<f64>,
+    /// `cycles` at that clock, in seconds.
+    target_seconds: Option<f64>,
     /// The reported functions, hottest first.
     functions: Vec<FunctionRow>,
     /// Functions that ran but are not in `functions`.
@@ -652,6 +667,7 @@ impl TimedReport {
         funcs: &FunctionRanges,
         obs: &CycleObserver,
         top: usize,
+        hz: Option<u64>,
     ) -> TimedReport {
         let mut ran: Vec<(String, u64, FunctionCycles)> = obs
             .per_function()
@@ -676,8 +692,11 @@ impl TimedReport {
         let cycles = obs.core().cycles();
         let ic = core.icache.is_some();
         let dc = core.dcache.is_some();
+        let (mhz, target_seconds) = super::common::target_time(cycles, hz);
         TimedReport {
             core: core.name.clone(),
+            mhz,
+            target_seconds,
             cycles,
             cpi: cycles as f64 / s.instructions.max(1) as f64,
             branches: s.branches,
@@ -709,11 +728,17 @@ impl TimedReport {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "retrace: core {}: {} cycles, {} instructions, CPI {:.3}",
+            "retrace: core {}: {} cycles, {} instructions, CPI {:.3}{}",
             self.core,
             thousands(self.cycles),
             thousands(self.instructions),
-            self.cpi
+            self.cpi,
+            match (self.mhz, self.target_seconds) {
+                (Some(mhz), Some(t)) => {
+                    format!("; {} at {mhz} MHz", super::common::duration_text(t))
+                }
+                _ => String::new(),
+            }
         );
         let mispredicted = match self.mispredicts {
             Some(m) => format!(

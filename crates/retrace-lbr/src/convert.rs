@@ -534,9 +534,10 @@ pub struct BranchSite {
 }
 
 impl Converted<'_> {
-    /// Every executed branch instruction with its taken and not-taken counts
-    /// (from resolved and ambiguous pairs), by address.
-    pub fn branch_sites(&self) -> Vec<BranchSite> {
+    /// The paths' outcomes: taken branches (source → target → count) and
+    /// conditional branches not taken (source → count), from resolved and
+    /// ambiguous pairs.
+    pub fn outcomes(&self) -> (FxHashMap<u64, FxHashMap<u64, u64>>, FxHashMap<u64, u64>) {
         let mut taken: FxHashMap<u64, FxHashMap<u64, u64>> = FxHashMap::default();
         let mut not_taken: FxHashMap<u64, u64> = FxHashMap::default();
         for p in &self.pairs {
@@ -548,46 +549,14 @@ impl Converted<'_> {
                 *not_taken.entry(f).or_insert(0) += p.count;
             }
         }
-        let mut addrs: Vec<u64> = taken.keys().chain(not_taken.keys()).copied().collect();
-        addrs.sort_unstable();
-        addrs.dedup();
-        addrs
-            .into_iter()
-            .map(|a| {
-                let kind = match self.code.insn(a).map(|i| i.flow) {
-                    Some(Flow::Cond(_)) => BranchKind::Conditional,
-                    Some(Flow::Jump(_)) => BranchKind::Jump,
-                    Some(Flow::JumpIndirect) => BranchKind::IndirectJump,
-                    Some(Flow::Call(_)) => BranchKind::Call,
-                    Some(Flow::CallIndirect) => BranchKind::IndirectCall,
-                    _ => BranchKind::Return,
-                };
-                let mut targets: Vec<Target> = taken
-                    .get(&a)
-                    .map(|m| {
-                        m.iter()
-                            .map(|(&t, &n)| Target {
-                                to: format!("{t:#x}"),
-                                at: self.code.describe(t),
-                                count: n,
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                targets.sort_by(|x, y| y.count.cmp(&x.count).then(x.to.cmp(&y.to)));
-                let t: u64 = targets.iter().map(|x| x.count).sum();
-                let n = t + not_taken.get(&a).copied().unwrap_or(0);
-                BranchSite {
-                    addr: format!("{a:#x}"),
-                    at: self.code.describe(a),
-                    kind,
-                    executions: n,
-                    taken: t,
-                    taken_probability: if n > 0 { t as f64 / n as f64 } else { 0.0 },
-                    targets,
-                }
-            })
-            .collect()
+        (taken, not_taken)
+    }
+
+    /// Every executed branch instruction with its taken and not-taken counts
+    /// (from resolved and ambiguous pairs), by address.
+    pub fn branch_sites(&self) -> Vec<BranchSite> {
+        let (taken, not_taken) = self.outcomes();
+        sites(self.code, &taken, &not_taken)
     }
 
     /// `perf script -F ip,brstack`-style text for `llvm-profgen --perfscript`:
@@ -608,20 +577,13 @@ impl Converted<'_> {
         bytes: &[u8],
         max_samples: u64,
     ) -> Result<String, Error> {
-        let (seg_addr, seg_len, seg_off) = exec_segment(binary, bytes)?;
         let Some(cb_ret) = self.code.callback_ret else {
             return Err(Error::BadInput(format!(
                 "{} has no __sanitizer_cov_trace_pc with a return in .text",
                 binary.display()
             )));
         };
-        let abs = std::fs::canonicalize(binary).unwrap_or_else(|_| binary.to_path_buf());
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "PERF_RECORD_MMAP2 1/1: [{seg_addr:#x}({seg_len:#x}) @ {seg_off:#x} 00:00 0 0]: r-xp {}",
-            abs.display()
-        );
+        let mut out = mmap_line(binary, bytes)?;
         let total: u64 = self
             .pairs
             .iter()
@@ -713,18 +675,86 @@ impl Converted<'_> {
             *branches.entry((end, cb)).or_insert(0) += n;
             profile.callback_branches += n;
         }
-        let mut b: Vec<_> = branches.into_iter().collect();
-        b.sort_unstable();
-        let mut f: Vec<_> = ranges.into_iter().collect();
-        f.sort_unstable();
-        for ((from, to), n) in b {
-            let _ = writeln!(profile.text, "B {from:x} {to:x} {n} 0");
-        }
-        for ((from, to), n) in f {
-            let _ = writeln!(profile.text, "F {from:x} {to:x} {n}");
-        }
+        profile.text = bolt_text(branches, ranges);
         Ok(profile)
     }
+}
+
+/// The branch sites of `code` with these outcomes (taken: source → target
+/// → count; not taken: source → count), by address.
+pub fn sites(
+    code: &Code,
+    taken: &FxHashMap<u64, FxHashMap<u64, u64>>,
+    not_taken: &FxHashMap<u64, u64>,
+) -> Vec<BranchSite> {
+    let mut addrs: Vec<u64> = taken.keys().chain(not_taken.keys()).copied().collect();
+    addrs.sort_unstable();
+    addrs.dedup();
+    addrs
+        .into_iter()
+        .map(|a| {
+            let kind = match code.insn(a).map(|i| i.flow) {
+                Some(Flow::Cond(_)) => BranchKind::Conditional,
+                Some(Flow::Jump(_)) => BranchKind::Jump,
+                Some(Flow::JumpIndirect) => BranchKind::IndirectJump,
+                Some(Flow::Call(_)) => BranchKind::Call,
+                Some(Flow::CallIndirect) => BranchKind::IndirectCall,
+                _ => BranchKind::Return,
+            };
+            let mut targets: Vec<Target> = taken
+                .get(&a)
+                .map(|m| {
+                    m.iter()
+                        .map(|(&t, &n)| Target {
+                            to: format!("{t:#x}"),
+                            at: code.describe(t),
+                            count: n,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            targets.sort_by(|x, y| y.count.cmp(&x.count).then(x.to.cmp(&y.to)));
+            let t: u64 = targets.iter().map(|x| x.count).sum();
+            let n = t + not_taken.get(&a).copied().unwrap_or(0);
+            BranchSite {
+                addr: format!("{a:#x}"),
+                at: code.describe(a),
+                kind,
+                executions: n,
+                taken: t,
+                taken_probability: if n > 0 { t as f64 / n as f64 } else { 0.0 },
+                targets,
+            }
+        })
+        .collect()
+}
+
+/// The `MMAP2` line that opens a perfscript: `binary`'s executable segment
+/// at its file addresses.
+pub fn mmap_line(binary: &Path, bytes: &[u8]) -> Result<String, Error> {
+    let (seg_addr, seg_len, seg_off) = exec_segment(binary, bytes)?;
+    let abs = std::fs::canonicalize(binary).unwrap_or_else(|_| binary.to_path_buf());
+    Ok(format!(
+        "PERF_RECORD_MMAP2 1/1: [{seg_addr:#x}({seg_len:#x}) @ {seg_off:#x} 00:00 0 0]: r-xp {}\n",
+        abs.display()
+    ))
+}
+
+/// BOLT's pre-aggregated text: `B from to count 0` per taken branch, then
+/// `F start end count` per straight-line range, each sorted.
+pub fn bolt_text(branches: FxHashMap<Branch, u64>, ranges: FxHashMap<Branch, u64>) -> String {
+    let mut text = String::new();
+    let mut b: Vec<_> = branches.into_iter().collect();
+    b.sort_unstable();
+    let mut f: Vec<_> = ranges.into_iter().collect();
+    f.sort_unstable();
+    for ((from, to), n) in b {
+        let _ = writeln!(text, "B {from:x} {to:x} {n} 0");
+    }
+    for ((from, to), n) in f {
+        let _ = writeln!(text, "F {from:x} {to:x} {n}");
+    }
+    text
 }
 
 /// A BOLT pre-aggregated profile and what went into it.

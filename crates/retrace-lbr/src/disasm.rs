@@ -71,6 +71,9 @@ pub struct Code {
     pub callback: Option<u64>,
     /// Address of the callback's first `ret`.
     pub callback_ret: Option<u64>,
+    /// Conditional moves and sets (`cmov…`, `set…`): where a build
+    /// computes a condition without branching on it.
+    pub selects: rustc_hash::FxHashSet<u64>,
 }
 
 fn parse_hex(s: &str) -> Option<u64> {
@@ -195,6 +198,10 @@ impl Code {
                 prev.next = addr;
             }
             hints.push((named, operands.to_string()));
+            let m = mnemonic.split_whitespace().last().unwrap_or("");
+            if m.starts_with("cmov") || m.starts_with("set") {
+                code.selects.insert(addr);
+            }
             code.insns.push(Insn {
                 addr,
                 next: addr,
@@ -269,6 +276,7 @@ impl Code {
                 .rev()
                 .filter(|&j| self.insns[j].func == insn.func)
                 .find_map(|j| hints[j].0.filter(|_| hints[j].1.contains("(%rip)")))
+                .or_else(|| self.hoisted_table(i, hints))
             {
                 for k in 0..4096u64 {
                     let Some(b) = read(table + 4 * k, 4) else {
@@ -288,6 +296,23 @@ impl Code {
                 self.tables.insert(insn.addr, targets);
             }
         }
+    }
+
+    /// The table of the position-independent jump at `i` whose base the
+    /// compiler loaded once before a loop (`lea TABLE(%rip),%rB` far
+    /// above; `add %rB,%rX; jmp *%rX` here): the last such `lea` of the
+    /// base register in the function before the jump.
+    fn hoisted_table(&self, i: usize, hints: &[(Option<u64>, String)]) -> Option<u64> {
+        let func = self.insns[i].func;
+        let base = (i.saturating_sub(3)..i).rev().find_map(|j| {
+            let (src, _) = hints[j].1.split_once(',')?;
+            (src.starts_with('%') && self.insns[j].func == func).then(|| src.to_string())
+        })?;
+        (0..i)
+            .rev()
+            .take_while(|&j| self.insns[j].func == func)
+            .find(|&j| hints[j].1.contains("(%rip)") && hints[j].1.ends_with(&format!(",{base}")))
+            .and_then(|j| hints[j].0)
     }
 
     /// The instruction at `addr`.

@@ -19,7 +19,10 @@
 //! - [`disasm`] and [`convert`]: *conversion* — pairs back to machine
 //!   branches of the binary, written as `perf script` branch stacks for
 //!   `llvm-profgen`, an LLVM text sample profile, or branch probabilities
-//!   per site (JSON).
+//!   per site (JSON);
+//! - [`correspond`]: those branches mapped onto the *analysed* program
+//!   (the ordinary build of the same sources, without coverage) through
+//!   both binaries' DWARF, and the same outputs in its addresses.
 //!
 //! ```no_run
 //! use retrace_lbr::record::{record, RecordOptions};
@@ -33,6 +36,7 @@
 
 pub mod control;
 pub mod convert;
+pub mod correspond;
 pub mod disasm;
 pub mod record;
 pub mod recording;

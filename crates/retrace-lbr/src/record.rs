@@ -302,6 +302,8 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Error> {
     Ok(Recording {
         writer: opts.writer.display().to_string(),
         writer_hash,
+        analysed: None,
+        analysed_hash: None,
         args: opts
             .args
             .iter()

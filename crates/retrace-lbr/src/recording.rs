@@ -78,6 +78,13 @@ pub struct Recording {
     pub writer: String,
     /// FNV-1a 64 of the writer file's bytes, hex: ties the counts to it.
     pub writer_hash: String,
+    /// The analysed program (the ordinary build of the same sources) named
+    /// at record time, whose addresses `convert` writes.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub analysed: Option<String>,
+    /// FNV-1a 64 of the analysed program's bytes, hex.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub analysed_hash: Option<String>,
     /// Its arguments.
     pub args: Vec<String>,
     /// How counts were obtained.

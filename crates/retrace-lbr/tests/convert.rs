@@ -5,10 +5,9 @@
 mod common;
 
 use retrace_lbr::control::Mode;
-use retrace_lbr::convert::{convert, BranchKind};
-use retrace_lbr::disasm::{Code, Flow};
+use retrace_lbr::convert::convert;
+use retrace_lbr::disasm::Code;
 use retrace_lbr::record::{record, RecordOptions};
-use rustc_hash::FxHashMap;
 use std::path::Path;
 use std::process::Command;
 
@@ -23,77 +22,6 @@ fn record_exact(w: &Path, args: &[&str]) -> (retrace_lbr::recording::Recording, 
     (rec, Code::load(w).unwrap())
 }
 
-/// (source, destination) → executions of the binary's own conditional and
-/// direct jumps, from `callgrind --collect-jumps=yes --dump-instr=yes`:
-/// a `jcnd=TAKEN/EXECUTED TARGET` or `jump=TAKEN TARGET` line, then the
-/// source instruction's position line. A conditional jump's fall-through is
-/// the edge to the next instruction.
-fn callgrind_edges(binary: &Path, args: &[&str], code: &Code) -> FxHashMap<(u64, u64), u64> {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("cg.out");
-    let status = Command::new("valgrind")
-        .args([
-            "--tool=callgrind",
-            "--collect-jumps=yes",
-            "--dump-instr=yes",
-            "--dump-line=no",
-            "--compress-strings=no",
-            "--compress-pos=no",
-            "-q",
-        ])
-        .arg(format!("--callgrind-out-file={}", out.display()))
-        .arg(binary)
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.code().is_some(), "valgrind ran");
-    let text = std::fs::read_to_string(&out).unwrap();
-    let me = std::fs::canonicalize(binary).unwrap();
-    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
-    let mut edges = FxHashMap::default();
-    let mut in_binary = false;
-    let mut pending: Option<(u64, u64, u64)> = None; // taken, executed, target
-    for line in text.lines() {
-        if let Some(ob) = line.strip_prefix("ob=") {
-            in_binary = std::fs::canonicalize(ob.trim()).ok().as_deref() == Some(me.as_path());
-            continue;
-        }
-        if let Some((taken, executed, target)) = pending.take() {
-            let src = hex(line.split_whitespace().next().unwrap());
-            let Some(insn) = code.insn(src) else { continue };
-            if !code.functions[insn.func as usize].instrumented {
-                continue;
-            }
-            if taken > 0 {
-                *edges.entry((src, target)).or_insert(0) += taken;
-            }
-            if let Flow::Cond(_) = insn.flow {
-                if executed > taken {
-                    *edges.entry((src, insn.next)).or_insert(0) += executed - taken;
-                }
-            }
-            continue;
-        }
-        if !in_binary {
-            continue;
-        }
-        let (counts, target) = if let Some(rest) = line.strip_prefix("jcnd=") {
-            let (c, t) = rest.split_once(' ').unwrap();
-            let (taken, executed) = c.split_once('/').unwrap();
-            ((taken.parse().unwrap(), executed.parse().unwrap()), t)
-        } else if let Some(rest) = line.strip_prefix("jump=") {
-            let (c, t) = rest.split_once(' ').unwrap();
-            let n: u64 = c.parse().unwrap();
-            ((n, n), t)
-        } else {
-            continue;
-        };
-        pending = Some((counts.0, counts.1, hex(target.trim())));
-    }
-    edges
-}
-
 #[test]
 fn exact_branch_counts_agree_with_callgrind() {
     let Some(cc) = common::cc() else { return };
@@ -106,7 +34,7 @@ fn exact_branch_counts_agree_with_callgrind() {
     // gcc compiles a `?:` inside one instrumented block to a jump around a
     // move (cmp_low), which no pair can see (measured 91.3%). exprparse: a
     // switch whose range check and jump table both reach the default case
-    // (measured 88.9%). Both show up as ambiguous pairs.
+    // (measured 90.0%). Both show up as ambiguous pairs.
     for (program, args, floor) in [
         ("crc32", vec!["1024", "8"], 0.99),
         ("dijkstra", vec![], 0.99),
@@ -116,39 +44,11 @@ fn exact_branch_counts_agree_with_callgrind() {
         let w = common::example_writer(&cc, dir.path(), program);
         let (rec, code) = record_exact(&w, &args);
         let conv = convert(&rec, &code);
-        // Ours: taken edges of conditional, direct and indirect jumps, and the
-        // fall-through edges of conditional jumps.
-        let mut ours: FxHashMap<(u64, u64), u64> = FxHashMap::default();
-        for site in conv.branch_sites() {
-            let addr = u64::from_str_radix(site.addr.trim_start_matches("0x"), 16).unwrap();
-            let insn = code.insn(addr).unwrap();
-            match site.kind {
-                BranchKind::Conditional | BranchKind::Jump | BranchKind::IndirectJump => {}
-                _ => continue,
-            }
-            for t in &site.targets {
-                let to = u64::from_str_radix(t.to.trim_start_matches("0x"), 16).unwrap();
-                *ours.entry((addr, to)).or_insert(0) += t.count;
-            }
-            if site.executions > site.taken {
-                *ours.entry((addr, insn.next)).or_insert(0) += site.executions - site.taken;
-            }
-        }
-        let theirs = callgrind_edges(&w, &args, &code);
-        let total: u64 = theirs.values().sum();
-        let agree: u64 = theirs
-            .iter()
-            .filter(|(e, n)| ours.get(e) == Some(n))
-            .map(|(_, n)| n)
-            .sum();
-        let share = agree as f64 / total.max(1) as f64;
-        let mut worst: Vec<_> = theirs
-            .iter()
-            .filter(|(e, n)| ours.get(e) != Some(n))
-            .map(|(e, n)| (*n, *e, ours.get(e).copied()))
-            .collect();
-        worst.sort_by(|a, b| b.cmp(a));
-        worst.truncate(5);
+        let ours = common::jump_edges(&conv.branch_sites(), &code);
+        let theirs = common::callgrind_edges(&w, &args, &code, &|i| {
+            code.functions[i.func as usize].instrumented
+        });
+        let (share, total, worst) = common::agreement(&theirs, &ours);
         eprintln!(
             "{program}: {:.3}% of {total} jump executions agree with callgrind (conversion {:?}); worst {worst:x?}",
             100.0 * share,
@@ -203,33 +103,6 @@ fn perfscript_is_accepted_by_llvm_profgen() {
         !profile.contains("__sanitizer_cov_trace_pc"),
         "no call to the callback is recorded"
     );
-}
-
-/// BOLT's aggregator: `perf2bolt` in LLVM 16's own directory. Debian's
-/// `perf2bolt-16` link does not do: llvm-bolt looks at the name it was run
-/// by, and only `perf2bolt` makes it aggregate (`perf2bolt-16 -o X` writes
-/// an optimised binary to X). `llvm-bolt-16 -aggregate-only` is the same.
-fn perf2bolt(bolt: &str) -> Command {
-    let own = Path::new("/usr/lib/llvm-16/bin/perf2bolt");
-    if own.exists() {
-        Command::new(own)
-    } else {
-        let mut c = Command::new(bolt);
-        c.arg("-aggregate-only");
-        c
-    }
-}
-
-/// BOLT's own warnings that are not about the profile: the writer is
-/// built with -g (BOLT drops debug info unless asked), and some
-/// relocations of the runtime object it does not analyse (printed before
-/// the profile is read; the same program without the runtime has none).
-fn profile_warnings(text: &str) -> Vec<&str> {
-    text.lines()
-        .filter(|l| l.contains("WARNING") || l.contains("ERROR"))
-        .filter(|l| !l.contains("debug info will be stripped"))
-        .filter(|l| !l.contains("Failed to analyze") || !l.contains("relocations"))
-        .collect()
 }
 
 #[test]
@@ -303,7 +176,7 @@ fn bolt_profile_is_accepted_by_perf2bolt_and_llvm_bolt() {
         let preagg = dir.path().join(format!("{program}.preagg"));
         std::fs::write(&preagg, &profile.text).unwrap();
         let fdata = dir.path().join(format!("{program}.fdata"));
-        let out = perf2bolt(&bolt)
+        let out = common::perf2bolt(&bolt)
             .arg("-pa")
             .arg("-p")
             .arg(&preagg)
@@ -326,7 +199,10 @@ fn bolt_profile_is_accepted_by_perf2bolt_and_llvm_bolt() {
             text.contains("Out of range traces involving unknown regions: 0 (0.0%)"),
             "{program}: {text}"
         );
-        assert!(profile_warnings(&text).is_empty(), "{program}: {text}");
+        assert!(
+            common::profile_warnings(&text).is_empty(),
+            "{program}: {text}"
+        );
         let fd = std::fs::read_to_string(&fdata).unwrap();
         assert!(fd.lines().count() > 10, "{fd}");
 
@@ -345,7 +221,10 @@ fn bolt_profile_is_accepted_by_perf2bolt_and_llvm_bolt() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(out.status.success(), "llvm-bolt failed: {text}");
-        assert!(profile_warnings(&text).is_empty(), "{program}: {text}");
+        assert!(
+            common::profile_warnings(&text).is_empty(),
+            "{program}: {text}"
+        );
         assert!(
             text.contains("basic block reordering modified layout"),
             "{program}: {text}"

@@ -34,6 +34,7 @@ mod cache;
 mod core;
 mod frontend;
 mod model;
+mod overrides;
 mod path;
 mod pipeline;
 mod predict;
@@ -45,6 +46,9 @@ pub use frontend::Frontend;
 pub use model::{
     BranchModel, CacheModel, ClassTable, CoreModel, FetchModel, ModelError, PredictorKind,
     TimingClass,
+};
+pub use overrides::{
+    core_with_overrides, grid, Axis, Override, OverrideError, OverrideValue, MAX_AXIS_POINTS,
 };
 pub use path::{Events, PathTimer, Signature, SignatureId};
 pub use pipeline::Pipeline;

@@ -167,6 +167,9 @@ pub struct CoreModel {
     pub trap_penalty: u32,
     /// Instruction fetch: the cost of instructions that span fetch words.
     pub fetch: FetchModel,
+    /// The clock frequency in hertz, if the description gives one: reports
+    /// then show time beside cycles. Timing itself is in cycles.
+    pub frequency_hz: Option<u64>,
 }
 
 impl CoreModel {
@@ -295,6 +298,7 @@ struct RawModel {
     xlen: Vec<u32>,
     #[serde(default)]
     trap_penalty: u32,
+    frequency_mhz: Option<f64>,
     #[serde(default)]
     latency: RawClasses,
     #[serde(default)]
@@ -531,7 +535,21 @@ impl RawModel {
                 }
             }
         };
+        let frequency_hz = match self.frequency_mhz {
+            None => None,
+            Some(mhz) if mhz.is_finite() && (0.001..=100_000.0).contains(&mhz) => {
+                Some((mhz * 1e6).round() as u64)
+            }
+            Some(mhz) => {
+                return Err(invalid(
+                    "frequency_mhz",
+                    mhz.to_string(),
+                    "0.001 to 100000 (MHz)",
+                ))
+            }
+        };
         Ok(CoreModel {
+            frequency_hz,
             name: self.name,
             description: self.description,
             rv32: self.xlen.contains(&32),

@@ -3,7 +3,10 @@
 
 #![allow(dead_code)]
 
+use retrace_lbr::convert::{BranchKind, BranchSite};
+use retrace_lbr::disasm::{Code, Flow, Insn};
 use retrace_lbr::runtime;
+use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -90,4 +93,174 @@ pub fn stress_driver(cc: &str, dir: &Path) -> PathBuf {
         .unwrap();
     assert!(status.success(), "building the stress driver");
     out
+}
+
+/// (source, destination) → executions of the binary's own conditional and
+/// direct jumps, from `callgrind --collect-jumps=yes --dump-instr=yes`:
+/// a `jcnd=TAKEN/EXECUTED TARGET` or `jump=TAKEN TARGET` line, then the
+/// source instruction's position line. A conditional jump's fall-through is
+/// the edge to the next instruction. Only jumps whose source instruction
+/// `keep` accepts count.
+pub fn callgrind_edges(
+    binary: &Path,
+    args: &[&str],
+    code: &Code,
+    keep: &dyn Fn(&Insn) -> bool,
+) -> FxHashMap<(u64, u64), u64> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cg.out");
+    let status = Command::new("valgrind")
+        .args([
+            "--tool=callgrind",
+            "--collect-jumps=yes",
+            "--dump-instr=yes",
+            "--dump-line=no",
+            "--compress-strings=no",
+            "--compress-pos=no",
+            "-q",
+        ])
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(binary)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.code().is_some(), "valgrind ran");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let me = std::fs::canonicalize(binary).unwrap();
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    let mut edges = FxHashMap::default();
+    let mut in_binary = false;
+    let mut pending: Option<(u64, u64, u64)> = None; // taken, executed, target
+    for line in text.lines() {
+        if let Some(ob) = line.strip_prefix("ob=") {
+            in_binary = std::fs::canonicalize(ob.trim()).ok().as_deref() == Some(me.as_path());
+            continue;
+        }
+        if let Some((taken, executed, target)) = pending.take() {
+            let src = hex(line.split_whitespace().next().unwrap());
+            let Some(insn) = code.insn(src) else { continue };
+            if !keep(insn) {
+                continue;
+            }
+            if taken > 0 {
+                *edges.entry((src, target)).or_insert(0) += taken;
+            }
+            if let Flow::Cond(_) = insn.flow {
+                if executed > taken {
+                    *edges.entry((src, insn.next)).or_insert(0) += executed - taken;
+                }
+            }
+            continue;
+        }
+        if !in_binary {
+            continue;
+        }
+        let (counts, target) = if let Some(rest) = line.strip_prefix("jcnd=") {
+            let (c, t) = rest.split_once(' ').unwrap();
+            let (taken, executed) = c.split_once('/').unwrap();
+            ((taken.parse().unwrap(), executed.parse().unwrap()), t)
+        } else if let Some(rest) = line.strip_prefix("jump=") {
+            let (c, t) = rest.split_once(' ').unwrap();
+            let n: u64 = c.parse().unwrap();
+            ((n, n), t)
+        } else {
+            continue;
+        };
+        pending = Some((counts.0, counts.1, hex(target.trim())));
+    }
+    edges
+}
+
+/// (source, destination) → executions from branch sites of `code`: taken
+/// edges of conditional, direct and indirect jumps, and the fall-through
+/// edges of conditional jumps — what [`callgrind_edges`] counts.
+pub fn jump_edges(sites: &[BranchSite], code: &Code) -> FxHashMap<(u64, u64), u64> {
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    let mut ours: FxHashMap<(u64, u64), u64> = FxHashMap::default();
+    for site in sites {
+        let addr = hex(&site.addr);
+        let insn = code.insn(addr).unwrap();
+        match site.kind {
+            BranchKind::Conditional | BranchKind::Jump | BranchKind::IndirectJump => {}
+            _ => continue,
+        }
+        for t in &site.targets {
+            *ours.entry((addr, hex(&t.to))).or_insert(0) += t.count;
+        }
+        if site.executions > site.taken {
+            *ours.entry((addr, insn.next)).or_insert(0) += site.executions - site.taken;
+        }
+    }
+    ours
+}
+
+/// The share of `theirs`' executions whose edge has the same count in
+/// `ours`, their total, and the five largest that differ as (their count,
+/// edge, our count).
+pub type Worst = Vec<(u64, (u64, u64), Option<u64>)>;
+
+/// See [`Worst`].
+pub fn agreement(
+    theirs: &FxHashMap<(u64, u64), u64>,
+    ours: &FxHashMap<(u64, u64), u64>,
+) -> (f64, u64, Worst) {
+    let total: u64 = theirs.values().sum();
+    let agree: u64 = theirs
+        .iter()
+        .filter(|(e, n)| ours.get(e) == Some(n))
+        .map(|(_, n)| n)
+        .sum();
+    let mut worst: Worst = theirs
+        .iter()
+        .filter(|(e, n)| ours.get(e) != Some(n))
+        .map(|(e, n)| (*n, *e, ours.get(e).copied()))
+        .collect();
+    worst.sort_by(|a, b| b.cmp(a));
+    worst.truncate(5);
+    (agree as f64 / total.max(1) as f64, total, worst)
+}
+
+/// Build an example program as the *analysed* program: the writer's
+/// compiler and `flags`, without coverage or runtime, into `dir/name.plain`.
+pub fn example_plain(cc: &str, dir: &Path, program: &str, flags: &[&str]) -> PathBuf {
+    let out = dir.join(format!("{program}.plain"));
+    let status = Command::new(cc)
+        .args(flags)
+        .arg("-I")
+        .arg(programs())
+        .arg(programs().join(format!("{program}.c")))
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(status.success(), "building {program}");
+    out
+}
+
+/// BOLT's aggregator: `perf2bolt` in LLVM 16's own directory. Debian's
+/// `perf2bolt-16` link does not do: llvm-bolt looks at the name it was run
+/// by, and only `perf2bolt` makes it aggregate (`perf2bolt-16 -o X` writes
+/// an optimised binary to X). `llvm-bolt-16 -aggregate-only` is the same.
+pub fn perf2bolt(bolt: &str) -> Command {
+    let own = Path::new("/usr/lib/llvm-16/bin/perf2bolt");
+    if own.exists() {
+        Command::new(own)
+    } else {
+        let mut c = Command::new(bolt);
+        c.arg("-aggregate-only");
+        c
+    }
+}
+
+/// BOLT's own warnings that are not about the profile: the writer is
+/// built with -g (BOLT drops debug info unless asked), and some
+/// relocations of the runtime object it does not analyse (printed before
+/// the profile is read; the same program without the runtime has none).
+pub fn profile_warnings(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| l.contains("WARNING") || l.contains("ERROR"))
+        .filter(|l| !l.contains("debug info will be stripped"))
+        .filter(|l| !l.contains("Failed to analyze") || !l.contains("relocations"))
+        .collect()
 }

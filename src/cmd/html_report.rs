@@ -1,0 +1,321 @@
+//! `retrace report`: one self-contained HTML page about one program — the
+//! estimate on each core asked for, where the time goes on the first of
+//! them (hottest functions and source lines, costliest branches) and, with
+//! `--sweep`, how the cycles move across a grid of core variants. The same
+//! figures as JSON with `--format json`, from the same values.
+
+use super::common::{duration_text, load_core_with, thousands, FidelityArg};
+use super::estimate::EstimateRow;
+use super::sweep::{estimate_grid, Grid, SweepReport};
+use crate::html::{bar_chart, line_chart, Cell, Page};
+use crate::status::{tag, Status};
+use anyhow::{anyhow, Context};
+use retrace_estimate::{estimate_trace, Fidelity};
+use retrace_program::Addr;
+use retrace_timing::Axis;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Arguments of `retrace report`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    retrace report prog.elf prog.rtrace --core rocket --core picorv32 -o report.html\n  \
+    retrace report prog.elf --core rocket -o report.html -- 5000      (records the run first)\n  \
+    retrace report prog.elf prog.rtrace --core rocket --sweep icache.size=512..16384*2 --sweep branch.predictor=bimodal,gshare --sweep branch.history_bits=8 -o report.html")]
+pub struct Args {
+    /// The program.
+    pub program: PathBuf,
+    /// Its trace (`retrace record`); without one, the program is recorded
+    /// first with the arguments after `--`.
+    pub trace: Option<PathBuf>,
+    /// A core: preset name or TOML file. Repeatable; the first is the one
+    /// profiled (functions, lines, branches) and swept.
+    #[arg(long = "core", value_name = "NAME|FILE", required = true)]
+    pub cores: Vec<String>,
+    #[command(flatten)]
+    pub sets: super::common::CoreSets,
+    /// fast or control (docs/TIMING.md, "Fidelity").
+    #[arg(long, value_enum, default_value_t = FidelityArg::Control)]
+    pub fidelity: FidelityArg,
+    /// Sweep the first core over KEY=VALUES (as `retrace sweep --set`);
+    /// repeatable: the grid is every combination, plotted against the
+    /// first axis with a line per combination of the others.
+    #[arg(long = "sweep", value_name = "KEY=VALUES", value_parser = parse_axis)]
+    pub sweep: Vec<Axis>,
+    /// Rows per table.
+    #[arg(long, default_value_t = 15)]
+    pub top: usize,
+    /// Write the HTML page to FILE.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// text: say where the page went; json: print the report's figures.
+    #[arg(long, value_enum, default_value_t = crate::report::Format::Text, value_name = "FORMAT")]
+    pub format: crate::report::Format,
+    /// The program's arguments, when the report records the run.
+    #[arg(last = true, value_name = "ARGS")]
+    pub program_args: Vec<String>,
+}
+
+fn parse_axis(text: &str) -> Result<Axis, String> {
+    Axis::parse(text).map_err(|e| e.to_string())
+}
+
+/// The figures of a report, as `--format json` prints them and as the page
+/// shows them.
+#[derive(Serialize)]
+pub struct ReportData {
+    /// The program as given.
+    pub program: String,
+    /// The trace used.
+    pub trace: String,
+    /// One estimate per core, in the order given.
+    pub estimates: Vec<EstimateRow>,
+    /// The sweep of the first core, with --sweep.
+    pub sweep: Option<SweepReport>,
+}
+
+/// Entry point of `retrace report`.
+pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    if args.output.is_none() && args.format == crate::report::Format::Text {
+        return Err(tag(
+            anyhow!("give -o FILE for the HTML page (or --format json for the figures)"),
+            Status::BadInput,
+        ));
+    }
+    if let Some(out) = &args.output {
+        super::common::check_output_name(out, "report")?;
+    }
+    let elf = super::common::load_elf(&args.program)?;
+    let shown = args.program.display().to_string();
+    let cores = args
+        .cores
+        .iter()
+        .map(|c| load_core_with(c, &args.sets.set))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    for c in &cores {
+        super::common::check_xlen(c, &elf, &shown)?;
+    }
+    // Without a trace: record one next to nothing the user owns.
+    let recorded;
+    let trace = match &args.trace {
+        Some(t) => t.clone(),
+        None => {
+            recorded = tempfile::Builder::new()
+                .prefix("retrace-report-")
+                .suffix(".rtrace")
+                .tempfile()
+                .context("cannot create a temporary trace")?;
+            record(&args, recorded.path())?;
+            recorded.path().to_path_buf()
+        }
+    };
+    let header = super::common::check_trace(&trace, &elf, &shown)?;
+    if header.harts > 1 {
+        return Err(tag(
+            anyhow!(
+                "{} holds {} harts; a report covers a trace of one hart (see `retrace estimate --timeline` for several)",
+                trace.display(),
+                header.harts
+            ),
+            Status::BadInput,
+        ));
+    }
+    let program = super::common::analyse(&elf, &shown)?;
+    let fidelity = Fidelity::from(args.fidelity);
+    let start = std::time::Instant::now();
+    let results = estimate_trace(
+        &program.table,
+        Addr(elf.entry),
+        &trace,
+        &cores,
+        fidelity,
+        None,
+    )
+    .map_err(|e| super::common::replay_error(&trace, e))?;
+    let seconds = start.elapsed().as_secs_f64();
+    let estimates: Vec<EstimateRow> = cores
+        .iter()
+        .zip(&results)
+        .map(|(c, (e, _))| EstimateRow::new(c, fidelity, e, seconds, false, c.frequency_hz))
+        .collect();
+    let sweep = if args.sweep.is_empty() {
+        None
+    } else {
+        let grid = Grid::new(&args.program, &args.cores[0], &args.sweep, 1024)?;
+        Some(estimate_grid(grid, &trace, fidelity)?)
+    };
+    let data = ReportData {
+        program: shown,
+        trace: match &args.trace {
+            Some(t) => t.display().to_string(),
+            None => "(recorded for this report)".into(),
+        },
+        estimates,
+        sweep,
+    };
+    if let Some(out) = &args.output {
+        std::fs::write(out, page(&data)).map_err(|e| {
+            tag(
+                anyhow!("cannot write the report to {}: {e}", out.display()),
+                Status::BadInput,
+            )
+        })?;
+    }
+    match args.format {
+        crate::report::Format::Json => {
+            println!("{}", serde_json::to_string(&data)?);
+        }
+        _ => {
+            if let Some(out) = &args.output {
+                eprintln!("wrote {} (open it in a browser)", out.display());
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Record the program into `path` with retrace's own `record`.
+fn record(args: &Args, path: &std::path::Path) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("cannot find retrace's own executable")?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("record")
+        .arg(&args.program)
+        .arg("-o")
+        .arg(path)
+        .stdout(std::process::Stdio::null());
+    if !args.program_args.is_empty() {
+        cmd.arg("--").args(&args.program_args);
+    }
+    let out = cmd.output().context("cannot run retrace record")?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(tag(
+            anyhow!(
+                "recording {} for the report failed: {}",
+                args.program.display(),
+                err.lines().last().unwrap_or("")
+            ),
+            Status::BadInput,
+        ));
+    }
+    Ok(())
+}
+
+fn count(n: Option<u64>) -> Cell {
+    match n {
+        Some(n) => Cell::number(thousands(n), n),
+        None => Cell::missing(),
+    }
+}
+
+/// The page.
+fn page(data: &ReportData) -> String {
+    let mut p = Page::new(&format!("retrace report: {}", data.program));
+    p.heading(1, &format!("retrace report: {}", data.program), "top");
+    let instructions = data.estimates.first().map_or(0, |e| e.instructions);
+    p.paragraph(&format!(
+        "Trace {}: {} instructions. Cycles are retrace's estimate from the recorded branch history at fidelity {} (docs/TIMING.md).",
+        data.trace,
+        thousands(instructions),
+        data.estimates
+            .first()
+            .map_or_else(String::new, |e| e.fidelity.to_string())
+    ));
+
+    p.heading(2, "Estimate per core", "estimates");
+    let rows: Vec<Vec<Cell>> = data
+        .estimates
+        .iter()
+        .map(|e| {
+            vec![
+                Cell::text(&e.core),
+                Cell::number(thousands(e.cycles), e.cycles),
+                Cell::number(format!("{:.3}", e.cpi), e.cpi),
+                count(e.mispredicts),
+                count(e.icache_misses),
+                count(e.dcache_cycles),
+                match e.target_seconds {
+                    Some(t) => Cell::number(duration_text(t), t),
+                    None => Cell::missing(),
+                },
+            ]
+        })
+        .collect();
+    p.table(
+        "estimates",
+        &[
+            "core",
+            "cycles",
+            "CPI",
+            "mispredicts",
+            "I$ misses",
+            "D$ cycles",
+            "time",
+        ],
+        &rows,
+    );
+    let bars: Vec<(String, f64)> = data
+        .estimates
+        .iter()
+        .map(|e| (e.core.clone(), e.cycles as f64))
+        .collect();
+    p.raw(&bar_chart("cycles", "cycles", &bars));
+
+    if let Some(s) = &data.sweep {
+        sweep_section(&mut p, s);
+    }
+    p.finish()
+}
+
+/// The sweep: its table, and cycles against the first axis, a line per
+/// combination of the other axes' values.
+fn sweep_section(p: &mut Page, s: &SweepReport) {
+    p.heading(2, &format!("Sweep of {}", s.base.core), "sweep");
+    let mut header: Vec<&str> = s.keys.iter().map(String::as_str).collect();
+    header.extend(["cycles", "CPI", "vs base"]);
+    let rows: Vec<Vec<Cell>> = s
+        .points
+        .iter()
+        .map(|pt| {
+            let mut r: Vec<Cell> = s.keys.iter().map(|k| Cell::text(&pt.settings[k])).collect();
+            r.push(Cell::number(
+                thousands(pt.estimate.cycles),
+                pt.estimate.cycles,
+            ));
+            r.push(Cell::number(
+                format!("{:.3}", pt.estimate.cpi),
+                pt.estimate.cpi,
+            ));
+            r.push(Cell::number(
+                format!("{:+.2}%", (pt.vs_base - 1.0) * 100.0),
+                pt.vs_base,
+            ));
+            r
+        })
+        .collect();
+    p.table("sweep", &header, &rows);
+    let Some(first) = s.keys.first() else { return };
+    let mut xs: Vec<String> = Vec::new();
+    let mut series: Vec<(String, Vec<f64>)> = Vec::new();
+    for pt in &s.points {
+        let x = pt.settings[first].clone();
+        if !xs.contains(&x) {
+            xs.push(x.clone());
+        }
+        let name: Vec<String> = s.keys[1..]
+            .iter()
+            .map(|k| format!("{k}={}", pt.settings[k]))
+            .collect();
+        let name = if name.is_empty() {
+            s.base.core.clone()
+        } else {
+            name.join(" ")
+        };
+        match series.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, ys)) => ys.push(pt.estimate.cycles as f64),
+            None => series.push((name, vec![pt.estimate.cycles as f64])),
+        }
+    }
+    p.raw(&line_chart("sweep", first, "cycles", &xs, &series));
+}

@@ -1,0 +1,229 @@
+//! `retrace report`: the HTML page loads in a real headless browser
+//! (Debian's chromium) with no console message, its screenshot is not
+//! blank, it fetches nothing, and the numbers in the page are the report's
+//! JSON and `retrace estimate`'s.
+
+use retrace_testkit::tools::{runs, skip_or_fail};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const PROGRAM: &str = "programs/bin/crc32-rv32-O2.elf";
+
+fn retrace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_retrace"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "status {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn scratch() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("retrace-cli-report-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The `data-value`s of one table's column, in row order.
+fn column(dom: &str, table: &str, key: &str) -> Vec<String> {
+    let start = dom
+        .find(&format!("data-table=\"{table}\""))
+        .unwrap_or_else(|| panic!("no table {table}"));
+    let end = start + dom[start..].find("</table>").unwrap();
+    let needle = format!("data-key=\"{key}\" data-value=\"");
+    dom[start..end]
+        .match_indices(&needle)
+        .map(|(i, _)| {
+            let rest = &dom[start + i + needle.len()..];
+            rest[..rest.find('"').unwrap()].to_string()
+        })
+        .collect()
+}
+
+fn chromium(args: &[&str], page: &Path) -> Output {
+    Command::new("chromium")
+        .args(["--headless=new", "--no-sandbox", "--disable-gpu"])
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_page_loads_cleanly_and_shows_the_json_figures() {
+    let dir = scratch();
+    let trace = dir.join("crc32.rtrace");
+    ok(&retrace(&[
+        "record",
+        PROGRAM,
+        "-o",
+        trace.to_str().unwrap(),
+    ]));
+    let page = dir.join("report.html");
+    let t = trace.to_str().unwrap();
+    let json: Value = serde_json::from_str(&ok(&retrace(&[
+        "report",
+        PROGRAM,
+        t,
+        "--core",
+        "rocket",
+        "--core",
+        "picorv32",
+        "--sweep",
+        "icache.size=256..1024*2",
+        "--sweep",
+        "branch.predictor=bimodal,gshare",
+        "--sweep",
+        "branch.history_bits=8",
+        "-o",
+        page.to_str().unwrap(),
+        "--format",
+        "json",
+    ])))
+    .unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("<script"), "a report runs no script");
+    for attr in ["src=\"http", "href=\"http", "url(http", "@import"] {
+        assert!(!html.contains(attr), "the page fetches nothing: {attr}");
+    }
+    let estimate: Value = serde_json::from_str(&ok(&retrace(&[
+        "estimate", PROGRAM, t, "--core", "rocket", "--core", "picorv32", "--format", "json",
+    ])))
+    .unwrap();
+    let cycles: Vec<String> = estimate["estimates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["cycles"].to_string())
+        .collect();
+    let report_cycles: Vec<String> = json["estimates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["cycles"].to_string())
+        .collect();
+    assert_eq!(report_cycles, cycles);
+    let sweep_cycles: Vec<String> = json["sweep"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["cycles"].to_string())
+        .collect();
+    assert_eq!(sweep_cycles.len(), 6);
+
+    // The page itself: from the file as written, and as a browser sees it.
+    let mut doms = vec![("file", html.clone())];
+    if !runs("chromium") {
+        skip_or_fail(
+            "the_page_loads_cleanly_and_shows_the_json_figures",
+            "chromium is not installed (Debian: apt-get install chromium)",
+        );
+    } else {
+        let dom = chromium(&["--dump-dom"], &page);
+        assert!(dom.status.success());
+        doms.push(("browser", String::from_utf8_lossy(&dom.stdout).into_owned()));
+        let shot = dir.join("report.png");
+        let out = chromium(
+            &[
+                "--enable-logging=stderr",
+                "--v=0",
+                "--window-size=1100,1400",
+                &format!("--screenshot={}", shot.display()),
+            ],
+            &page,
+        );
+        assert!(out.status.success());
+        let log = String::from_utf8_lossy(&out.stderr);
+        let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
+        assert!(console.is_empty(), "console messages: {console:?}");
+        assert!(not_blank(&shot), "the screenshot is blank");
+    }
+    for (from, dom) in doms {
+        assert_eq!(column(&dom, "estimates", "cycles"), cycles, "{from}");
+        assert_eq!(column(&dom, "sweep", "cycles"), sweep_cycles, "{from}");
+        let cpi: Vec<f64> = column(&dom, "estimates", "CPI")
+            .iter()
+            .map(|v| v.parse().unwrap())
+            .collect();
+        let json_cpi: Vec<f64> = json["estimates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["cpi"].as_f64().unwrap())
+            .collect();
+        assert_eq!(cpi, json_cpi, "{from}");
+    }
+}
+
+/// Whether a PNG has more than a sliver of non-background pixels.
+fn not_blank(png: &Path) -> bool {
+    let decoder = png::Decoder::new(std::fs::File::open(png).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let bytes = &buf[..info.buffer_size()];
+    let channels = info.color_type.samples();
+    let pixels = bytes.len() / channels;
+    let inked = bytes
+        .chunks(channels)
+        .filter(|p| p.iter().take(3).any(|&c| c < 200))
+        .count();
+    inked * 100 > pixels
+}
+
+#[test]
+fn a_report_without_a_trace_records_one_and_bad_input_is_one_line() {
+    let dir = scratch();
+    let page = dir.join("r2.html");
+    let json: Value = serde_json::from_str(&ok(&retrace(&[
+        "report",
+        PROGRAM,
+        "--core",
+        "ideal",
+        "-o",
+        page.to_str().unwrap(),
+        "--format",
+        "json",
+        "--",
+        "4096",
+        "2",
+    ])))
+    .unwrap();
+    assert!(json["estimates"][0]["cycles"].as_u64().unwrap() > 0);
+    assert!(page.exists());
+    for (args, words) in [
+        (vec!["report", PROGRAM, "--core", "ideal"], "-o FILE"),
+        (
+            vec!["report", PROGRAM, "--core", "nosuch", "-o", "x.html"],
+            "unknown core",
+        ),
+        (
+            vec![
+                "report",
+                PROGRAM,
+                "Cargo.toml",
+                "--core",
+                "ideal",
+                "-o",
+                "/tmp/x.html",
+            ],
+            "Cargo.toml",
+        ),
+    ] {
+        let out = retrace(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(words), "{err}");
+    }
+}
