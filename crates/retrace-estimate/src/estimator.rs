@@ -260,6 +260,26 @@ pub struct Estimator {
     extra: Vec<(u64, u64)>,
     result: Estimate,
     span_stats: crate::span::SpanStats,
+    /// Whether to note the `ecall`s replayed ([`Estimator::noting_ecalls`]).
+    noting: bool,
+    /// The `ecall`s noted; their consumer drains them.
+    ecalls: Vec<Ecall>,
+}
+
+/// An `ecall` the replay executed (it ends its partial program): where,
+/// and the core's cycles just before it and once it and its trap are
+/// done. The replay of several harts meets the harts' synchronisation
+/// calls through these (`crate::system`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ecall {
+    /// Instructions executed before it.
+    pub at: u64,
+    /// Cycles before it (before the data-cache term).
+    pub before: u64,
+    /// Cycles after it and its trap (before the data-cache term).
+    pub after: u64,
+    /// Memory operations before it (and after: it is none).
+    pub mem_ops: u64,
 }
 
 impl Estimator {
@@ -292,7 +312,44 @@ impl Estimator {
             extra: Vec::new(),
             result: Estimate::default(),
             span_stats: Default::default(),
+            noting: false,
+            ecalls: Vec::new(),
         }
+    }
+
+    /// Start on another history (another hart's) with what this estimator
+    /// has learnt: the times of partial programs, the node graph and the
+    /// prefix times stay, for they depend on the core and the code alone;
+    /// the pipeline is idle again, the front end fresh (predictor, return
+    /// stack and I-cache are each hart's own), the totals 0 and the
+    /// data-cache term at `dcache_miss_rate`.
+    pub(crate) fn restart(&mut self, dcache_miss_rate: f64) {
+        let model = self.timer.model();
+        self.frontend = match self.fidelity {
+            Fidelity::Control => Frontend::new(model),
+            Fidelity::Fast => Frontend::stateless(model),
+        };
+        self.dcache_miss_rate = dcache_miss_rate;
+        self.sig = SignatureId::IDLE;
+        self.node = NO_NODE;
+        self.cycles = 0;
+        self.result = Estimate::default();
+        self.last_misses = 0;
+        self.extra.clear();
+        self.ecalls.clear();
+    }
+
+    /// Note every `ecall` replayed from now on ([`Estimator::ecalls`]).
+    pub(crate) fn noting_ecalls(mut self) -> Estimator {
+        self.noting = true;
+        self
+    }
+
+    /// The `ecall`s noted and not yet taken, in order (empty when not
+    /// noting).
+    #[inline]
+    pub(crate) fn ecalls(&mut self) -> &mut Vec<Ecall> {
+        &mut self.ecalls
     }
 
     /// Set the data-cache miss rate (e.g. once the trace's measurements have
@@ -347,10 +404,15 @@ impl Estimator {
     /// The data-cache term so far: the memory operations walked so far
     /// times the miss rate and the miss penalty (0 without a data cache).
     pub fn dcache_cycles(&self) -> u64 {
+        self.dcache_cycles_at(self.result.mem_ops)
+    }
+
+    /// The data-cache term of `mem_ops` memory operations.
+    #[inline]
+    pub(crate) fn dcache_cycles_at(&self, mem_ops: u64) -> u64 {
         match &self.model().dcache {
             Some(dc) => {
-                (self.result.mem_ops as f64 * self.dcache_miss_rate * f64::from(dc.miss_penalty))
-                    .round() as u64
+                (mem_ops as f64 * self.dcache_miss_rate * f64::from(dc.miss_penalty)).round() as u64
             }
             None => 0,
         }
@@ -390,6 +452,26 @@ impl Estimator {
         self.nodes.len()
     }
 
+    /// How many `ecall`s are noted and not yet taken.
+    #[inline]
+    pub(crate) fn ecalls_noted(&self) -> usize {
+        self.ecalls.len()
+    }
+
+    /// The `ecall`s noted after the first `from`, relative to the running
+    /// totals `start` (what a memoised stretch from there holds).
+    pub(crate) fn ecalls_since(&self, from: usize, start: &Counters) -> Box<[Ecall]> {
+        self.ecalls[from..]
+            .iter()
+            .map(|e| Ecall {
+                at: e.at - start.instructions,
+                before: e.before - start.cycles,
+                after: e.after - start.cycles,
+                mem_ops: e.mem_ops - start.mem_ops,
+            })
+            .collect()
+    }
+
     /// The running totals.
     #[inline]
     pub(crate) fn counters(&self) -> Counters {
@@ -402,10 +484,21 @@ impl Estimator {
     }
 
     /// Add a memoised stretch of the replay that ends before `node`
-    /// executes. Per-partial-program visits ([`Estimator::per_pp`]) do not
-    /// include such stretches; profiles replay step by step.
+    /// executes, with the `ecall`s inside it (relative to its start, as
+    /// [`Estimator::ecalls_since`] gives them). Per-partial-program visits
+    /// ([`Estimator::per_pp`]) do not include such stretches; profiles
+    /// replay step by step.
     #[inline]
-    pub(crate) fn add_stretch(&mut self, delta: &Counters, node: u32) {
+    pub(crate) fn add_stretch(&mut self, delta: &Counters, node: u32, ecalls: &[Ecall]) {
+        if !ecalls.is_empty() {
+            let (at, cycles, mem) = (self.result.instructions, self.cycles, self.result.mem_ops);
+            self.ecalls.extend(ecalls.iter().map(|e| Ecall {
+                at: at + e.at,
+                before: cycles + e.before,
+                after: cycles + e.after,
+                mem_ops: mem + e.mem_ops,
+            }));
+        }
         self.cycles += delta.cycles;
         self.result.instructions += delta.instructions;
         self.result.mem_ops += delta.mem_ops;
@@ -652,9 +745,10 @@ impl Estimator {
     }
 }
 
-impl Visit<PpTable> for Estimator {
+impl Estimator {
+    /// Time the whole of `pp`, left `how` for `next` ([`Visit::pp`]).
     #[inline]
-    fn pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
+    fn time_pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
         let f = self.facts(table, pp);
         let (len, last, backward, after, mem_ops) = (f.len, f.last, f.backward, f.after, f.mem_ops);
         self.result.instructions += u64::from(len);
@@ -730,6 +824,38 @@ impl Visit<PpTable> for Estimator {
         e.exit_sig = exit_sig;
         e.visits += 1;
         self.node = next_node;
+    }
+
+    /// Note the `ecall` that ends `pp`, just timed from signature `entry`
+    /// after `before` cycles: the cycles before it are its prefix's.
+    #[cold]
+    fn note_ecall(&mut self, table: &PpTable, pp: PpId, entry: SignatureId, before: u64) {
+        let len = self.facts[pp.index()].len;
+        let prefix = match len {
+            0 | 1 => 0,
+            _ => self.prefix_cycles(table, pp, entry, len - 1),
+        };
+        let ecall = Ecall {
+            at: self.result.instructions - 1,
+            before: before + prefix,
+            after: self.cycles,
+            mem_ops: self.result.mem_ops,
+        };
+        self.ecalls.push(ecall);
+    }
+}
+
+impl Visit<PpTable> for Estimator {
+    #[inline]
+    fn pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
+        if !self.noting {
+            return self.time_pp(table, pp, how, next);
+        }
+        let (entry, before) = (self.entry_signature(pp), self.cycles);
+        self.time_pp(table, pp, how, next);
+        if self.facts[pp.index()].traps {
+            self.note_ecall(table, pp, entry, before);
+        }
     }
 
     fn last(&mut self, table: &PpTable, pp: PpId, executed: u32) {

@@ -50,10 +50,11 @@
 //! checks it against the cycle-level engine and against the step-by-step
 //! replay on every example program.
 
-use crate::estimator::{Counters, Estimator};
+use crate::estimator::{Counters, Ecall, Estimator};
 use crate::machine::TraceHistory;
 use crate::walk::{Exit, History, ReplayError, WalkStats, Walker};
 use retrace_program::{PpId, PpTable};
+use retrace_trace::decode_varint;
 use retrace_trace::protocol::known_target_len;
 use rustc_hash::FxHashMap;
 use std::io::Read;
@@ -95,6 +96,16 @@ struct Span {
     delta: Counters,
     /// Return points left pushed, bottom first.
     pushes: Box<[PpId]>,
+    /// The `ecall`s inside, relative to its start, when the estimator
+    /// notes them (the replay of several harts meets its harts'
+    /// synchronisation calls at them).
+    ecalls: Box<[Ecall]>,
+    /// In a memo that several harts share: the indirect records it read,
+    /// as (site, record, the target the record named).
+    targets: Box<[(u64, u64, u64)]>,
+    /// Bit `h`: hart `h`'s tables name those targets too (see
+    /// [`Spans::shared`]).
+    checked: u64,
     /// Where the walk continues: the partial program and the estimator's
     /// node for it.
     end_pp: PpId,
@@ -153,6 +164,8 @@ pub struct SpanStats {
 /// The memo and its per-node hit accounting.
 #[derive(Default)]
 pub(crate) struct Spans {
+    /// Several harts' histories use it ([`Spans::shared`]).
+    shared: bool,
     memo: FxHashMap<Key, Span>,
     /// The walker's code epoch the memo's stretches ran in.
     epoch: u64,
@@ -161,11 +174,21 @@ pub(crate) struct Spans {
     pub(crate) stats: SpanStats,
 }
 
-/// The indirect window: the first bytes of `bytes` (at most
-/// [`INDIRECT_WINDOW`]) as a little-endian number, and how many.
+/// The indirect window: the records at the start of `bytes` that name
+/// known targets, as far as they fit [`INDIRECT_WINDOW`] bytes, as a
+/// little-endian number, and how many bytes. A stretch reads no other
+/// record (a new target is the walker's), so the window holds no more of
+/// the stream than can decide a stretch: a record of a new target ahead
+/// leaves it empty.
 #[inline]
 fn indirect_window(bytes: &[u8]) -> (u128, u32) {
-    let n = bytes.len().min(INDIRECT_WINDOW);
+    let mut n = 0;
+    while let Some(len) = known_target_len(&bytes[n..]) {
+        if n + len > INDIRECT_WINDOW {
+            break;
+        }
+        n += len;
+    }
     let mut w = [0u8; INDIRECT_WINDOW];
     w[..n].copy_from_slice(&bytes[..n]);
     (u128::from_le_bytes(w), n as u32)
@@ -190,6 +213,20 @@ struct StartNode {
 }
 
 impl Spans {
+    /// A memo for the replays of several harts, one after the other, on
+    /// one core (`crate::system`). An indirect record names a target by
+    /// its number in the hart's own table of the site's targets, so the
+    /// same bytes may mean other targets to another hart: a stretch that
+    /// read records keeps the targets they named, and serves a hart only
+    /// once that hart's tables are found to name the same (tables only
+    /// grow, so once is enough).
+    pub(crate) fn shared() -> Spans {
+        Spans {
+            shared: true,
+            ..Spans::default()
+        }
+    }
+
     /// The bit window `node` starts stretches with (0: it does not).
     #[inline]
     fn window(&mut self, node: u32, nodes: usize) -> u32 {
@@ -313,6 +350,13 @@ fn escape_limit<R: Read>(history: &mut TraceHistory<R>, matched: u64) -> Option<
     history.returns_before_escape(matched)
 }
 
+/// The bit of `history`'s hart in [`Span::checked`] (0 for harts past 63:
+/// a stretch is then checked at every use).
+#[inline]
+fn hart_bit<R: Read>(history: &TraceHistory<R>) -> u64 {
+    1u64.checked_shl(u32::from(history.hart())).unwrap_or(0)
+}
+
 /// Look the stretch from `node` up and apply it; `false` on a miss.
 #[inline]
 fn replay_span<R: Read>(
@@ -324,10 +368,25 @@ fn replay_span<R: Read>(
     window: u32,
     limit: u64,
 ) -> bool {
-    let Some(s) = spans.memo.get(&Key::at(history, node, window)) else {
+    let Some(s) = spans.memo.get_mut(&Key::at(history, node, window)) else {
         spans.count_try(node, false);
         return false;
     };
+    let hart = hart_bit(history);
+    if s.checked & hart == 0 {
+        // Recorded by another hart's replay: its records must name the
+        // same targets in this hart's tables, else it is not this hart's
+        // stretch.
+        if !s
+            .targets
+            .iter()
+            .all(|&(site, record, target)| history.known_target(site, record) == Some(target))
+        {
+            spans.count_try(node, false);
+            return false;
+        }
+        s.checked |= hart;
+    }
     let room = limit.saturating_sub(w.stats.instructions);
     let Some(escapes) = escape_limit(history, w.matched) else {
         return false;
@@ -365,7 +424,7 @@ fn replay_span<R: Read>(
     w.matched += s.returns;
     w.stack.apply_stretch(&s.pushes, s.depth as usize);
     w.cur = s.end_pp;
-    est.add_stretch(&s.delta, s.end_node);
+    est.add_stretch(&s.delta, s.end_node, &s.ecalls);
     spans.stats.hits += 1;
     spans.stats.pps_memoised += s.pps;
     spans.count_try(node, true);
@@ -400,7 +459,9 @@ fn record_span<R: Read>(
         return Ok(Recorded::Nothing);
     };
     let consumed = |history: &TraceHistory<R>| rest0 - history.indirect_bytes().len();
+    let mut targets = Vec::new();
     let (matched0, stats0, before) = (w.matched, w.stats(), est.counters());
+    let ecalls0 = est.ecalls_noted();
     // The stretch's own return points still on the stack: what it pushed
     // beyond the start depth, plus what the bound dropped below it.
     let (depth0, dropped0) = (w.stack.len(), w.stack.dropped());
@@ -447,8 +508,22 @@ fn record_span<R: Read>(
         if !room || (call && own(w) >= w.stack.bound()) {
             break;
         }
+        // In a shared memo, the target of each record read (see
+        // `Spans::shared`).
+        let read = match exit {
+            Exit::Indirect { site } | Exit::IndirectCall { site, .. } if spans.shared => {
+                decode_varint(history.indirect_bytes()).map(|(record, _)| (site, record))
+            }
+            _ => None,
+        };
         if w.step(table, history, est)? {
             return Ok(Recorded::Finished);
+        }
+        if let Some((site, record)) = read {
+            match history.known_target(site, record) {
+                Some(target) => targets.push((site, record, target)),
+                None => return Ok(Recorded::Stepped),
+            }
         }
         pps += 1;
         depth = depth.max(own(w));
@@ -474,6 +549,9 @@ fn record_span<R: Read>(
         depth: depth as u32,
         delta: est.counters().since(before),
         pushes: w.stack.as_slice()[w.stack.len() - own(w)..].into(),
+        ecalls: est.ecalls_since(ecalls0, &before),
+        targets: targets.into(),
+        checked: hart_bit(history),
         end_pp,
         end_node,
     };
