@@ -266,6 +266,26 @@ pub struct Estimator {
     ecalls: Vec<Ecall>,
 }
 
+/// The data-cache term of an estimator: memory operations times the miss
+/// rate times the miss penalty, rounded (0 without a data cache).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DcacheTerm {
+    rate: f64,
+    /// The miss penalty; `None` without a data cache.
+    penalty: Option<u32>,
+}
+
+impl DcacheTerm {
+    /// The term after `mem_ops` memory operations.
+    #[inline]
+    pub fn cycles(self, mem_ops: u64) -> u64 {
+        match self.penalty {
+            Some(p) => (mem_ops as f64 * self.rate * f64::from(p)).round() as u64,
+            None => 0,
+        }
+    }
+}
+
 /// An `ecall` the replay executed (it ends its partial program): where,
 /// and the core's cycles just before it and once it and its trap are
 /// done. The replay of several harts meets the harts' synchronisation
@@ -404,17 +424,15 @@ impl Estimator {
     /// The data-cache term so far: the memory operations walked so far
     /// times the miss rate and the miss penalty (0 without a data cache).
     pub fn dcache_cycles(&self) -> u64 {
-        self.dcache_cycles_at(self.result.mem_ops)
+        self.dcache_term().cycles(self.result.mem_ops)
     }
 
-    /// The data-cache term of `mem_ops` memory operations.
+    /// The data-cache term, as a function of the memory operations.
     #[inline]
-    pub(crate) fn dcache_cycles_at(&self, mem_ops: u64) -> u64 {
-        match &self.model().dcache {
-            Some(dc) => {
-                (mem_ops as f64 * self.dcache_miss_rate * f64::from(dc.miss_penalty)).round() as u64
-            }
-            None => 0,
+    pub(crate) fn dcache_term(&self) -> DcacheTerm {
+        DcacheTerm {
+            rate: self.dcache_miss_rate,
+            penalty: self.model().dcache.as_ref().map(|dc| dc.miss_penalty),
         }
     }
 
@@ -484,21 +502,10 @@ impl Estimator {
     }
 
     /// Add a memoised stretch of the replay that ends before `node`
-    /// executes, with the `ecall`s inside it (relative to its start, as
-    /// [`Estimator::ecalls_since`] gives them). Per-partial-program visits
-    /// ([`Estimator::per_pp`]) do not include such stretches; profiles
-    /// replay step by step.
+    /// executes. Per-partial-program visits ([`Estimator::per_pp`]) do not
+    /// include such stretches; profiles replay step by step.
     #[inline]
-    pub(crate) fn add_stretch(&mut self, delta: &Counters, node: u32, ecalls: &[Ecall]) {
-        if !ecalls.is_empty() {
-            let (at, cycles, mem) = (self.result.instructions, self.cycles, self.result.mem_ops);
-            self.ecalls.extend(ecalls.iter().map(|e| Ecall {
-                at: at + e.at,
-                before: cycles + e.before,
-                after: cycles + e.after,
-                mem_ops: mem + e.mem_ops,
-            }));
-        }
+    pub(crate) fn add_stretch(&mut self, delta: &Counters, node: u32) {
         self.cycles += delta.cycles;
         self.result.instructions += delta.instructions;
         self.result.mem_ops += delta.mem_ops;

@@ -9,10 +9,12 @@
 //! the stretch pops only what it pushed itself and meets no escape. So the
 //! outcome of a stretch (cycles, instructions, memory operations,
 //! mispredictions, the node it ends before, the return points it leaves
-//! pushed) is a function of
+//! pushed, and — when the estimator notes them — the `ecall`s inside it
+//! with their cycles, which the replay of several harts meets its harts'
+//! synchronisation calls at) is a function of
 //!
-//! > (start node, the next bytes of the indirect stream, the branch bits
-//! > it reads),
+//! > (start node, the next records of known targets in the indirect
+//! > stream, the branch bits it reads),
 //!
 //! and is recorded the first time, looked up every other time. A stretch
 //! ends before the branch bit or indirect record that its windows (32 bits,
@@ -26,6 +28,12 @@
 //! before its end, and then the stream plays no part in it. The windows
 //! never reach past the loaded trace segment; because a segment closes only
 //! before a branch bit, every record a stretch reads is in it.
+//!
+//! The replay of several harts shares one memo between the harts on one
+//! core ([`Spans::shared`]): a record names a target by its number in the
+//! hart's own table of the site's targets, so a stretch that read records
+//! keeps the targets they named and serves another hart once that hart's
+//! tables are found to name the same.
 //!
 //! Programs whose control flow repeats (an interpreter running a loop of
 //! bytecodes, any loop nest) replay a whole stretch — tens to hundreds of
@@ -55,7 +63,7 @@ use crate::machine::TraceHistory;
 use crate::walk::{Exit, History, ReplayError, WalkStats, Walker};
 use retrace_program::{PpId, PpTable};
 use retrace_trace::decode_varint;
-use retrace_trace::protocol::known_target_len;
+use retrace_trace::protocol::{known_target_len, one_byte_index};
 use rustc_hash::FxHashMap;
 use std::io::Read;
 
@@ -182,7 +190,13 @@ pub(crate) struct Spans {
 /// leaves it empty.
 #[inline]
 fn indirect_window(bytes: &[u8]) -> (u128, u32) {
-    let mut n = 0;
+    // The common record is one byte, a known target's number below 128
+    // ([`one_byte_index`]): those first, then any longer ones.
+    let head = &bytes[..bytes.len().min(INDIRECT_WINDOW)];
+    let mut n = head
+        .iter()
+        .position(|&b| one_byte_index(&[b]).is_none())
+        .unwrap_or(head.len());
     while let Some(len) = known_target_len(&bytes[n..]) {
         if n + len > INDIRECT_WINDOW {
             break;
@@ -273,24 +287,24 @@ pub(crate) enum SpanStep {
 }
 
 /// From where the walk `w` stands, apply the memoised stretch that starts
-/// there, or walk and remember one — a stretch that ends before
-/// instruction `limit` (at most the walker's own limit: a replay that
-/// must stop at an instruction of its own, such as the multiprocessor
-/// replay at a synchronisation call, gives that one).
+/// there, or walk and remember one. The `ecall`s inside an applied
+/// stretch, when the estimator notes them, go to `ecalls` with the
+/// estimator's totals before the stretch (the `ecall`s are relative to
+/// them); those of a stretch walked are noted by the estimator itself.
 pub(crate) fn span_step<R: Read>(
     table: &mut PpTable,
     history: &mut TraceHistory<R>,
     est: &mut Estimator,
     spans: &mut Spans,
     w: &mut Walker<PpId>,
-    limit: u64,
+    ecalls: &mut impl FnMut(&Counters, &[Ecall]),
 ) -> Result<SpanStep, ReplayError> {
     if w.code_epoch != spans.epoch {
         // Stretches recorded before ran through code that has changed.
         spans.epoch = w.code_epoch;
         spans.memo.clear();
     }
-    let limit = limit.min(w.limit);
+    let limit = w.limit;
     let Some((node, pp)) = est.current_node() else {
         return Ok(SpanStep::Nothing);
     };
@@ -302,7 +316,7 @@ pub(crate) fn span_step<R: Read>(
     if window == 0 {
         return Ok(SpanStep::Nothing);
     }
-    if replay_span(spans, w, history, est, node, window, limit) {
+    if replay_span(spans, w, history, est, node, window, limit, ecalls) {
         return Ok(SpanStep::Moved);
     }
     if spans.memo.len() < MAX_SPANS {
@@ -329,7 +343,7 @@ pub(crate) fn walk_spans<R: Read>(
 ) -> Result<WalkStats, ReplayError> {
     let mut w = Walker::new(entry, limit);
     loop {
-        let finished = match span_step(table, history, est, spans, &mut w, limit)? {
+        let finished = match span_step(table, history, est, spans, &mut w, &mut |_, _| {})? {
             SpanStep::Moved => continue,
             SpanStep::Finished => true,
             SpanStep::Nothing => w.step(table, history, est)?,
@@ -358,6 +372,7 @@ fn hart_bit<R: Read>(history: &TraceHistory<R>) -> u64 {
 }
 
 /// Look the stretch from `node` up and apply it; `false` on a miss.
+#[allow(clippy::too_many_arguments)]
 #[inline]
 fn replay_span<R: Read>(
     spans: &mut Spans,
@@ -367,6 +382,7 @@ fn replay_span<R: Read>(
     node: u32,
     window: u32,
     limit: u64,
+    ecalls: &mut impl FnMut(&Counters, &[Ecall]),
 ) -> bool {
     let Some(s) = spans.memo.get_mut(&Key::at(history, node, window)) else {
         spans.count_try(node, false);
@@ -424,7 +440,10 @@ fn replay_span<R: Read>(
     w.matched += s.returns;
     w.stack.apply_stretch(&s.pushes, s.depth as usize);
     w.cur = s.end_pp;
-    est.add_stretch(&s.delta, s.end_node, &s.ecalls);
+    if !s.ecalls.is_empty() {
+        ecalls(&est.counters(), &s.ecalls);
+    }
+    est.add_stretch(&s.delta, s.end_node);
     spans.stats.hits += 1;
     spans.stats.pps_memoised += s.pps;
     spans.count_try(node, true);

@@ -19,6 +19,16 @@
 //! and every hart's busy and wait cycles exactly
 //! (`crates/retrace-estimate/tests/system.rs`).
 //!
+//! It does so in two phases. A hart's busy cycles at each of its calls
+//! do not depend on how the harts interleave (its core's state is its
+//! own, a wait stops its clock and not its pipeline): so first each
+//! hart's history is replayed whole, on its own ([`hart`]), and each of
+//! its recorded calls ([`calls`]: decoded once into flat records) gets
+//! its busy cycles before the `ecall` and what the `ecall` and the trap
+//! take; then the unit orders the calls over those records alone, a few
+//! integers per call. The harts on one core replay one after the other
+//! with one memo, and memoised stretches run across calls.
+//!
 //! Each hart's clock runs at its own frequency, which the hart may change
 //! (`set_hz`, from the end of that call on): the calls are ordered by the
 //! time of the harts' clocks, and a resumed hart waits until the
@@ -38,10 +48,7 @@
 //! measured for the hart's own cache. Misses fall unevenly between calls
 //! in the engine, so two calls may meet in another order than there: with
 //! data caches the replay is an estimate (within 1.4% of the engine's
-//! makespan on the examples; `tests/system.rs`). At `fast` each hart's
-//! replay runs memoised stretches between its calls ([`crate::span`]),
-//! each ending before the call's own partial program, which the replay
-//! times itself.
+//! makespan on the examples; `tests/system.rs`).
 //!
 //! Which hart runs which path can depend on the interleaving (a work queue
 //! hands tasks to whoever asks first): the recording holds the paths of
@@ -60,13 +67,12 @@ mod hart;
 use crate::estimator::Fidelity;
 use crate::source::TraceSource;
 use crate::walk::ReplayError;
-use calls::{decode_hart, Call, Objects, RecordedOrder, NONE};
+use calls::{decode, place_of, Call, Calls, NONE};
 use hart::{replay_hart, HartRun, Shared};
 use retrace_program::{Addr, PpTable};
 use retrace_sim::frequency::{HartClock, DEFAULT_HZ};
 use retrace_sim::sync::{SyncOp, SyncState};
 use retrace_timing::CoreModel;
-use retrace_trace::protocol::sync::SET_HZ;
 use retrace_trace::{DcacheMeasurement, SegmentCache, StreamKind, TraceReader};
 
 /// One hart's share of a multiprocessor replay.
@@ -213,6 +219,9 @@ struct Hart {
     wait: u64,
     /// Its clock against time.
     clock: HartClock,
+    /// Every hart's clock runs at one frequency, which none changes:
+    /// cycles order the harts as time does.
+    by_cycles: bool,
     standing: Standing,
     /// With a timeline: its waits (busy cycle before the `ecall`, cycles
     /// waited, call, object) and calls.
@@ -226,9 +235,23 @@ impl Hart {
         busy + self.wait
     }
 
-    /// Its time with `busy` cycles.
+    /// Its time with `busy` cycles, as the unit compares harts: in
+    /// attoseconds, or its clock when cycles order the harts as time does.
+    #[inline]
     fn time(&self, busy: u64) -> u128 {
-        self.clock.time_at(self.clock(busy))
+        match self.by_cycles {
+            true => u128::from(self.clock(busy)),
+            false => self.clock.time_at(self.clock(busy)),
+        }
+    }
+
+    /// Its first clock at or after `time` ([`Hart::time`]'s measure).
+    #[inline]
+    fn counter_reaching(&self, time: u128) -> u64 {
+        match self.by_cycles {
+            true => time as u64,
+            false => self.clock.counter_reaching(time),
+        }
     }
 
     /// Whether its replay had ended by call `k`.
@@ -317,15 +340,17 @@ fn replay_system<S: TraceSource + ?Sized>(
         )));
     }
     let (events, _) = reader.collect_records(StreamKind::Sync)?;
-    let mut objects = Objects::default();
-    let mut order = RecordedOrder::new(events.iter().map(Vec::len).sum());
+    let Calls {
+        harts: recorded,
+        objects,
+        classes,
+    } = decode(&events)?;
     // Per core: what the replays of its harts share.
     let mut shared: Vec<(&CoreModel, Option<Shared>)> = Vec::new();
-    let mut recorded = Vec::with_capacity(n);
-    let mut harts = Vec::with_capacity(n);
+    let mut runs = Vec::with_capacity(n);
     let mut dcache = Vec::with_capacity(n);
-    for (h, events) in events.iter().enumerate() {
-        let mut calls = decode_hart(h as u16, events, &mut objects, &mut order)?;
+    let mut recorded = recorded;
+    for (h, calls) in recorded.iter_mut().enumerate() {
         let core = &cores[if cores.len() == 1 { 0 } else { h }];
         let measured = core.dcache.as_ref().and_then(|dc| {
             calls
@@ -351,22 +376,28 @@ fn replay_system<S: TraceSource + ?Sized>(
             trace,
             &cache,
             h,
-            &mut calls,
+            calls,
             measured.map_or(0.0, |m| m.miss_rate()),
             ranges.as_ref(),
         )?;
         if run.changed {
             shared[group].1 = None;
         }
-        recorded.push(calls);
-        harts.push(run);
+        runs.push(run);
     }
     drop(shared);
     drop(cache);
-    order.finish(&recorded, objects.class_count);
+    let start_hz = |h: usize| hz.get(h).or(hz.first()).copied().unwrap_or(DEFAULT_HZ);
+    // One frequency for every hart, and no `set_hz`: a hart's time is then
+    // a strictly increasing function of its clock, the same for all
+    // (at most 10^18 Hz, a cycle is at least an attosecond), so the unit
+    // compares clocks — integers, not attoseconds.
+    let by_cycles = (0..n).all(|h| start_hz(h) == start_hz(0))
+        && start_hz(0) <= 1_000_000_000_000_000_000
+        && classes.iter().all(|&(_, op)| op != SyncOp::SET_HZ);
     let mut harts: Vec<Hart> = recorded
         .into_iter()
-        .zip(harts)
+        .zip(runs)
         .enumerate()
         .map(|(h, (calls, run))| Hart {
             calls: calls.calls,
@@ -375,7 +406,8 @@ fn replay_system<S: TraceSource + ?Sized>(
             run,
             next: 0,
             wait: 0,
-            clock: HartClock::new(hz.get(h).or(hz.first()).copied().unwrap_or(DEFAULT_HZ)),
+            clock: HartClock::new(start_hz(h)),
+            by_cycles,
             standing: Standing::Done,
             waits: Vec::new(),
             timeline_calls: Vec::new(),
@@ -385,8 +417,11 @@ fn replay_system<S: TraceSource + ?Sized>(
     let mut at: Vec<u128> = harts.iter_mut().map(Hart::go_on).collect();
     let mut state = SyncState::new(n);
     // Per object, its entry in `resources`, made on its first call.
-    let mut resource_of = vec![NONE; objects.list.len()];
+    let mut resource_of = vec![NONE; objects.len()];
     let mut resources: Vec<ResourceEstimate> = Vec::new();
+    // Per class, the calls met so far: a call on an object meets it in the
+    // recorded order when its rank in its class is that.
+    let mut met = vec![0u32; classes.len()];
     // The object each blocked hart waits on (an index into `resources`).
     let mut waiting_on: Vec<Option<usize>> = vec![None; n];
     let (mut calls, mut reordered, mut first_reordered) = (0u64, 0u64, None);
@@ -406,31 +441,31 @@ fn replay_system<S: TraceSource + ?Sized>(
         let k = hart.next;
         let call = hart.calls[k];
         hart.next += 1;
-        let value = if call.op == SET_HZ {
+        let (o, op) = classes[call.class as usize];
+        let value = if op == SyncOp::SET_HZ {
             hart.set_hz += 1;
             hart.values[hart.set_hz - 1]
         } else {
             0
         };
         calls += 1;
-        let (object, param) = match call.object {
+        let (object, param) = match o {
             NONE => (0, 0),
-            o => objects.list[o as usize],
+            o => objects[o as usize],
         };
-        let r = (call.object != NONE).then(|| {
-            if !order.in_order(&call) {
+        let r = (o != NONE).then(|| {
+            let m = &mut met[call.class as usize];
+            if call.rank != *m {
                 reordered += 1;
-                first_reordered.get_or_insert((h, call.seq));
+                first_reordered.get_or_insert((h, k));
             }
-            let r = &mut resource_of[call.object as usize];
+            *m += 1;
+            let r = &mut resource_of[o as usize];
             if *r == NONE {
                 *r = resources.len() as u32;
                 resources.push(ResourceEstimate {
                     object,
-                    kind: call
-                        .op()
-                        .object_kind()
-                        .map_or("object".into(), |k| k.to_string()),
+                    kind: op.object_kind().map_or("object".into(), |k| k.to_string()),
                     calls: 0,
                     waits: 0,
                     wait_cycles: 0,
@@ -440,9 +475,8 @@ fn replay_system<S: TraceSource + ?Sized>(
         });
         if ranges.is_some() {
             let clock = hart.clock(call.before);
-            hart.timeline_calls.push((clock, call.op, object));
+            hart.timeline_calls.push((clock, op.0, object));
         }
-        let op = call.op();
         let (done, woken) = state.replay_call(h, op, object, param, value).map_err(|e| {
             ReplayError::System(format!(
                 "hart {h}'s synchronisation call #{k} does not fit the others' ({e}): the trace is damaged; record it again"
@@ -479,7 +513,7 @@ fn replay_system<S: TraceSource + ?Sized>(
                     "hart {w} is resumed by hart {h}'s call but does not wait: the trace is damaged"
                 )));
             };
-            let then = hart.clock.counter_reaching(now_time);
+            let then = hart.counter_reaching(now_time);
             let waited = then.saturating_sub(hart.clock(b));
             if ranges.is_some() && waited > 0 {
                 let (op, object) = hart
@@ -538,6 +572,10 @@ fn replay_system<S: TraceSource + ?Sized>(
         clocks.push(hart.clock);
     }
     resources.sort_by_key(|r| r.object);
+    let first_reordered = match first_reordered {
+        Some((h, k)) => Some((h, place_of(h as u16, &events[h], k)?)),
+        None => None,
+    };
     let estimate = SystemEstimate {
         makespan: counts.iter().map(HartEstimate::clock).max().unwrap_or(0),
         end_time: counts.iter().map(|h| h.time).max().unwrap_or(0),

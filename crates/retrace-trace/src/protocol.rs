@@ -676,7 +676,14 @@ impl HartDecoder {
     /// table, if the hart has seen that many (site tables only grow, so
     /// the answer never changes once given): what a memoised stretch that
     /// another hart's replay recorded checks before this hart's uses it.
+    #[inline]
     pub fn known_target(&self, site: u64, index: u64) -> Option<u64> {
+        if let Ok(b) = u8::try_from(index) {
+            let (s, v, target) = self.recent[target_slot(site, b)];
+            if (s, v) == (site, b) {
+                return Some(target);
+            }
+        }
         let i = usize::try_from(index.checked_sub(1)?).ok()?;
         self.sites.get(&site)?.get(i).copied()
     }

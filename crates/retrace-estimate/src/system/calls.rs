@@ -1,39 +1,36 @@
-//! The recorded synchronisation calls as the unit reads them: each hart's
-//! calls decoded once into flat records (the call, its object and the
-//! object's class of calls as small numbers, and — once the hart's replay
-//! has reached it — where it falls in the hart's busy cycles), and the
-//! recorded order of every object's calls of each kind, which tells
-//! whether the replay meets them in that order.
+//! The recorded synchronisation calls as the unit reads them: every
+//! hart's calls decoded once into flat records of 24 bytes — where the
+//! call falls in the hart's busy cycles (once the hart's replay has
+//! reached it), its class (the object and the call, numbered) and its
+//! rank among its class's calls in the recorded run's order.
 //!
 //! A run of `table` makes 1.6 million calls: what the unit does per call
-//! is what the replay costs, so everything it would look up by handle is
-//! numbered here first.
+//! is what the replay costs, so whatever it would look up by handle is
+//! numbered here first, and the records stay small — the unit reads them
+//! once, in each hart's order.
 
 use retrace_sim::sync::SyncOp;
-use retrace_trace::protocol::sync::{SyncEvent, SyncEvents, SET_HZ};
+use retrace_trace::protocol::sync::{SyncCall, SyncEvent, SyncEvents, SET_HZ};
 use retrace_trace::{DcacheMeasurement, TraceError, Varints};
 use rustc_hash::FxHashMap;
 
-/// "None" for [`Call::object`] and [`Call::class`].
+/// "None" for an object.
 pub(super) const NONE: u32 = u32::MAX;
 
 /// One recorded call.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Call {
-    /// Busy cycles before its `ecall` (the data-cache term included), once
-    /// the hart's replay has reached it.
+    /// Until the hart's replay reaches the call, the instructions the hart
+    /// executed before its `ecall` (what the replay finds it by); then its
+    /// busy cycles before the `ecall` (the data-cache term included).
     pub before: u64,
-    /// Its place in the recorded run's order of calls.
-    pub seq: u64,
+    /// Its rank among its class's calls in the recorded order (calls on
+    /// an object).
+    pub rank: u32,
     /// Busy cycles its `ecall` and the trap take.
     pub trap: u32,
-    /// Its object: an index into [`Objects::list`], or [`NONE`].
-    pub object: u32,
-    /// Its object and call together: an index into [`RecordedOrder`], or
-    /// [`NONE`].
+    /// Its class: an index into [`Calls::classes`].
     pub class: u32,
-    /// The call number.
-    pub op: u8,
 }
 
 impl Call {
@@ -42,51 +39,6 @@ impl Call {
     pub fn after(&self) -> u64 {
         self.before + u64::from(self.trap)
     }
-
-    /// The call.
-    #[inline]
-    pub fn op(&self) -> SyncOp {
-        SyncOp(self.op)
-    }
-}
-
-/// The objects the harts' calls name, numbered in order of first
-/// appearance, and the classes of calls on them.
-#[derive(Default)]
-pub(super) struct Objects {
-    /// Handle and the descriptor's parameter.
-    pub list: Vec<(u64, u32)>,
-    ids: FxHashMap<u64, u32>,
-    /// Per object: the calls made on it and their classes.
-    classes: Vec<Vec<(u8, u32)>>,
-    /// Classes so far.
-    pub class_count: u32,
-}
-
-impl Objects {
-    /// The number of the object with `handle` (its parameter as first
-    /// seen), made if new.
-    fn id(&mut self, handle: u64, param: u32) -> u32 {
-        let next = self.list.len() as u32;
-        let id = *self.ids.entry(handle).or_insert(next);
-        if id == next {
-            self.list.push((handle, param));
-            self.classes.push(Vec::new());
-        }
-        id
-    }
-
-    /// The class of call `op` on object `id`, made if new.
-    fn class(&mut self, id: u32, op: u8) -> u32 {
-        let classes = &mut self.classes[id as usize];
-        if let Some(&(_, c)) = classes.iter().find(|&&(o, _)| o == op) {
-            return c;
-        }
-        let c = self.class_count;
-        self.class_count += 1;
-        classes.push((op, c));
-        c
-    }
 }
 
 /// One hart's recorded events.
@@ -94,9 +46,6 @@ impl Objects {
 pub(super) struct HartCalls {
     /// Its calls, in its order.
     pub calls: Vec<Call>,
-    /// Per call, the instructions the hart executed before its `ecall`
-    /// (what the replay finds the call by).
-    pub ats: Vec<u64>,
     /// The values of its `set_hz` calls, in order.
     pub values: Vec<u64>,
     /// Instructions it executed in the whole run.
@@ -107,241 +56,254 @@ pub(super) struct HartCalls {
     pub dcache: Vec<DcacheMeasurement>,
 }
 
-/// Decode hart `hart`'s synchronisation events (their varints, `bytes`),
-/// numbering the objects and classes in `objects`.
-pub(super) fn decode_hart(
-    hart: u16,
-    bytes: &[u8],
-    objects: &mut Objects,
-    order: &mut RecordedOrder,
-) -> Result<HartCalls, TraceError> {
-    // Four bytes a call at least.
-    let most = bytes.len() / 4;
-    let mut out = HartCalls {
-        calls: Vec::with_capacity(most),
-        ats: Vec::with_capacity(most),
-        ..HartCalls::default()
-    };
-    // The hart's objects, by its own numbers: their numbers in `objects`
-    // and the class of the last call on each.
-    let mut own: Vec<(u32, u8, u32)> = Vec::new();
-    let mut events = SyncEvents::new(hart, Varints(bytes));
-    while let Some(event) = events.next_event()? {
-        match event {
-            SyncEvent::Call(call, number) => {
-                let (object, class) = match (call.object, number) {
-                    (Some((handle, param)), Some(i)) => {
-                        if i == own.len() {
-                            own.push((objects.id(handle, param), u8::MAX, NONE));
-                        }
-                        let (id, op, class) = &mut own[i];
-                        if *op != call.op || *class == NONE {
-                            *op = call.op;
-                            *class = objects.class(*id, call.op);
-                        }
-                        (*id, *class)
-                    }
-                    _ => (NONE, NONE),
-                };
-                if call.op == SET_HZ {
-                    out.values.push(call.value);
-                }
-                let at = call.at;
-                let call = Call {
-                    before: 0,
-                    seq: call.seq,
-                    trap: 0,
-                    object,
-                    class,
-                    op: call.op,
-                };
-                if class != NONE {
-                    order.note(&call);
-                }
-                out.ats.push(at);
-                out.calls.push(call);
+/// Every hart's calls, and what their numbers stand for.
+pub(super) struct Calls {
+    /// Per hart.
+    pub harts: Vec<HartCalls>,
+    /// Handle and the descriptor's parameter of each object, in order of
+    /// first appearance.
+    pub objects: Vec<(u64, u32)>,
+    /// Per class: its object (or [`NONE`]) and its call.
+    pub classes: Vec<(u32, SyncOp)>,
+}
+
+/// Decode every hart's synchronisation events (`events[h]`, their
+/// varints) in the recorded run's order of calls — each hart's in its
+/// own order, the harts' merged by the calls' places — so that each call
+/// on an object gets its rank in its class as it comes. Two calls in one
+/// place are refused: the trace is damaged.
+pub(super) fn decode(events: &[Vec<u8>]) -> Result<Calls, TraceError> {
+    let n = events.len();
+    let mut harts: Vec<HartCalls> = events
+        .iter()
+        .map(|bytes| {
+            // Four bytes a call at least.
+            HartCalls {
+                calls: Vec::with_capacity(bytes.len() / 4),
+                ..HartCalls::default()
             }
-            SyncEvent::Dcache(m) => out.dcache.push(m),
-            SyncEvent::End {
+        })
+        .collect();
+    let mut decoders: Vec<_> = events
+        .iter()
+        .enumerate()
+        .map(|(h, bytes)| SyncEvents::new(h as u16, Varints(bytes)))
+        .collect();
+    let mut numbers = Numbers::default();
+    // Per hart: the objects by its own numbers (their numbers here), and
+    // its next call, not yet taken.
+    let mut own: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut next: Vec<Option<(SyncCall, Option<usize>)>> = vec![None; n];
+    for h in 0..n {
+        next[h] = next_call(&mut decoders[h], &mut harts[h])?;
+    }
+    let mut ranks: Vec<u32> = Vec::new();
+    let mut last: Option<u64> = None;
+    loop {
+        // The call in the earliest place.
+        let mut first: Option<(u64, usize)> = None;
+        for (h, c) in next.iter().enumerate() {
+            if let Some((c, _)) = c {
+                if first.is_none_or(|(seq, _)| c.seq < seq) {
+                    first = Some((c.seq, h));
+                }
+            }
+        }
+        let Some((seq, h)) = first else {
+            break;
+        };
+        if last == Some(seq) {
+            return Err(TraceError::Corrupt {
+                offset: 0,
+                what: format!(
+                    "hart {h}'s synchronisation events: two calls in place {seq} of the run's order"
+                ),
+            });
+        }
+        last = Some(seq);
+        let Some((call, number)) = next[h].take() else {
+            unreachable!("the earliest is a call")
+        };
+        let object = match (call.object, number) {
+            (Some((handle, param)), Some(i)) => {
+                if i == own[h].len() {
+                    own[h].push(numbers.object(handle, param));
+                }
+                own[h][i]
+            }
+            _ => NONE,
+        };
+        let class = numbers.class(object, call.op);
+        if ranks.len() <= class as usize {
+            ranks.resize(class as usize + 1, 0);
+        }
+        let rank = ranks[class as usize];
+        ranks[class as usize] = rank.checked_add(1).ok_or_else(|| TraceError::Corrupt {
+            offset: 0,
+            what: "more than 2^32 calls of one kind on one object".into(),
+        })?;
+        if call.op == SET_HZ {
+            harts[h].values.push(call.value);
+        }
+        harts[h].calls.push(Call {
+            before: call.at,
+            rank,
+            trap: 0,
+            class,
+        });
+        next[h] = next_call(&mut decoders[h], &mut harts[h])?;
+    }
+    Ok(Calls {
+        harts,
+        objects: numbers.objects,
+        classes: numbers.classes,
+    })
+}
+
+/// The place in the recorded run's order of hart `hart`'s call #`k`
+/// (`events`: its events), for the report of the first call met out of
+/// that order.
+pub(super) fn place_of(hart: u16, events: &[u8], k: usize) -> Result<u64, TraceError> {
+    let mut decoder = SyncEvents::new(hart, Varints(events));
+    let mut out = HartCalls::default();
+    for _ in 0..k {
+        next_call(&mut decoder, &mut out)?;
+    }
+    Ok(next_call(&mut decoder, &mut out)?.map_or(0, |(c, _)| c.seq))
+}
+
+/// The hart's next call (`None` after its end), taking in the events
+/// before it.
+fn next_call(
+    decoder: &mut SyncEvents<Varints<'_>>,
+    hart: &mut HartCalls,
+) -> Result<Option<(SyncCall, Option<usize>)>, TraceError> {
+    loop {
+        match decoder.next_event()? {
+            Some(SyncEvent::Call(call, number)) => return Ok(Some((call, number))),
+            Some(SyncEvent::Dcache(m)) => hart.dcache.push(m),
+            Some(SyncEvent::End {
                 instructions,
                 last_pc,
-            } => {
-                out.instructions = instructions;
-                out.last_pc = last_pc;
+            }) => {
+                hart.instructions = instructions;
+                hart.last_pc = last_pc;
             }
+            None => return Ok(None),
         }
     }
-    Ok(out)
 }
 
-/// Per class of calls (an object and a call), the calls' places in the
-/// recorded run's order, sorted: the order in which the recorded run made
-/// them, which the replay compares its own order with. What a call
-/// returns depends on the calls of its kind on its object before it — a
-/// receive gets the word of the send of its own rank, whoever sent it and
-/// whenever; the k-th lock is the k-th to hold the mutex; the last arrival
-/// at a barrier gets 1 — not on how sends and receives interleave.
-///
-/// The places are those of every call of the run, 0 up: laid out by
-/// place, they give each call its rank in its class in one sweep. (In a
-/// damaged trace they may not be; then each class's places are sorted.)
-pub(super) struct RecordedOrder {
-    order: Order,
-    /// Per class, the calls the replay has met.
-    met: Vec<u32>,
+/// The numbers of the objects and classes of calls.
+#[derive(Default)]
+struct Numbers {
+    objects: Vec<(u64, u32)>,
+    ids: FxHashMap<u64, u32>,
+    classes: Vec<(u32, SyncOp)>,
+    /// Per object (and one more for calls on none), its classes.
+    class_ids: Vec<Vec<(u8, u32)>>,
 }
 
-enum Order {
-    /// By place: each call's class while the calls are noted, its rank in
-    /// its class once [`RecordedOrder::finish`]ed ([`NONE`]: no call).
-    Ranks(Vec<u32>),
-    /// Class `c`'s places are `seqs[starts[c]..starts[c + 1]]`.
-    Sorted { starts: Vec<usize>, seqs: Vec<u64> },
-}
-
-impl RecordedOrder {
-    /// For a run whose calls are spelled in `bytes` bytes of events (each
-    /// call takes four at least, so its place is below a quarter of that).
-    pub fn new(bytes: usize) -> RecordedOrder {
-        let places = (bytes / 4 + 1).min(NONE as usize);
-        RecordedOrder {
-            order: Order::Ranks(vec![NONE; places]),
-            met: Vec::new(),
+impl Numbers {
+    /// The number of the object with `handle` (its parameter as first
+    /// seen), made if new.
+    fn object(&mut self, handle: u64, param: u32) -> u32 {
+        let next = self.objects.len() as u32;
+        let id = *self.ids.entry(handle).or_insert(next);
+        if id == next {
+            self.objects.push((handle, param));
         }
+        id
     }
 
-    /// A recorded call (one with a class), in any order.
-    #[inline]
-    fn note(&mut self, call: &Call) {
-        if let Order::Ranks(by_place) = &mut self.order {
-            match by_place.get_mut(call.seq as usize) {
-                Some(slot) if *slot == NONE => *slot = call.class,
-                // Not a place of the run's calls, or one taken twice:
-                // each class's places are sorted instead.
-                _ => {
-                    self.order = Order::Sorted {
-                        starts: Vec::new(),
-                        seqs: Vec::new(),
-                    }
-                }
-            }
+    /// The class of call `op` on `object` (or on none), made if new.
+    fn class(&mut self, object: u32, op: u8) -> u32 {
+        let i = match object {
+            NONE => 0,
+            o => o as usize + 1,
+        };
+        if self.class_ids.len() <= i {
+            self.class_ids.resize(i + 1, Vec::new());
         }
-    }
-
-    /// Every call of `harts` noted, in `classes` classes: the order is
-    /// ready to be compared with.
-    pub fn finish(&mut self, harts: &[HartCalls], classes: u32) {
-        let classes = classes as usize;
-        self.met = vec![0; classes];
-        match &mut self.order {
-            Order::Ranks(by_place) => {
-                let mut next = vec![0u32; classes];
-                for slot in by_place.iter_mut().filter(|s| **s != NONE) {
-                    let class = *slot as usize;
-                    *slot = next[class];
-                    next[class] += 1;
-                }
-            }
-            Order::Sorted { starts, seqs } => {
-                let calls = || {
-                    harts
-                        .iter()
-                        .flat_map(|h| &h.calls)
-                        .filter(|c| c.class != NONE)
-                };
-                *starts = vec![0usize; classes + 1];
-                for c in calls() {
-                    starts[c.class as usize + 1] += 1;
-                }
-                for c in 1..=classes {
-                    starts[c] += starts[c - 1];
-                }
-                let mut fill = starts.clone();
-                *seqs = vec![0u64; starts[classes]];
-                for c in calls() {
-                    seqs[fill[c.class as usize]] = c.seq;
-                    fill[c.class as usize] += 1;
-                }
-                for c in 0..classes {
-                    seqs[starts[c]..starts[c + 1]].sort_unstable();
-                }
-            }
+        if let Some(&(_, c)) = self.class_ids[i].iter().find(|&&(o, _)| o == op) {
+            return c;
         }
-    }
-
-    /// The replay meets `call` next among the calls of its class: whether
-    /// it is the one the recorded run made next.
-    #[inline]
-    pub fn in_order(&mut self, call: &Call) -> bool {
-        let c = call.class as usize;
-        let met = self.met[c];
-        self.met[c] += 1;
-        match &self.order {
-            Order::Ranks(rank) => rank[call.seq as usize] == met,
-            Order::Sorted { starts, seqs } => {
-                let at = starts[c] + met as usize;
-                at < starts[c + 1] && seqs[at] == call.seq
-            }
-        }
+        let c = self.classes.len() as u32;
+        self.classes.push((object, SyncOp(op)));
+        self.class_ids[i].push((op, c));
+        c
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use retrace_trace::protocol::sync::SyncEncoder;
 
-    fn call(seq: u64, class: u32) -> Call {
-        Call {
-            before: 0,
-            seq,
-            trap: 0,
-            object: 0,
-            class,
-            op: 2,
-        }
-    }
-
-    fn order(harts: &[&[(u64, u32)]]) -> RecordedOrder {
-        let harts: Vec<HartCalls> = harts
+    /// Hart events spelled as varints, each call `(at, op, place, object)`.
+    fn events(calls: &[(u64, u8, u64, Option<u64>)]) -> Vec<u8> {
+        let mut e = SyncEncoder::default();
+        let mut items: Vec<u64> = calls
             .iter()
-            .map(|calls| HartCalls {
-                calls: calls.iter().map(|&(s, c)| call(s, c)).collect(),
-                ..HartCalls::default()
+            .flat_map(|&(at, op, seq, object)| {
+                e.call(&SyncCall {
+                    at,
+                    op,
+                    seq,
+                    object: object.map(|o| (o, 1)),
+                    value: 0,
+                })
             })
             .collect();
-        // Five calls spelled in (at least) 20 bytes.
-        let mut order = RecordedOrder::new(20);
-        harts
-            .iter()
-            .flat_map(|h| &h.calls)
-            .for_each(|c| order.note(c));
-        order.finish(&harts, 2);
-        order
+        let last = calls.last().map_or(0, |c| c.0 + 1);
+        items.extend(e.end(last, 0x8000_0000));
+        // LEB128, as the trace spells its items.
+        let mut bytes = Vec::new();
+        for mut v in items {
+            while v >= 0x80 {
+                bytes.push(v as u8 | 0x80);
+                v >>= 7;
+            }
+            bytes.push(v as u8);
+        }
+        bytes
     }
 
     #[test]
-    fn calls_met_in_the_recorded_order_of_their_class_are_in_order() {
-        // Class 0: places 0, 2, 3; class 1: 1, 4 (the run's every call).
-        let mut o = order(&[&[(0, 0), (3, 0)], &[(1, 1), (2, 0), (4, 1)]]);
-        assert!(o.in_order(&call(0, 0)));
-        assert!(o.in_order(&call(1, 1)));
-        // Place 3 met before place 2: both out of order.
-        assert!(!o.in_order(&call(3, 0)));
-        assert!(!o.in_order(&call(2, 0)));
-        assert!(o.in_order(&call(4, 1)));
+    fn each_call_is_ranked_in_its_class_by_its_place_in_the_run() {
+        // Sends (2) and receives (3) on one channel, and a call on none.
+        let harts = [
+            events(&[(5, 2, 0, Some(0x100)), (9, 2, 3, Some(0x100))]),
+            events(&[
+                (4, 3, 1, Some(0x100)),
+                (6, 0, 2, None),
+                (8, 3, 4, Some(0x100)),
+            ]),
+        ];
+        let calls = decode(&harts).unwrap();
+        let got = |h: usize| -> Vec<(u64, u32, u32)> {
+            calls.harts[h]
+                .calls
+                .iter()
+                .map(|c| (c.before, c.class, c.rank))
+                .collect()
+        };
+        let (send, recv, harts_call) = (0, 1, 2);
+        assert_eq!(got(0), [(5, send, 0), (9, send, 1)]);
+        assert_eq!(got(1), [(4, recv, 0), (6, harts_call, 0), (8, recv, 1)]);
+        assert_eq!(calls.objects, [(0x100, 1)]);
+        assert_eq!(calls.classes[recv as usize], (0, SyncOp(3)));
+        assert_eq!(calls.classes[harts_call as usize], (NONE, SyncOp(0)));
+        assert_eq!(place_of(1, &harts[1], 2).unwrap(), 4);
     }
 
     #[test]
-    fn places_far_apart_or_repeated_are_sorted_alike() {
-        // Far apart: not laid out by place.
-        let mut o = order(&[&[(1_000_000, 0)], &[(7, 0), (9_000_000, 0)]]);
-        assert!(o.in_order(&call(7, 0)));
-        assert!(o.in_order(&call(1_000_000, 0)));
-        assert!(!o.in_order(&call(5, 0)));
-        // Repeated (a damaged trace): each copy in its turn.
-        let mut o = order(&[&[(3, 0)], &[(3, 0)]]);
-        assert!(o.in_order(&call(3, 0)));
-        assert!(o.in_order(&call(3, 0)));
-        assert!(!o.in_order(&call(3, 0)));
+    fn two_calls_in_one_place_are_refused() {
+        let harts = [
+            events(&[(5, 2, 0, Some(0x100))]),
+            events(&[(4, 3, 0, Some(0x100))]),
+        ];
+        let e = decode(&harts).err().unwrap().to_string();
+        assert!(e.contains("two calls in place 0"), "{e}");
     }
 }

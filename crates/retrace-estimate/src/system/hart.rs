@@ -19,8 +19,8 @@
 //! replay one after the other with one estimator and one memo
 //! ([`Shared`]), so what one hart's replay learnt the next one reuses.
 
-use super::calls::HartCalls;
-use crate::estimator::{Estimator, Fidelity};
+use super::calls::{Call, HartCalls};
+use crate::estimator::{Counters, DcacheTerm, Ecall, Estimator, Fidelity};
 use crate::machine::TraceHistory;
 use crate::source::TraceSource;
 use crate::span::{span_step, SpanStep, Spans};
@@ -175,19 +175,28 @@ pub(super) fn replay_hart<S: TraceSource + ?Sized>(
         current: None,
         runs: Vec::new(),
     });
-    let ats = std::mem::take(&mut calls.ats);
-    // A call recorded where the replay has no `ecall`.
-    let misplaced = |k: usize, done: u64| {
-        ReplayError::System(format!(
-            "hart {h}'s synchronisation call #{k} is recorded after {} instructions, where the replay has no `ecall` ending a partial program (it reached {done}): the trace does not fit this program",
-            ats[k]
-        ))
+    let mut found = Found {
+        hart: h,
+        calls: &mut calls.calls,
+        next: 0,
+        last_at: 0,
+        dcache: est.dcache_term(),
+        error: None,
     };
-    let mut found = 0usize;
     loop {
         let mut ended = None;
         if let Some(spans) = spans.as_mut() {
-            match span_step(table, &mut history, est, spans, &mut walker, u64::MAX)? {
+            let mut stretch = |start: &Counters, ecalls: &[Ecall]| {
+                for e in ecalls {
+                    found.ecall(
+                        start.instructions + e.at,
+                        start.cycles + e.before,
+                        start.cycles + e.after,
+                        start.mem_ops + e.mem_ops,
+                    );
+                }
+            };
+            match span_step(table, &mut history, est, spans, &mut walker, &mut stretch)? {
                 SpanStep::Moved => ended = Some(false),
                 SpanStep::Finished => ended = Some(true),
                 SpanStep::Nothing => {}
@@ -200,41 +209,29 @@ pub(super) fn replay_hart<S: TraceSource + ?Sized>(
                 walker.step(table, &mut history, &mut Tracked { est, functions })?
             }
         };
-        // The `ecall`s just replayed: the calls among them (the others are
-        // not the synchronisation API's).
-        let mut noted = std::mem::take(est.ecalls());
-        for e in &noted {
-            match ats.get(found) {
-                Some(&at) if at == e.at => {
-                    let call = &mut calls.calls[found];
-                    call.before = e.before + est.dcache_cycles_at(e.mem_ops);
-                    call.trap = u32::try_from(e.after - e.before).map_err(|_| {
-                        ReplayError::System(format!(
-                            "hart {h}'s `ecall` at instruction {at} takes {} cycles: more than this replay counts",
-                            e.after - e.before
-                        ))
-                    })?;
-                    found += 1;
-                }
-                Some(&at) if at < e.at => return Err(misplaced(found, e.at)),
-                _ => {}
-            }
+        // The `ecall`s the estimator timed itself.
+        for e in est.ecalls().drain(..) {
+            found.ecall(e.at, e.before, e.after, e.mem_ops);
         }
-        noted.clear();
-        *est.ecalls() = noted;
+        if let Some(e) = found.error.take() {
+            return Err(e);
+        }
         if ended {
             break;
         }
     }
+    let (found, last_at) = (found.next, found.last_at);
     walker.finish_code(table, &mut history)?;
     let stats = walker.stats();
     let busy = est.cycles() + est.dcache_cycles();
     let done = stats.instructions;
-    let mut last = found.checked_sub(1).filter(|&k| ats[k] + 1 == done);
+    // The replay ended right after the last call found, or at the next.
+    let mut last = found.checked_sub(1).filter(|_| last_at + 1 == done);
     let mut unretired = false;
-    if last.is_none() && found < ats.len() {
-        if ats[found] != done {
-            return Err(misplaced(found, done));
+    if last.is_none() && found < calls.calls.len() {
+        let at = calls.calls[found].before;
+        if at != done {
+            return Err(misplaced(h, found, at, done));
         }
         // The run stopped at this call, before its `ecall` retired (the
         // hart exited, or waited until the end).
@@ -269,6 +266,62 @@ pub(super) fn replay_hart<S: TraceSource + ?Sized>(
         runs,
         changed: walker.code_epoch != 0,
     })
+}
+
+/// Finds a hart's recorded calls among the `ecall`s its replay times, in
+/// order, and puts where each falls in the hart's busy cycles into its
+/// record.
+struct Found<'a> {
+    hart: usize,
+    /// The calls, those before `next` found ([`Call::before`]).
+    calls: &'a mut [Call],
+    /// The next call to find.
+    next: usize,
+    /// The instructions before the last found call's `ecall`.
+    last_at: u64,
+    dcache: DcacheTerm,
+    /// The first call the replay went past without an `ecall` there.
+    error: Option<ReplayError>,
+}
+
+impl Found<'_> {
+    /// An `ecall` after `at` instructions, `before` cycles before it and
+    /// `after` once it and the trap are done, after `mem_ops` memory
+    /// operations.
+    #[inline]
+    fn ecall(&mut self, at: u64, before: u64, after: u64, mem_ops: u64) {
+        match self.calls.get_mut(self.next) {
+            Some(call) if call.before == at => {
+                self.last_at = at;
+                call.before = before + self.dcache.cycles(mem_ops);
+                match u32::try_from(after - before) {
+                    Ok(trap) => call.trap = trap,
+                    Err(_) => {
+                        self.error.get_or_insert(ReplayError::System(format!(
+                            "hart {}'s `ecall` after {at} instructions takes {} cycles: more than this replay counts",
+                            self.hart,
+                            after - before
+                        )));
+                    }
+                }
+                self.next += 1;
+            }
+            Some(call) if call.before < at => {
+                let e = misplaced(self.hart, self.next, call.before, at);
+                self.error.get_or_insert(e);
+            }
+            // Another `ecall` (not the synchronisation API's).
+            _ => {}
+        }
+    }
+}
+
+/// Hart `h`'s call #`k`, recorded after `at` instructions, where its
+/// replay has no `ecall` (it went on to `done`).
+fn misplaced(h: usize, k: usize, at: u64, done: u64) -> ReplayError {
+    ReplayError::System(format!(
+        "hart {h}'s synchronisation call #{k} is recorded after {at} instructions, where the replay has no `ecall` ending a partial program (it reached {done}): the trace does not fit this program"
+    ))
 }
 
 /// A call that another hart completed just before the run stopped, its

@@ -196,6 +196,7 @@ impl<I: Iterator<Item = u64>> SyncEvents<I> {
         }
     }
 
+    #[cold]
     fn bad(&self, what: String) -> TraceError {
         TraceError::Corrupt {
             offset: 0,
@@ -203,15 +204,22 @@ impl<I: Iterator<Item = u64>> SyncEvents<I> {
         }
     }
 
+    #[inline]
     fn item(&mut self, what: &str) -> Result<u64, TraceError> {
         match self.items.next() {
             Some(v) => Ok(v),
-            None => Err(self.bad(format!("the stream ends inside an event ({what})"))),
+            None => Err(self.ends_inside(what)),
         }
+    }
+
+    #[cold]
+    fn ends_inside(&self, what: &str) -> TraceError {
+        self.bad(format!("the stream ends inside an event ({what})"))
     }
 
     /// The next event; `None` after the end record (and only if nothing
     /// follows it).
+    #[inline]
     pub fn next_event(&mut self) -> Result<Option<SyncEvent>, TraceError> {
         if self.ended {
             return Ok(None);
