@@ -345,47 +345,79 @@ fn replay_system<S: TraceSource + ?Sized>(
         objects,
         classes,
     } = decode(&events)?;
-    // Per core: what the replays of its harts share.
-    let mut shared: Vec<(&CoreModel, Option<Shared>)> = Vec::new();
-    let mut runs = Vec::with_capacity(n);
-    let mut dcache = Vec::with_capacity(n);
-    let mut recorded = recorded;
-    for (h, calls) in recorded.iter_mut().enumerate() {
-        let core = &cores[if cores.len() == 1 { 0 } else { h }];
-        let measured = core.dcache.as_ref().and_then(|dc| {
+    let core_of = |h: usize| &cores[if cores.len() == 1 { 0 } else { h }];
+    let dcache: Vec<Option<DcacheMeasurement>> = recorded
+        .iter()
+        .enumerate()
+        .map(|(h, calls)| {
+            let dc = core_of(h).dcache.as_ref()?;
             calls
                 .dcache
                 .iter()
                 .find(|m| (m.size, m.ways, m.line) == (dc.size, dc.ways, dc.line))
                 .copied()
-        });
-        dcache.push(measured);
-        let group = match shared.iter().position(|(c, _)| *c == core) {
-            Some(g) => g,
-            None => {
-                shared.push((core, None));
-                shared.len() - 1
-            }
-        };
-        let state = shared[group]
-            .1
-            .get_or_insert_with(|| Shared::new(table, core, fidelity, ranges.is_some()));
-        let run = replay_hart(
-            state,
-            entry,
-            trace,
-            &cache,
-            h,
-            calls,
-            measured.map_or(0.0, |m| m.miss_rate()),
-            ranges.as_ref(),
-        )?;
-        if run.changed {
-            shared[group].1 = None;
-        }
-        runs.push(run);
+        })
+        .collect();
+    // The harts' replays, on as many threads as there are CPUs, each
+    // taking a run of neighbouring harts in turn (the harts on one core of
+    // a thread share what their replays learn).
+    let threads = std::thread::available_parallelism()
+        .map(|t| t.get())
+        .unwrap_or(1)
+        .clamp(1, n);
+    let per_thread = n.div_ceil(threads);
+    let mut recorded = recorded;
+    let replayed: Vec<Result<Vec<HartRun>, ReplayError>> = std::thread::scope(|s| {
+        let jobs: Vec<_> = recorded
+            .chunks_mut(per_thread)
+            .enumerate()
+            .map(|(t, harts)| {
+                let (cache, ranges, dcache) = (&cache, ranges.as_ref(), &dcache);
+                s.spawn(move || {
+                    let mut shared: Vec<(&CoreModel, Option<Shared>)> = Vec::new();
+                    let mut runs = Vec::with_capacity(harts.len());
+                    for (i, calls) in harts.iter_mut().enumerate() {
+                        let h = t * per_thread + i;
+                        let core = core_of(h);
+                        let group = match shared.iter().position(|(c, _)| *c == core) {
+                            Some(g) => g,
+                            None => {
+                                shared.push((core, None));
+                                shared.len() - 1
+                            }
+                        };
+                        let state = shared[group].1.get_or_insert_with(|| {
+                            Shared::new(table, core, fidelity, ranges.is_some())
+                        });
+                        let run = replay_hart(
+                            state,
+                            entry,
+                            trace,
+                            cache,
+                            h,
+                            calls,
+                            dcache[h].map_or(0.0, |m| m.miss_rate()),
+                            ranges,
+                        )?;
+                        if run.changed {
+                            shared[group].1 = None;
+                        }
+                        runs.push(run);
+                    }
+                    Ok(runs)
+                })
+            })
+            .collect();
+        jobs.into_iter()
+            .map(|j| j.join().expect("replay thread panicked"))
+            .collect()
+    });
+    // The first hart's error, as a replay of one hart after the other
+    // would meet it.
+    let mut runs = Vec::with_capacity(n);
+    for r in replayed {
+        runs.extend(r?);
     }
-    drop(shared);
     drop(cache);
     let start_hz = |h: usize| hz.get(h).or(hz.first()).copied().unwrap_or(DEFAULT_HZ);
     // One frequency for every hart, and no `set_hz`: a hart's time is then

@@ -174,6 +174,7 @@ pub(super) fn place_of(hart: u16, events: &[u8], k: usize) -> Result<u64, TraceE
 
 /// The hart's next call (`None` after its end), taking in the events
 /// before it.
+#[inline]
 fn next_call(
     decoder: &mut SyncEvents<Varints<'_>>,
     hart: &mut HartCalls,
