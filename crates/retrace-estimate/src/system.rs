@@ -26,8 +26,10 @@
 //! its recorded calls ([`calls`]: decoded once into flat records) gets
 //! its busy cycles before the `ecall` and what the `ecall` and the trap
 //! take; then the unit orders the calls over those records alone, a few
-//! integers per call. The harts on one core replay one after the other
-//! with one memo, and memoised stretches run across calls.
+//! integers per call. The harts' replays run on a thread per CPU, each
+//! taking a run of neighbouring harts; a thread's harts on one core replay
+//! one after the other with one memo, and memoised stretches run across
+//! calls. The result does not depend on how the harts are shared out.
 //!
 //! Each hart's clock runs at its own frequency, which the hart may change
 //! (`set_hz`, from the end of that call on): the calls are ordered by the

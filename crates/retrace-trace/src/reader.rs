@@ -125,11 +125,19 @@ pub struct TraceReader<R: Read> {
 pub struct SegmentCache(std::sync::Arc<std::sync::Mutex<CachedSegments>>);
 
 struct CachedSegments {
-    /// By segment number: (stored length, checksum, decompressed bytes).
-    segments: Vec<Option<(u32, u32, std::sync::Arc<Vec<u8>>)>>,
+    /// By segment number.
+    segments: Vec<Option<CachedSegment>>,
     /// Decompressed bytes held, and the most it may hold.
     bytes: usize,
     budget: usize,
+}
+
+/// A segment as its header describes it, and its decompressed bytes.
+#[derive(Clone)]
+struct CachedSegment {
+    stored_len: u32,
+    crc: u32,
+    raw: std::sync::Arc<Vec<u8>>,
 }
 
 impl SegmentCache {
@@ -145,7 +153,7 @@ impl SegmentCache {
     fn get(&self, seq: u32, stored_len: u32, crc: u32) -> Option<std::sync::Arc<Vec<u8>>> {
         let c = self.0.lock().ok()?;
         match c.segments.get(seq as usize) {
-            Some(Some((len, sum, raw))) if (*len, *sum) == (stored_len, crc) => Some(raw.clone()),
+            Some(Some(s)) if (s.stored_len, s.crc) == (stored_len, crc) => Some(s.raw.clone()),
             _ => None,
         }
     }
@@ -162,7 +170,11 @@ impl SegmentCache {
             c.segments.resize(i + 1, None);
         }
         c.bytes += raw.len();
-        c.segments[i] = Some((stored_len, crc, std::sync::Arc::new(raw.to_vec())));
+        c.segments[i] = Some(CachedSegment {
+            stored_len,
+            crc,
+            raw: std::sync::Arc::new(raw.to_vec()),
+        });
     }
 }
 

@@ -16,8 +16,9 @@
 //! it — and a memoised stretch ([`crate::span`]) keeps those inside it,
 //! so stretches run across calls as anywhere else: a loop with calls in it
 //! is one lookup per stretch, whatever it calls. The harts on one core
-//! replay one after the other with one estimator and one memo
-//! ([`Shared`]), so what one hart's replay learnt the next one reuses.
+//! (of one thread, `super`) replay one after the other with one estimator
+//! and one memo ([`Shared`]), so what one hart's replay learnt the next
+//! one reuses.
 
 use super::calls::{Call, HartCalls};
 use crate::estimator::{Counters, DcacheTerm, Ecall, Estimator, Fidelity};
