@@ -260,6 +260,46 @@ pub struct Estimator {
     extra: Vec<(u64, u64)>,
     result: Estimate,
     span_stats: crate::span::SpanStats,
+    /// Whether to note the `ecall`s replayed ([`Estimator::noting_ecalls`]).
+    noting: bool,
+    /// The `ecall`s noted; their consumer drains them.
+    ecalls: Vec<Ecall>,
+}
+
+/// The data-cache term of an estimator: memory operations times the miss
+/// rate times the miss penalty, rounded (0 without a data cache).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DcacheTerm {
+    rate: f64,
+    /// The miss penalty; `None` without a data cache.
+    penalty: Option<u32>,
+}
+
+impl DcacheTerm {
+    /// The term after `mem_ops` memory operations.
+    #[inline]
+    pub fn cycles(self, mem_ops: u64) -> u64 {
+        match self.penalty {
+            Some(p) => (mem_ops as f64 * self.rate * f64::from(p)).round() as u64,
+            None => 0,
+        }
+    }
+}
+
+/// An `ecall` the replay executed (it ends its partial program): where,
+/// and the core's cycles just before it and once it and its trap are
+/// done. The replay of several harts meets the harts' synchronisation
+/// calls through these (`crate::system`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ecall {
+    /// Instructions executed before it.
+    pub at: u64,
+    /// Cycles before it (before the data-cache term).
+    pub before: u64,
+    /// Cycles after it and its trap (before the data-cache term).
+    pub after: u64,
+    /// Memory operations before it (and after: it is none).
+    pub mem_ops: u64,
 }
 
 impl Estimator {
@@ -292,7 +332,44 @@ impl Estimator {
             extra: Vec::new(),
             result: Estimate::default(),
             span_stats: Default::default(),
+            noting: false,
+            ecalls: Vec::new(),
         }
+    }
+
+    /// Start on another history (another hart's) with what this estimator
+    /// has learnt: the times of partial programs, the node graph and the
+    /// prefix times stay, for they depend on the core and the code alone;
+    /// the pipeline is idle again, the front end fresh (predictor, return
+    /// stack and I-cache are each hart's own), the totals 0 and the
+    /// data-cache term at `dcache_miss_rate`.
+    pub(crate) fn restart(&mut self, dcache_miss_rate: f64) {
+        let model = self.timer.model();
+        self.frontend = match self.fidelity {
+            Fidelity::Control => Frontend::new(model),
+            Fidelity::Fast => Frontend::stateless(model),
+        };
+        self.dcache_miss_rate = dcache_miss_rate;
+        self.sig = SignatureId::IDLE;
+        self.node = NO_NODE;
+        self.cycles = 0;
+        self.result = Estimate::default();
+        self.last_misses = 0;
+        self.extra.clear();
+        self.ecalls.clear();
+    }
+
+    /// Note every `ecall` replayed from now on ([`Estimator::ecalls`]).
+    pub(crate) fn noting_ecalls(mut self) -> Estimator {
+        self.noting = true;
+        self
+    }
+
+    /// The `ecall`s noted and not yet taken, in order (empty when not
+    /// noting).
+    #[inline]
+    pub(crate) fn ecalls(&mut self) -> &mut Vec<Ecall> {
+        &mut self.ecalls
     }
 
     /// Set the data-cache miss rate (e.g. once the trace's measurements have
@@ -347,12 +424,15 @@ impl Estimator {
     /// The data-cache term so far: the memory operations walked so far
     /// times the miss rate and the miss penalty (0 without a data cache).
     pub fn dcache_cycles(&self) -> u64 {
-        match &self.model().dcache {
-            Some(dc) => {
-                (self.result.mem_ops as f64 * self.dcache_miss_rate * f64::from(dc.miss_penalty))
-                    .round() as u64
-            }
-            None => 0,
+        self.dcache_term().cycles(self.result.mem_ops)
+    }
+
+    /// The data-cache term, as a function of the memory operations.
+    #[inline]
+    pub(crate) fn dcache_term(&self) -> DcacheTerm {
+        DcacheTerm {
+            rate: self.dcache_miss_rate,
+            penalty: self.model().dcache.as_ref().map(|dc| dc.miss_penalty),
         }
     }
 
@@ -388,6 +468,26 @@ impl Estimator {
     #[inline]
     pub(crate) fn node_count(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// How many `ecall`s are noted and not yet taken.
+    #[inline]
+    pub(crate) fn ecalls_noted(&self) -> usize {
+        self.ecalls.len()
+    }
+
+    /// The `ecall`s noted after the first `from`, relative to the running
+    /// totals `start` (what a memoised stretch from there holds).
+    pub(crate) fn ecalls_since(&self, from: usize, start: &Counters) -> Box<[Ecall]> {
+        self.ecalls[from..]
+            .iter()
+            .map(|e| Ecall {
+                at: e.at - start.instructions,
+                before: e.before - start.cycles,
+                after: e.after - start.cycles,
+                mem_ops: e.mem_ops - start.mem_ops,
+            })
+            .collect()
     }
 
     /// The running totals.
@@ -652,9 +752,10 @@ impl Estimator {
     }
 }
 
-impl Visit<PpTable> for Estimator {
+impl Estimator {
+    /// Time the whole of `pp`, left `how` for `next` ([`Visit::pp`]).
     #[inline]
-    fn pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
+    fn time_pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
         let f = self.facts(table, pp);
         let (len, last, backward, after, mem_ops) = (f.len, f.last, f.backward, f.after, f.mem_ops);
         self.result.instructions += u64::from(len);
@@ -730,6 +831,38 @@ impl Visit<PpTable> for Estimator {
         e.exit_sig = exit_sig;
         e.visits += 1;
         self.node = next_node;
+    }
+
+    /// Note the `ecall` that ends `pp`, just timed from signature `entry`
+    /// after `before` cycles: the cycles before it are its prefix's.
+    #[cold]
+    fn note_ecall(&mut self, table: &PpTable, pp: PpId, entry: SignatureId, before: u64) {
+        let len = self.facts[pp.index()].len;
+        let prefix = match len {
+            0 | 1 => 0,
+            _ => self.prefix_cycles(table, pp, entry, len - 1),
+        };
+        let ecall = Ecall {
+            at: self.result.instructions - 1,
+            before: before + prefix,
+            after: self.cycles,
+            mem_ops: self.result.mem_ops,
+        };
+        self.ecalls.push(ecall);
+    }
+}
+
+impl Visit<PpTable> for Estimator {
+    #[inline]
+    fn pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
+        if !self.noting {
+            return self.time_pp(table, pp, how, next);
+        }
+        let (entry, before) = (self.entry_signature(pp), self.cycles);
+        self.time_pp(table, pp, how, next);
+        if self.facts[pp.index()].traps {
+            self.note_ecall(table, pp, entry, before);
+        }
     }
 
     fn last(&mut self, table: &PpTable, pp: PpId, executed: u32) {
