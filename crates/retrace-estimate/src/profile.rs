@@ -14,6 +14,7 @@
 use crate::estimator::Estimator;
 use crate::walk::{Leave, Visit};
 use retrace_program::{FunctionRanges, PpId, PpTable, Program};
+use retrace_sim::attribution::{InstructionCost, PerInstruction};
 use retrace_sim::functions::{FrameTracker, FunctionMap};
 use retrace_timing::SignatureId;
 use rustc_hash::FxHashMap;
@@ -69,6 +70,11 @@ pub struct Profile {
     pub branches: Vec<BranchProfile>,
     /// Partial programs, most cycles first.
     pub hottest: Vec<PpProfile>,
+    /// Per instruction address: executions, cycles, mispredictions and
+    /// I-cache misses, by the rule of [`retrace_sim::attribution`] (empty
+    /// unless the estimator was [`Estimator::attributing`]). The data-cache
+    /// term is not in it.
+    pub instructions: PerInstruction,
 }
 
 /// The functions a partial program's instructions lie in: one for all,
@@ -92,6 +98,10 @@ pub struct Profiler {
     tracker: FrameTracker,
     instructions: u64,
     branches: FxHashMap<u64, (u64, u64)>,
+    /// The last instruction issued: a trap's cycles are charged to it.
+    last_pc: Option<u64>,
+    /// Per instruction address, the traps charged so far.
+    traps: FxHashMap<u64, u64>,
 }
 
 impl Profiler {
@@ -108,6 +118,8 @@ impl Profiler {
             tracker,
             instructions: 0,
             branches: FxHashMap::default(),
+            last_pc: None,
+            traps: FxHashMap::default(),
         }
     }
 
@@ -195,8 +207,25 @@ impl Profiler {
         }
     }
 
+    /// The first `executed` instructions of `pp` issued: remember the last
+    /// (a trap after them is charged to it).
+    fn issued(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        if executed > 0 && pp != crate::machine::INVALID {
+            self.last_pc = table
+                .insts(pp)
+                .nth(executed as usize - 1)
+                .map(|(pc, _)| pc.get());
+        }
+    }
+
     /// Build the profile after the walk (closes frames still open).
     pub fn finish(mut self, table: &PpTable) -> (Profile, Estimator) {
+        let mut per_inst: FxHashMap<u64, InstructionCost> = FxHashMap::default();
+        self.estimator.per_instruction(&mut per_inst);
+        for (&pc, &c) in &self.traps {
+            per_inst.entry(pc).or_default().cycles += c;
+        }
+        let instructions: PerInstruction = per_inst.into_iter().collect();
         self.tracker
             .finish(self.estimator.cycles(), self.instructions);
         let mut funcs: Vec<FunctionProfile> = self
@@ -250,6 +279,7 @@ impl Profiler {
                 functions: funcs,
                 branches,
                 hottest,
+                instructions,
             },
             self.estimator,
         )
@@ -262,6 +292,9 @@ impl Visit<PpTable> for Profiler {
         let entry = self.estimator.entry_signature(pp);
         self.estimator.pp(table, pp, how, next);
         self.ran(table, pp, table.get(pp).len, before, entry);
+        if pp != crate::machine::INVALID {
+            self.last_pc = Some(table.get(pp).last.get());
+        }
         let after = self.estimator.cycles();
         match how {
             Leave::Branch(taken) => {
@@ -289,6 +322,7 @@ impl Visit<PpTable> for Profiler {
         let entry = self.estimator.entry_signature(pp);
         self.estimator.last(table, pp, executed);
         self.ran(table, pp, executed, before, entry);
+        self.issued(table, pp, executed);
     }
 
     fn trap(&mut self, table: &PpTable, pp: PpId, executed: u32) {
@@ -298,6 +332,11 @@ impl Visit<PpTable> for Profiler {
         // The trap's own cost goes to the function executing: the next
         // change charges it there, as the cycle-level engine does.
         self.ran(table, pp, executed, before, entry);
+        self.issued(table, pp, executed);
+        let c = self.estimator.take_trap_cycles();
+        if let (Some(pc), true) = (self.last_pc, c > 0) {
+            *self.traps.entry(pc).or_default() += c;
+        }
     }
 
     fn cut(&mut self, table: &PpTable, pp: PpId, executed: u32) {
@@ -305,5 +344,6 @@ impl Visit<PpTable> for Profiler {
         let entry = self.estimator.entry_signature(pp);
         self.estimator.cut(table, pp, executed);
         self.ran(table, pp, executed, before, entry);
+        self.issued(table, pp, executed);
     }
 }
