@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 pub mod aggregate;
+pub mod annotate;
 pub mod bench;
 pub mod cfg;
 pub mod clock;
@@ -54,6 +55,8 @@ pub enum Command {
     Compare(compare::Args),
     /// Cycles per function, branch probabilities and hot spots from a trace.
     Profile(profile::Args),
+    /// Cycles, executions, mispredictions and I-cache misses per source line and instruction.
+    Annotate(annotate::Args),
     /// List the built-in target cores.
     Cores(cores::Args),
     /// Measure what recording and estimating cost against a plain run and
@@ -78,6 +81,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Estimate(a) => estimate::main(a),
         Command::Compare(a) => compare::main(a),
         Command::Profile(a) => profile::main(a),
+        Command::Annotate(a) => annotate::main(a),
         Command::Cores(a) => cores::main(a),
         Command::Bench(a) => bench::main(a),
         Command::Lbr(c) => lbr::main(c),

@@ -230,17 +230,67 @@ impl Report for ProfileReport {
     }
 }
 
+/// A program profiled on one core from its trace: what `profile` and
+/// `annotate` both start from.
+pub struct Profiled {
+    /// The program.
+    pub elf: retrace_program::Elf,
+    /// Its file's bytes (its DWARF).
+    pub bytes: Vec<u8>,
+    /// The program as the user named it.
+    pub shown: String,
+    /// The core.
+    pub core: retrace_timing::CoreModel,
+    /// The analysed program.
+    pub program: retrace_program::Program,
+    /// The replay's fidelity.
+    pub fidelity: Fidelity,
+    /// The profile.
+    pub profile: retrace_estimate::Profile,
+    /// The estimate.
+    pub estimate: retrace_estimate::Estimate,
+}
+
+/// Load `program`, check `trace` against it and profile it on `core`.
+pub fn profiled(
+    program: &std::path::Path,
+    trace: &std::path::Path,
+    core: &str,
+    fidelity: FidelityArg,
+) -> anyhow::Result<Profiled> {
+    let (elf, bytes) = load_elf_bytes(program)?;
+    let shown = program.display().to_string();
+    check_trace(trace, &elf, &shown)?;
+    let core = load_core(core)?;
+    check_xlen(&core, &elf, &shown)?;
+    let analysed = analyse(&elf, &shown)?;
+    let fidelity = Fidelity::from(fidelity);
+    let (profile, estimate) =
+        profile_trace(&analysed, trace, &core, fidelity).map_err(|err| replay_error(trace, err))?;
+    Ok(Profiled {
+        elf,
+        bytes,
+        shown,
+        core,
+        program: analysed,
+        fidelity,
+        profile,
+        estimate,
+    })
+}
+
 /// Entry point of `retrace profile`.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
-    let (elf, bytes) = load_elf_bytes(&args.program)?;
-    let shown = args.program.display().to_string();
-    check_trace(&args.trace, &elf, &shown)?;
-    let core = load_core(&args.core)?;
-    check_xlen(&core, &elf, &shown)?;
-    let program = analyse(&elf, &shown)?;
-    let fidelity = Fidelity::from(args.fidelity);
-    let (p, e) = profile_trace(&program, &args.trace, &core, fidelity)
-        .map_err(|err| replay_error(&args.trace, err))?;
+    let Profiled {
+        elf,
+        bytes,
+        shown,
+        core,
+        program,
+        fidelity,
+        profile: p,
+        estimate: e,
+    } = profiled(&args.program, &args.trace, &args.core, args.fidelity)?;
     if let Some(path) = &args.sample_profile {
         let text = sample_profile(&p, &program.table, &bytes).map_err(|e| {
             tag(

@@ -14,11 +14,15 @@
 //! - [`system`] replays a multi-hart trace, a core per hart, the harts
 //!   meeting at their synchronisation calls (US patent 8,448,140's
 //!   multiprocessor estimation).
+//! - [`annotate`] is `retrace annotate`'s view: per instruction and per
+//!   source line, what a replay charged (the profile's per-instruction
+//!   costs, [`Profile::instructions`]).
 //! - [`compare`] is the pipeline that judges an estimate: the cycle-level
 //!   engine for reference, a recording in memory, the estimates from it.
 #![deny(missing_docs)]
 
 pub mod aggregate;
+pub mod annotate;
 pub mod compare;
 mod estimator;
 mod machine;
