@@ -272,3 +272,45 @@ fn hot_addresses_have_source_lines() {
         .unwrap()
         .starts_with("src/crc32.c:"));
 }
+
+/// The costliest branches: every mispredicted conditional branch, sorted by
+/// the cycles its mispredictions cost (each the core's mispredict penalty),
+/// whose mispredictions add up to the cycle-level engine's count
+/// (`retrace run --core`), with its source line.
+#[test]
+fn costliest_branches_add_up_to_the_engine_s_mispredictions() {
+    let dir = scratch("costliest");
+    let j = profile_json(&dir, "p.rtrace", "rocket", "control");
+    let rows = j["costliest_branches"].as_array().unwrap();
+    assert!(rows.len() > 3, "{j}");
+    let cost = |r: &Value| n(&r["mispredict_cycles"]);
+    assert!(rows.windows(2).all(|w| cost(&w[0]) >= cost(&w[1])), "{j}");
+    let penalty = cost(&rows[0]) / n(&rows[0]["mispredicts"]);
+    assert!(penalty > 0);
+    for r in rows {
+        assert_eq!(cost(r), n(&r["mispredicts"]) * penalty, "{r}");
+        assert!(n(&r["mispredicts"]) <= n(&r["executed"]), "{r}");
+    }
+    assert!(
+        rows[0]["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("src/crc32.c:"),
+        "{j}"
+    );
+    // The program exits with its checksum's code: the report is the last
+    // line of its output.
+    let run = retrace(
+        &dir,
+        &["run", "p.elf", "--core", "rocket", "--format", "json"],
+    );
+    let run = String::from_utf8_lossy(&run.stdout);
+    let run: Value = serde_json::from_str(run.lines().last().unwrap()).unwrap();
+    let sum: u64 = rows.iter().map(|r| n(&r["mispredicts"])).sum();
+    assert_eq!(sum, n(&run["mispredicts"]));
+    let text = stdout(&retrace(
+        &dir,
+        &["profile", "p.elf", "p.rtrace", "--core", "rocket"],
+    ));
+    assert!(text.contains("costliest branch"), "{text}");
+}

@@ -29,6 +29,8 @@ use std::process::ExitCode;
     figures are the cycle-level engine's. The data-cache term is estimated for the\n  \
     whole run, not per function: the header gives it, and percentages are of the\n  \
     header's total.\n\n\
+    Costliest branches: the conditional branches whose mispredictions cost the most\n\
+    cycles on the core (mispredictions x its mispredict penalty).\n\n\
     Branches and partial programs name their source line (file:line of the innermost\n\
     inlined frame) when the program has debugging information (-g).\n\n\
     Examples:\n  \
@@ -96,6 +98,28 @@ pub struct BranchRow {
     pub taken_probability: f64,
 }
 
+/// A conditional branch whose mispredictions cost cycles.
+#[derive(Serialize)]
+pub struct CostlyBranchRow {
+    /// Its address.
+    #[serde(serialize_with = "hex")]
+    pub pc: u64,
+    /// Its address as `symbol+offset`.
+    #[serde(rename = "where")]
+    pub at: String,
+    /// Its source line, `file:line` (null without debugging information).
+    pub source: Option<String>,
+    /// Times executed.
+    pub executed: u64,
+    /// taken / executed.
+    pub taken_probability: f64,
+    /// Times the core mispredicted it.
+    pub mispredicts: u64,
+    /// The cycles those mispredictions cost (each the core's mispredict
+    /// penalty).
+    pub mispredict_cycles: u64,
+}
+
 /// One of the hottest partial programs.
 #[derive(Serialize)]
 pub struct HotRow {
@@ -142,6 +166,8 @@ pub struct ProfileReport {
     pub functions: Vec<FunctionRow>,
     /// The most executed branches.
     pub branches: Vec<BranchRow>,
+    /// The branches whose mispredictions cost the most cycles.
+    pub costliest_branches: Vec<CostlyBranchRow>,
     /// The partial programs with the most cycles.
     pub hottest_partial_programs: Vec<HotRow>,
 }
@@ -202,6 +228,24 @@ impl Report for ProfileReport {
                 b.at,
                 thousands(b.executed),
                 b.taken as f64 * 100.0 / b.executed.max(1) as f64,
+                b.source.as_deref().unwrap_or("")
+            );
+        }
+        let _ = writeln!(
+            o,
+            "\n{:<34} {:>14} {:>8} {:>12} {:>14} {:>7}  source",
+            "costliest branch", "executed", "taken", "mispredicts", "cycles", "%"
+        );
+        for b in &self.costliest_branches {
+            let _ = writeln!(
+                o,
+                "{:<34} {:>14} {:>7.2}% {:>12} {:>14} {:>6.2}%  {}",
+                b.at,
+                thousands(b.executed),
+                b.taken_probability * 100.0,
+                thousands(b.mispredicts),
+                thousands(b.mispredict_cycles),
+                b.mispredict_cycles as f64 * 100.0 / total,
                 b.source.as_deref().unwrap_or("")
             );
         }
@@ -310,7 +354,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     }
     let describe = |pc: u64| elf.describe(pc).unwrap_or_else(|| format!("{pc:#x}"));
     // Source lines of the addresses shown, where the program has DWARF.
+    let costliest = p.costliest_branches();
     let shown_addrs: Vec<u64> = (p.branches.iter().take(args.top).map(|b| b.pc))
+        .chain(costliest.iter().take(args.top).map(|b| b.pc))
         .chain(p.hottest.iter().take(args.top).map(|h| h.start))
         .collect();
     let sources: std::collections::HashMap<u64, String> = locate(&bytes, &shown_addrs)
@@ -354,6 +400,19 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                 executed: b.executed,
                 taken: b.taken,
                 taken_probability: b.taken as f64 / b.executed.max(1) as f64,
+            })
+            .collect(),
+        costliest_branches: costliest
+            .iter()
+            .take(args.top)
+            .map(|b| CostlyBranchRow {
+                pc: b.pc,
+                at: describe(b.pc),
+                source: source(b.pc),
+                executed: b.executed,
+                taken_probability: b.taken as f64 / b.executed.max(1) as f64,
+                mispredicts: b.mispredicts,
+                mispredict_cycles: b.mispredict_cycles,
             })
             .collect(),
         hottest_partial_programs: p

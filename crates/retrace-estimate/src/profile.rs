@@ -46,6 +46,13 @@ pub struct BranchProfile {
     pub executed: u64,
     /// Of which taken.
     pub taken: u64,
+    /// Of which mispredicted (by the core's predictor under `control`, its
+    /// static prediction under `fast`); 0 unless the profile has
+    /// per-instruction costs.
+    pub mispredicts: u64,
+    /// The cycles those mispredictions cost: each one the core's
+    /// `mispredict_penalty`, which the timing rule adds to the branch.
+    pub mispredict_cycles: u64,
 }
 
 /// One partial program's share.
@@ -66,7 +73,8 @@ pub struct PpProfile {
 pub struct Profile {
     /// Functions with any activity, most exclusive cycles first.
     pub functions: Vec<FunctionProfile>,
-    /// Branches, most executed first.
+    /// Branches, most executed first ([`Profile::costliest_branches`]
+    /// orders them by what their mispredictions cost).
     pub branches: Vec<BranchProfile>,
     /// Partial programs, most cycles first.
     pub hottest: Vec<PpProfile>,
@@ -75,6 +83,25 @@ pub struct Profile {
     /// unless the estimator was [`Estimator::attributing`]). The data-cache
     /// term is not in it.
     pub instructions: PerInstruction,
+}
+
+impl Profile {
+    /// The branches that mispredicted, the cycles their mispredictions
+    /// cost first (then the most executed, then by address).
+    pub fn costliest_branches(&self) -> Vec<BranchProfile> {
+        let mut v: Vec<BranchProfile> = self
+            .branches
+            .iter()
+            .filter(|b| b.mispredicts > 0)
+            .copied()
+            .collect();
+        v.sort_by(|a, b| {
+            (b.mispredict_cycles, b.executed)
+                .cmp(&(a.mispredict_cycles, a.executed))
+                .then(a.pc.cmp(&b.pc))
+        });
+        v
+    }
 }
 
 /// The functions a partial program's instructions lie in: one for all,
@@ -226,6 +253,7 @@ impl Profiler {
             per_inst.entry(pc).or_default().cycles += c;
         }
         let instructions: PerInstruction = per_inst.into_iter().collect();
+        let penalty = u64::from(self.estimator.model().branch.mispredict_penalty);
         self.tracker
             .finish(self.estimator.cycles(), self.instructions);
         let mut funcs: Vec<FunctionProfile> = self
@@ -267,10 +295,15 @@ impl Profiler {
         let mut branches: Vec<BranchProfile> = self
             .branches
             .iter()
-            .map(|(&pc, &(executed, taken))| BranchProfile {
-                pc,
-                executed,
-                taken,
+            .map(|(&pc, &(executed, taken))| {
+                let mispredicts = instructions.get(&pc).map_or(0, |c| c.mispredicts);
+                BranchProfile {
+                    pc,
+                    executed,
+                    taken,
+                    mispredicts,
+                    mispredict_cycles: mispredicts * penalty,
+                }
             })
             .collect();
         branches.sort_by(|a, b| b.executed.cmp(&a.executed).then(a.pc.cmp(&b.pc)));
