@@ -3,12 +3,14 @@
 //! programs — on a chosen core, from the trace alone.
 
 use super::common::{
-    analyse, check_trace, check_xlen, display, load_core, load_elf_bytes, replay_error, thousands,
-    FidelityArg,
+    analyse, check_trace, check_xlen, create_output, display, load_core, load_elf_bytes,
+    replay_error, thousands, FidelityArg,
 };
-use crate::report::{csv_of, hex, print, FormatArgs, Report};
+use crate::report::{csv_of, emit, hex, Format, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
+use retrace_estimate::annotate::Lines;
+use retrace_estimate::callgrind::{callgrind, Header as CallgrindHeader};
 use retrace_estimate::sample_profile::sample_profile;
 use retrace_estimate::{profile_trace, Fidelity};
 use retrace_program::lines::locate;
@@ -36,6 +38,7 @@ use std::process::ExitCode;
     Examples:\n  \
     retrace profile prog.elf prog.rtrace\n  \
     retrace profile prog.elf prog.rtrace --core rocket --top 20 --format json\n  \
+    retrace profile prog.elf prog.rtrace --core rocket --format callgrind -o callgrind.out.1\n  \
     retrace profile prog.elf prog.rtrace --sample-profile prog.prof   (for clang -fprofile-sample-use)"
 )]
 pub struct Args {
@@ -59,9 +62,32 @@ pub struct Args {
     /// (docs/TIMING.md, "A sample profile for clang").
     #[arg(long, value_name = "FILE")]
     pub sample_profile: Option<PathBuf>,
-    /// Output format (csv: the functions table).
-    #[command(flatten)]
-    pub output: FormatArgs,
+    /// Output format: text for people; json or csv (the functions table)
+    /// for machines; callgrind for KCachegrind, QCachegrind and
+    /// `callgrind_annotate` (estimated cycles and instructions per source
+    /// line and instruction, and the call graph; docs/REPORTS.md).
+    #[arg(long, value_enum, default_value_t = ProfileFormat::Text, value_name = "FORMAT")]
+    pub format: ProfileFormat,
+    /// The same as --format json (kept for existing scripts).
+    #[arg(long, hide = true)]
+    pub json: bool,
+    /// Write the output to FILE instead of the standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// How `retrace profile` writes its result: the report formats, and
+/// callgrind's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileFormat {
+    /// Tables for people.
+    Text,
+    /// One JSON value.
+    Json,
+    /// The functions table as comma-separated values.
+    Csv,
+    /// Callgrind's profile format.
+    Callgrind,
 }
 
 /// One function's cycles.
@@ -429,6 +455,47 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             })
             .collect(),
     };
-    print(&report, args.output.get())?;
+    let format = match (args.json, args.format) {
+        (true, _) | (_, ProfileFormat::Json) => Format::Json,
+        (_, ProfileFormat::Text) => Format::Text,
+        (_, ProfileFormat::Csv) => Format::Csv,
+        (_, ProfileFormat::Callgrind) => {
+            let ranges = retrace_program::FunctionRanges::of_program(&program);
+            let mut addrs: Vec<u64> = p.instructions.keys().copied().collect();
+            addrs.extend(ranges.ranges.iter().map(|r| r.0));
+            let lines = Lines::of(&bytes, &addrs);
+            let text = callgrind(
+                &p,
+                &ranges,
+                &lines,
+                &CallgrindHeader {
+                    command: &report.program,
+                    core: &format!("{} ({fidelity})", report.core),
+                    dcache_cycles: report.dcache_cycles.unwrap_or(0),
+                },
+            );
+            write_out(args.output.as_deref(), &text)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    write_out(args.output.as_deref(), &report.render(format)?)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `text` to `path`, or to the standard output without one.
+fn write_out(path: Option<&std::path::Path>, text: &str) -> anyhow::Result<()> {
+    match path {
+        None => emit(text),
+        Some(path) => {
+            use std::io::Write as _;
+            create_output(path, "the profile")?
+                .write_all(text.as_bytes())
+                .map_err(|e| {
+                    tag(
+                        anyhow!("cannot write the profile to {}: {e}", path.display()),
+                        Status::BadInput,
+                    )
+                })
+        }
+    }
 }

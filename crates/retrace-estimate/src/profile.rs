@@ -1,6 +1,9 @@
 //! The seed's by-products of a replay (embodiment 1, step 5): cycles per
 //! function, inclusive and exclusive, call counts, each branch's taken
-//! probability, and the hottest partial programs — for one core.
+//! probability, and the hottest partial programs — for one core; and, for
+//! `retrace annotate` and callgrind's format, each instruction's cost
+//! (through [`Estimator::per_instruction`]) and the call graph with the
+//! inclusive cost of every call site.
 //!
 //! Cycles go to functions by the one rule of [`retrace_sim::functions`],
 //! through the same [`FrameTracker`] the cycle-level engine drives, over
@@ -55,6 +58,24 @@ pub struct BranchProfile {
     pub mispredict_cycles: u64,
 }
 
+/// The calls from one call site to one function, with their inclusive
+/// cost: from just after the call instruction to just after the return
+/// that matched it (a call that never returned, to the end of the run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallEdge {
+    /// Address of the call instruction.
+    pub site: u64,
+    /// Index of the function called, into the profile's function ranges
+    /// ([`retrace_program::FunctionRanges::of_program`]).
+    pub callee: usize,
+    /// Calls made.
+    pub calls: u64,
+    /// Cycles inside them, callees included.
+    pub cycles: u64,
+    /// Instructions executed inside them, callees included.
+    pub instructions: u64,
+}
+
 /// One partial program's share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PpProfile {
@@ -83,6 +104,9 @@ pub struct Profile {
     /// unless the estimator was [`Estimator::attributing`]). The data-cache
     /// term is not in it.
     pub instructions: PerInstruction,
+    /// The call graph: per call site and function called, the calls and
+    /// their inclusive cost; by site, then callee.
+    pub calls: Vec<CallEdge>,
 }
 
 impl Profile {
@@ -129,6 +153,11 @@ pub struct Profiler {
     last_pc: Option<u64>,
     /// Per instruction address, the traps charged so far.
     traps: FxHashMap<u64, u64>,
+    /// Calls not yet returned from: site, function called, cycles and
+    /// instructions when it was made.
+    call_stack: Vec<(u64, Option<usize>, u64, u64)>,
+    /// Per (call site, function called): calls, cycles, instructions.
+    edges: FxHashMap<(u64, usize), (u64, u64, u64)>,
 }
 
 impl Profiler {
@@ -147,6 +176,8 @@ impl Profiler {
             branches: FxHashMap::default(),
             last_pc: None,
             traps: FxHashMap::default(),
+            call_stack: Vec::new(),
+            edges: FxHashMap::default(),
         }
     }
 
@@ -245,8 +276,37 @@ impl Profiler {
         }
     }
 
+    /// The innermost call open returned (or the run ended, `at` cycles and
+    /// `instructions` in): charge its edge.
+    fn returned(&mut self, at: u64, instructions: u64) {
+        if let Some((site, Some(callee), c0, i0)) = self.call_stack.pop() {
+            let e = self.edges.entry((site, callee)).or_default();
+            e.0 += 1;
+            e.1 += at - c0;
+            e.2 += instructions - i0;
+        }
+    }
+
     /// Build the profile after the walk (closes frames still open).
     pub fn finish(mut self, table: &PpTable) -> (Profile, Estimator) {
+        let (end, insns) = (self.estimator.cycles(), self.instructions);
+        while !self.call_stack.is_empty() {
+            self.returned(end, insns);
+        }
+        let mut calls: Vec<CallEdge> = self
+            .edges
+            .iter()
+            .map(
+                |(&(site, callee), &(calls, cycles, instructions))| CallEdge {
+                    site,
+                    callee,
+                    calls,
+                    cycles,
+                    instructions,
+                },
+            )
+            .collect();
+        calls.sort_by_key(|c| (c.site, c.callee));
         let mut per_inst: FxHashMap<u64, InstructionCost> = FxHashMap::default();
         self.estimator.per_instruction(&mut per_inst);
         for (&pc, &c) in &self.traps {
@@ -313,6 +373,7 @@ impl Profiler {
                 branches,
                 hottest,
                 instructions,
+                calls,
             },
             self.estimator,
         )
@@ -341,10 +402,13 @@ impl Visit<PpTable> for Profiler {
             Leave::Call => {
                 let to = self.function_at(table, next);
                 self.tracker.call(to, after);
+                let site = table.get(pp).last.get();
+                self.call_stack.push((site, to, after, self.instructions));
             }
             Leave::Return { .. } => {
                 let to = self.function_at(table, next);
                 self.tracker.ret(to, after);
+                self.returned(after, self.instructions);
             }
             Leave::Indirect | Leave::Continue => {}
         }
