@@ -370,10 +370,9 @@ fn function_rows(f: AnnotatedFunction, sources: &mut SourceFiles) -> FunctionAnn
     let mut text = HashMap::new();
     for i in &f.instructions {
         if let Some(r) = &i.source {
-            let key = r.to_string();
-            if !text.contains_key(&key) {
+            if let std::collections::hash_map::Entry::Vacant(v) = text.entry(r.to_string()) {
                 if let Some(t) = sources.line(r) {
-                    text.insert(key, (r.line, t));
+                    v.insert((r.line, t));
                 }
             }
         }
