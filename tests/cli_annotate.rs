@@ -165,3 +165,29 @@ fn csv_has_a_row_per_instruction_and_bad_names_are_refused() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("no function \"no_such\""), "{err}");
 }
+
+/// `retrace pp` and `retrace cfg` name each partial program's and block's
+/// first source line.
+#[test]
+fn pp_and_cfg_name_source_lines() {
+    let dir = std::env::temp_dir();
+    let elf = Path::new(env!("CARGO_MANIFEST_DIR")).join("programs/bin/sort-rv32-O2.elf");
+    let e = elf.to_str().unwrap();
+    let args = ["pp", e, "--function", "cmp_low", "--format", "json"];
+    let j: Value = serde_json::from_str(&stdout(&retrace(&dir, &args))).unwrap();
+    let rows = j["partial_programs"].as_array().unwrap();
+    assert!(!rows.is_empty(), "{j}");
+    for r in rows {
+        assert!(
+            r["source"].as_str().unwrap().starts_with("src/sort.c:"),
+            "{r}"
+        );
+    }
+    let text = stdout(&retrace(&dir, &["cfg", e, "--function", "cmp_low"]));
+    let blocks: Vec<&str> = text.lines().filter(|l| l.starts_with("  b")).collect();
+    assert!(!blocks.is_empty(), "{text}");
+    assert!(
+        blocks.iter().all(|l| l.contains("  (src/sort.c:")),
+        "{text}"
+    );
+}

@@ -13,7 +13,6 @@ use retrace_estimate::annotate::Lines;
 use retrace_estimate::callgrind::{callgrind, Header as CallgrindHeader};
 use retrace_estimate::sample_profile::sample_profile;
 use retrace_estimate::{profile_trace, Fidelity};
-use retrace_program::lines::locate;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -385,16 +384,8 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         .chain(costliest.iter().take(args.top).map(|b| b.pc))
         .chain(p.hottest.iter().take(args.top).map(|h| h.start))
         .collect();
-    let sources: std::collections::HashMap<u64, String> = locate(&bytes, &shown_addrs)
-        .map(|located| {
-            shown_addrs
-                .iter()
-                .zip(located)
-                .filter_map(|(&a, l)| Some((a, l.file_line?)))
-                .collect()
-        })
-        .unwrap_or_default();
-    let source = |pc: u64| sources.get(&pc).cloned();
+    let lines = Lines::of(&bytes, &shown_addrs);
+    let source = |pc: u64| lines.get(pc).map(ToString::to_string);
     let report = ProfileReport {
         program: shown,
         core: core.name.clone(),
