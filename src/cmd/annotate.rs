@@ -21,15 +21,15 @@ use std::process::ExitCode;
 #[command(
     after_help = "Each instruction is charged the cycles by which it advances the core's issue\n\
     clock (docs/REPORTS.md): a stall lands on the instruction that waited, a branch\n\
-    penalty on the branch, a trap on the instruction before it; so the figures of\n\
-    all instructions sum to the run's cycles (the data-cache term, estimated for\n\
-    the whole run, aside). Source lines are the innermost inlined frame's, from the\n\
+    penalty on the branch, a trap on the last instruction issued (an ecall itself);\n\
+    so the figures of all instructions sum to the run's cycles (the data-cache term,\n\
+    estimated for the whole run, aside). Source lines are the innermost inlined frame's, from the\n\
     program's debugging information (build it with -g); the source text is read\n\
     from the file the DWARF names, looked for under the current directory, the\n\
     program's directory and its parents, and each --source-dir.\n\n\
     Examples:\n  \
     retrace annotate prog.elf prog.rtrace --core rocket\n  \
-    retrace annotate prog.elf prog.rtrace --core rocket --function crc32_bitwise\n  \
+    retrace annotate prog.elf prog.rtrace --core rocket --function quick_sort\n  \
     retrace annotate prog.elf prog.rtrace --core picorv32 --fidelity fast --format csv"
 )]
 pub struct Args {
