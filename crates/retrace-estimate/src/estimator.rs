@@ -264,6 +264,9 @@ pub struct Estimator {
     noting: bool,
     /// The `ecall`s noted; their consumer drains them.
     ecalls: Vec<Ecall>,
+    /// What the node graph does not remember, for per-instruction costs
+    /// ([`Estimator::attributing`]); `None` (nothing logged) unless asked.
+    log: Option<Box<AttributionLog>>,
 }
 
 /// The data-cache term of an estimator: memory operations times the miss
@@ -302,6 +305,25 @@ pub(crate) struct Ecall {
     pub mem_ops: u64,
 }
 
+/// A step outside the node graph, as far as its per-instruction costs
+/// depend on it: entry signature, partial program, instructions run, end
+/// outcome, fetch-miss mask, and a long path's misses (`long_misses`).
+type SlowKey = (SignatureId, PpId, u32, EndOutcome, u64, Option<Box<[u64]>>);
+
+/// The steps of a replay that the node graph does not count, logged for
+/// [`Estimator::per_instruction`].
+#[derive(Default)]
+struct AttributionLog {
+    /// Steps outside the node graph, with how often each happened.
+    slow: FxHashMap<SlowKey, u64>,
+    /// Cycles of traps (exceptions) not yet charged to an instruction.
+    pending_trap: u64,
+    /// Each partial program's instructions as they were when it first ran:
+    /// the table decodes the code as it is now, and code written at run
+    /// time may since have replaced them (the partial program retired).
+    code: FxHashMap<PpId, Box<[(Addr, Inst)]>>,
+}
+
 impl Estimator {
     /// An estimator for `model` at `fidelity`. `dcache_miss_rate` is used
     /// only when the model has a data cache.
@@ -334,6 +356,113 @@ impl Estimator {
             span_stats: Default::default(),
             noting: false,
             ecalls: Vec::new(),
+            log: None,
+        }
+    }
+
+    /// Log what [`Estimator::per_instruction`] needs as the replay goes: the
+    /// steps outside the node graph (those with I-cache misses, cut short
+    /// or last) and the traps. Costs nothing on the node graph's steps, so
+    /// a replay that does not ask runs as fast as before.
+    pub fn attributing(mut self) -> Estimator {
+        self.log = Some(Box::default());
+        self
+    }
+
+    /// Cycles of exceptions' traps since the last call (0 unless
+    /// [`Estimator::attributing`]): its caller knows which instruction
+    /// issued last, which they are charged to.
+    pub(crate) fn take_trap_cycles(&mut self) -> u64 {
+        self.log
+            .as_mut()
+            .map_or(0, |l| std::mem::take(&mut l.pending_trap))
+    }
+
+    /// Per instruction address: executions, cycles, mispredictions and
+    /// I-cache misses of the replay so far, by the rule of
+    /// `retrace_sim::attribution` (an instruction is charged the cycles by
+    /// which it advances the issue clock), added into `out`. Each (entry
+    /// signature, partial program, outcome) the replay met is timed once
+    /// more, instruction by instruction, and weighted by its visits. Needs
+    /// [`Estimator::attributing`]; exceptions' traps are not included
+    /// ([`Estimator::take_trap_cycles`]).
+    pub fn per_instruction(
+        &mut self,
+        out: &mut FxHashMap<u64, retrace_sim::attribution::InstructionCost>,
+    ) {
+        let Some(log) = self.log.take() else {
+            return;
+        };
+        let nodes: Vec<(SignatureId, PpId, [u64; 4])> = self
+            .nodes
+            .iter()
+            .filter(|n| n.pp != crate::machine::INVALID)
+            .map(|n| (n.sig, n.pp, n.edges.map(|e| e.visits)))
+            .collect();
+        for (sig, pp, visits) in nodes {
+            for (edge, &v) in visits.iter().enumerate() {
+                if v == 0 {
+                    continue;
+                }
+                let end = EndOutcome {
+                    taken: edge & 1 != 0,
+                    mispredicted: edge & 2 != 0,
+                };
+                let len = self.facts[pp.index()].len;
+                // Node steps never miss: a long path's misses are all 0.
+                let lines = self.facts[pp.index()].line_starts.len();
+                self.long_misses.clear();
+                self.long_misses.resize(lines.div_ceil(64), 0);
+                self.charge_path(&log, sig, pp, len, end, 0, v, out);
+            }
+        }
+        for ((sig, pp, n, end, mask, long), &v) in &log.slow {
+            if let Some(long) = long {
+                self.long_misses.clear();
+                self.long_misses.extend_from_slice(long);
+            }
+            self.charge_path(&log, *sig, *pp, *n, *end, *mask, v, out);
+        }
+        self.log = Some(log);
+    }
+
+    /// Add `visits` times the per-instruction costs of `n` instructions of
+    /// `pp` entered with signature `sig`, ending `end`, with the fetch
+    /// misses `mask` (and `long_misses`), to `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn charge_path(
+        &mut self,
+        log: &AttributionLog,
+        sig: SignatureId,
+        pp: PpId,
+        n: u32,
+        end: EndOutcome,
+        mask: u64,
+        visits: u64,
+        out: &mut FxHashMap<u64, retrace_sim::attribution::InstructionCost>,
+    ) {
+        let insts = log.code.get(&pp).map_or(&[][..], |c| &c[..]);
+        self.events_of(insts.iter().copied(), pp, n, end, mask);
+        let model = self.timer.model();
+        let mut pipeline = retrace_timing::Pipeline::from_signature(self.timer.signature(sig));
+        let mut before = 0;
+        for (pc, inst, ev) in &self.scratch {
+            pipeline.issue(model, *pc, inst, *ev);
+            let c = out.entry(*pc).or_default();
+            c.executions += visits;
+            c.cycles += (pipeline.cycle() - before) * visits;
+            c.mispredicts += u64::from(ev.mispredict) * visits;
+            c.icache_misses += u64::from(ev.fetch_miss) * visits;
+            before = pipeline.cycle();
+        }
+        // A path that ends by trapping (an `ecall`) includes the trap, which
+        // its last instruction is charged.
+        let f = &self.facts[pp.index()];
+        if n == f.len && f.traps {
+            if let Some((pc, _, _)) = self.scratch.last() {
+                pipeline.trap(model);
+                out.entry(*pc).or_default().cycles += (pipeline.cycle() - before) * visits;
+            }
         }
     }
 
@@ -542,6 +671,9 @@ impl Estimator {
             }
             mem_ops += u32::from(inst.mem().is_some());
         }
+        if let Some(log) = &mut self.log {
+            log.code.insert(pp, table.insts(pp).collect());
+        }
         let p = table.get(pp);
         let end = table.end_inst(pp);
         let after = end.map(|e| e.fallthrough(p.last.get())).unwrap_or(0);
@@ -626,13 +758,26 @@ impl Estimator {
         end: EndOutcome,
         fetch_misses: u64,
     ) {
+        self.events_of(table.insts(pp), pp, n, end, fetch_misses);
+    }
+
+    /// [`Estimator::path_events`] over `insts`, the partial program's
+    /// instructions (as they were when it ran: see [`AttributionLog::code`]).
+    fn events_of(
+        &mut self,
+        insts: impl Iterator<Item = (Addr, Inst)>,
+        pp: PpId,
+        n: u32,
+        end: EndOutcome,
+        fetch_misses: u64,
+    ) {
         let long = self.facts[pp.index()].line_starts.len() > 64;
         let whole = n == self.facts[pp.index()].len;
         self.scratch.clear();
         let lines = &self.facts[pp.index()].line_starts;
         let mut line_k = 0usize;
         let fallthrough_len = self.facts[pp.index()].fallthrough_len;
-        for (k, (pc, inst)) in table.insts(pp).take(n as usize).enumerate() {
+        for (k, (pc, inst)) in insts.take(n as usize).enumerate() {
             let mut ev = Events::default();
             while line_k < lines.len() && lines[line_k].0 as usize <= k {
                 if lines[line_k].0 as usize == k {
@@ -729,6 +874,13 @@ impl Estimator {
     /// A step outside the node graph (I-cache misses, or the last partial
     /// program): counted per partial program.
     fn slow_step(&mut self, table: &PpTable, pp: PpId, n: u32, end: EndOutcome, misses: u64) {
+        if let Some(log) = &mut self.log {
+            let long = (self.facts[pp.index()].line_starts.len() > 64)
+                .then(|| self.long_misses.clone().into_boxed_slice());
+            *log.slow
+                .entry((self.sig, pp, n, end, misses, long))
+                .or_default() += 1;
+        }
         let c = self.time_path(table, pp, n, end, misses);
         self.cycles += c;
         let i = pp.index();
@@ -883,6 +1035,9 @@ impl Visit<PpTable> for Estimator {
         }
         let c = self.timer.trap(self.sig);
         self.cycles += c;
+        if let Some(log) = &mut self.log {
+            log.pending_trap += c;
+        }
         if let Some(e) = self.extra.get_mut(pp.index()) {
             e.1 += c;
         }
