@@ -186,65 +186,6 @@ pub fn bar_chart(id: &str, unit: &str, bars: &[(String, f64)]) -> String {
     svg
 }
 
-/// Stacked horizontal bars: each bar's parts in the order of `parts`
-/// (the legend), with the part's value in `data-value`.
-pub fn stacked_bars(id: &str, parts: &[&str], bars: &[(String, Vec<f64>)]) -> String {
-    let width = 720.0;
-    let label_w = 220.0;
-    let row = 26.0;
-    let legend_h = 22.0 * parts.len().div_ceil(4) as f64;
-    let height = row * bars.len() as f64 + legend_h + 14.0;
-    let max = bars
-        .iter()
-        .map(|b| b.1.iter().sum::<f64>())
-        .fold(0.0_f64, f64::max)
-        .max(1e-300);
-    let mut svg = format!(
-        "<svg data-chart=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" role=\"img\">",
-        escape(id)
-    );
-    for (i, (label, values)) in bars.iter().enumerate() {
-        let y = 5.0 + row * i as f64;
-        let _ = write!(
-            svg,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-            label_w - 6.0,
-            y + 16.0,
-            escape(label)
-        );
-        let mut x = label_w;
-        for (j, v) in values.iter().enumerate() {
-            let w = (width - label_w - 20.0) * v / max;
-            let _ = write!(
-                svg,
-                "<rect x=\"{x:.1}\" y=\"{}\" width=\"{w:.1}\" height=\"{}\" fill=\"{}\" data-part=\"{}\" data-value=\"{v}\"><title>{}: {}</title></rect>",
-                y + 3.0,
-                row - 6.0,
-                PALETTE[j % PALETTE.len()],
-                escape(parts.get(j).copied().unwrap_or("")),
-                escape(parts.get(j).copied().unwrap_or("")),
-                thousands_f(*v)
-            );
-            x += w;
-        }
-    }
-    let top = 10.0 + row * bars.len() as f64;
-    for (j, p) in parts.iter().enumerate() {
-        let x = 10.0 + 180.0 * (j % 4) as f64;
-        let y = top + 22.0 * (j / 4) as f64;
-        let _ = write!(
-            svg,
-            "<rect x=\"{x}\" y=\"{y}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>",
-            PALETTE[j % PALETTE.len()],
-            x + 16.0,
-            y + 11.0,
-            escape(p)
-        );
-    }
-    svg += "</svg>";
-    svg
-}
-
 /// A line chart: x values (shown as their labels, evenly spaced), one
 /// series per `(name, y values)`.
 pub fn line_chart(
@@ -400,8 +341,6 @@ mod tests {
             &[("s".into(), vec![3.0, 4.5])],
         );
         assert!(svg.contains("data-value=\"4.5\"") && svg.contains("data-x=\"2\""));
-        let svg = stacked_bars("s", &["a", "b"], &[("core".into(), vec![1.0, 2.0])]);
-        assert!(svg.contains("data-part=\"b\" data-value=\"2\""));
         assert_eq!(thousands_f(1234567.0), "1,234,567");
         assert_eq!(thousands_f(-3.0), "-3");
     }

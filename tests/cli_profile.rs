@@ -272,3 +272,154 @@ fn hot_addresses_have_source_lines() {
         .unwrap()
         .starts_with("src/crc32.c:"));
 }
+
+/// The costliest branches: every mispredicted conditional branch, sorted by
+/// the cycles its mispredictions cost (each the core's mispredict penalty),
+/// whose mispredictions add up to the cycle-level engine's count
+/// (`retrace run --core`), with its source line.
+#[test]
+fn costliest_branches_add_up_to_the_engine_s_mispredictions() {
+    let dir = scratch("costliest");
+    let j = profile_json(&dir, "p.rtrace", "rocket", "control");
+    let rows = j["costliest_branches"].as_array().unwrap();
+    assert!(rows.len() > 3, "{j}");
+    let cost = |r: &Value| n(&r["mispredict_cycles"]);
+    assert!(rows.windows(2).all(|w| cost(&w[0]) >= cost(&w[1])), "{j}");
+    let penalty = cost(&rows[0]) / n(&rows[0]["mispredicts"]);
+    assert!(penalty > 0);
+    for r in rows {
+        assert_eq!(cost(r), n(&r["mispredicts"]) * penalty, "{r}");
+        assert!(n(&r["mispredicts"]) <= n(&r["executed"]), "{r}");
+    }
+    assert!(
+        rows[0]["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("src/crc32.c:"),
+        "{j}"
+    );
+    // The program exits with its checksum's code: the report is the last
+    // line of its output.
+    let run = retrace(
+        &dir,
+        &["run", "p.elf", "--core", "rocket", "--format", "json"],
+    );
+    let run = String::from_utf8_lossy(&run.stdout);
+    let run: Value = serde_json::from_str(run.lines().last().unwrap()).unwrap();
+    let sum: u64 = rows.iter().map(|r| n(&r["mispredicts"])).sum();
+    assert_eq!(sum, n(&run["mispredicts"]));
+    let text = stdout(&retrace(
+        &dir,
+        &["profile", "p.elf", "p.rtrace", "--core", "rocket"],
+    ));
+    assert!(text.contains("costliest branch"), "{text}");
+}
+
+/// `--format callgrind`, read by valgrind's own `callgrind_annotate`: its
+/// program totals are the estimate's cycles and instructions, its
+/// per-function figures (summed over the files of a function's inlined
+/// code) are the profile's exclusive cycles and instructions, and its
+/// inclusive figures those of functions that make no tail call.
+#[test]
+fn callgrind_annotate_reads_the_callgrind_output() {
+    // callgrind_annotate has no option that exits 0 (`--version` dies
+    // with its version): whether it starts is the test.
+    let started = Command::new("callgrind_annotate")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if !started
+        && !retrace_testkit::tools::skip_or_fail(
+            "callgrind_annotate_reads_the_callgrind_output",
+            "callgrind_annotate is not installed (Debian: apt-get install valgrind)",
+        )
+    {
+        return;
+    }
+    let dir = scratch("callgrind");
+    let j = profile_json(&dir, "p.rtrace", "rocket", "control");
+    let out = retrace(
+        &dir,
+        &[
+            "profile",
+            "p.elf",
+            "p.rtrace",
+            "--core",
+            "rocket",
+            "--format",
+            "callgrind",
+            "-o",
+            "callgrind.out.1",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let annotate = |inclusive: &str| {
+        let out = Command::new("callgrind_annotate")
+            .args([
+                &format!("--inclusive={inclusive}"),
+                "--threshold=100",
+                "--auto=no",
+            ])
+            .arg(dir.join("callgrind.out.1"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(out.stderr.is_empty(), "{}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // "12,338,165 (100.0%) 11,358,641 (100.0%)  src/crc32.c:main", a 0
+    // without its percentage: counts, then the name.
+    let rows = |text: &str| -> Vec<(u64, u64, String)> {
+        text.lines()
+            .filter_map(|l| {
+                let mut nums = Vec::new();
+                let mut rest = l.trim_start();
+                loop {
+                    let (word, after) = rest.split_once(' ').unwrap_or((rest, ""));
+                    if word.chars().all(|c| c.is_ascii_digit() || c == ',') && !word.is_empty() {
+                        nums.push(word.replace(',', "").parse::<u64>().ok()?);
+                    } else if !(word == "(" || word.ends_with("%)")) {
+                        break;
+                    }
+                    rest = after.trim_start();
+                }
+                let name = rest.trim();
+                if nums.is_empty() || name.is_empty() {
+                    return None;
+                }
+                let function = name.rsplit_once(':').map_or(name, |(_, f)| f);
+                Some((nums[0], *nums.get(1).unwrap_or(&0), function.to_string()))
+            })
+            .collect()
+    };
+    let exclusive = annotate("no");
+    let all = rows(&exclusive);
+    let (totals, functions) = all.split_first().unwrap();
+    assert_eq!(totals.2, "PROGRAM TOTALS", "{exclusive}");
+    assert_eq!(
+        (totals.0, totals.1),
+        (n(&j["cycles"]), n(&j["instructions"]))
+    );
+    let sum: u64 = functions.iter().map(|f| f.0).sum();
+    assert_eq!(sum, n(&j["cycles"]), "{exclusive}");
+    let of = |rows: &[(u64, u64, String)], name: &str| {
+        rows.iter()
+            .filter(|r| r.2 == name)
+            .fold((0, 0), |(c, i), r| (c + r.0, i + r.1))
+    };
+    for f in j["functions"].as_array().unwrap() {
+        let name = f["name"].as_str().unwrap();
+        assert_eq!(
+            of(functions, name),
+            (n(&f["exclusive_cycles"]), n(&f["instructions"])),
+            "{name}"
+        );
+    }
+    let inclusive = rows(&annotate("yes"));
+    for name in ["main", "memcpy", "memset"] {
+        let want = n(&function(&j, name)["inclusive_cycles"]);
+        // main's own code inlines common.h's: its file's row is the call's.
+        let got = inclusive.iter().find(|r| r.2 == name).unwrap().0;
+        assert_eq!(got, want, "{name}");
+    }
+}

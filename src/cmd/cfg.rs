@@ -1,10 +1,11 @@
 //! `retrace cfg`: one function's control-flow graph, as Graphviz DOT or as
 //! a block listing.
 
-use crate::cmd::common::load_elf;
+use crate::cmd::common::load_elf_bytes;
 use crate::report::emit;
 use crate::status::{tag, Status};
 use anyhow::anyhow;
+use retrace_estimate::annotate::Lines;
 use retrace_program::cfg::Terminator;
 use retrace_program::{dot, Program};
 use std::fmt::Write as _;
@@ -34,7 +35,7 @@ pub struct Args {
 
 /// Entry point of `retrace cfg`.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
-    let elf = load_elf(&args.program)?;
+    let (elf, bytes) = load_elf_bytes(&args.program)?;
     let shown = args.program.display().to_string();
     let program = Program::analyse(&elf).map_err(|e| {
         tag(
@@ -50,6 +51,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let cfg = program.cfg(f);
+    // Each block's first line, where the program has DWARF.
+    let starts: Vec<u64> = cfg.blocks.iter().map(|b| b.start.0).collect();
+    let lines = Lines::of(&bytes, &starts);
     let mut out = String::new();
     let func = program.function(f);
     let _ = writeln!(
@@ -88,7 +92,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         };
         let _ = writeln!(
             out,
-            "  b{i} {}..{} {} insts {term}{}{} -> {}",
+            "  b{i} {}..{} {} insts {term}{}{} -> {}{}",
             b.start,
             b.last,
             b.len,
@@ -98,7 +102,11 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                 "-".to_string()
             } else {
                 succs.join(", ")
-            }
+            },
+            lines
+                .get(b.start.0)
+                .map(|s| format!("  ({s})"))
+                .unwrap_or_default()
         );
     }
     emit(&out)?;

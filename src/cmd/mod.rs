@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 pub mod aggregate;
+pub mod annotate;
 pub mod bench;
 pub mod cfg;
 pub mod clock;
@@ -63,6 +64,8 @@ pub enum Command {
     /// Estimate a recorded run on every point of a grid of core variants
     /// (`--set key=A..B*2`, `--set key=a,b`), from the one trace.
     Sweep(sweep::Command),
+    /// Cycles, executions, mispredictions and I-cache misses per source line and instruction.
+    Annotate(annotate::Args),
     /// List the built-in target cores.
     Cores(cores::Args),
     /// Measure what recording and estimating cost against a plain run and
@@ -89,6 +92,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Profile(a) => profile::main(a),
         Command::Sweep(a) => sweep::main(a),
         Command::Report(a) => html_report::main(a),
+        Command::Annotate(a) => annotate::main(a),
         Command::Cores(a) => cores::main(a),
         Command::Bench(a) => bench::main(a),
         Command::Lbr(c) => lbr::main(c),

@@ -7,10 +7,11 @@
 //! replay uses (caches hitting, branches predicted by the core's static
 //! rule), so the figures read as "what this path costs on its own".
 
-use crate::cmd::common::{host, load_elf, ProgramArgs};
+use crate::cmd::common::{host, load_elf_bytes, ProgramArgs};
 use crate::report::{csv_of, hex, print, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
+use retrace_estimate::annotate::Lines;
 use retrace_estimate::StaticCycles;
 use retrace_program::loops::Operand;
 use retrace_program::{Addr, End, FuncId, Names, PpId, PpTable, Program, TripCount};
@@ -78,7 +79,7 @@ pub struct Args {
 
 /// Entry point of `retrace pp`.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
-    let elf = load_elf(&args.program)?;
+    let (elf, bytes) = load_elf_bytes(&args.program)?;
     let shown = args.program.display().to_string();
     let started = Instant::now();
     let program = Program::analyse(&elf).map_err(|e| {
@@ -104,6 +105,12 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     };
     let ids = selected(&program, func);
     let names = Names::new(&program, &elf);
+    // Each partial program's first line, where the program has DWARF.
+    let starts: Vec<u64> = ids
+        .iter()
+        .map(|&id| program.table.get(id).start.0)
+        .collect();
+    let lines = Lines::of(&bytes, &starts);
     let cycles = match &args.core {
         Some(spec) => {
             let core = super::common::load_core_with(spec, &args.sets.set)?;
@@ -125,7 +132,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         instructions_decoded: program.table.code().decoded(),
         partial_programs: ids
             .iter()
-            .map(|&id| PpRow::new(&program.table, id, &names, cycles.as_ref()))
+            .map(|&id| PpRow::new(&program.table, id, &names, cycles.as_ref(), &lines))
             .collect(),
         warnings: program.warnings.iter().map(|w| w.to_string()).collect(),
         core: cycles.as_ref().map(|c| c.core.clone()),
@@ -177,10 +184,19 @@ pub struct PpRow {
     next: Option<Option<u32>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     fault_at: Option<String>,
+    /// The start's source line, `file:line` (null without debugging
+    /// information).
+    source: Option<String>,
 }
 
 impl PpRow {
-    fn new(t: &PpTable, id: PpId, n: &Names<'_>, cycles: Option<&StaticCycles>) -> PpRow {
+    fn new(
+        t: &PpTable,
+        id: PpId,
+        n: &Names<'_>,
+        cycles: Option<&StaticCycles>,
+        lines: &Lines,
+    ) -> PpRow {
         let p = t.get(id);
         let j = |x: Option<PpId>| Some(x.map(|i| i.0));
         let cost = cycles.and_then(|c| c.get(id));
@@ -200,6 +216,7 @@ impl PpRow {
                 .collect(),
             cycles: cost.map(|c| c.cycles),
             cycles_taken: cost.and_then(|c| c.taken),
+            source: lines.get(p.start.0).map(ToString::to_string),
             taken: None,
             not_taken: None,
             call_target: None,
@@ -291,6 +308,7 @@ struct PpCsvRow<'a> {
     call_target: Option<u32>,
     return_point: Option<u32>,
     next: Option<u32>,
+    source: Option<&'a str>,
     /// Only with a core (outer `None`: no column).
     #[serde(skip_serializing_if = "Option::is_none")]
     cycles: Option<Option<u64>>,
@@ -314,6 +332,7 @@ impl<'a> PpCsvRow<'a> {
             call_target: r.call_target.flatten(),
             return_point: r.return_point.flatten(),
             next: r.next.flatten(),
+            source: r.source.as_deref(),
             cycles: timed.then_some(r.cycles),
             cycles_taken: timed.then_some(r.cycles_taken),
         }
@@ -668,7 +687,7 @@ impl Report for PpReport {
         }
         let _ = writeln!(
             out,
-            "{:>6}  {:<34} {:<18} {:<44} {:>6}{}  successors",
+            "{:>6}  {:<34} {:<18} {:<44} {:>6}{}  successors  (source)",
             "ID",
             "start",
             "start kind",
@@ -683,7 +702,7 @@ impl Report for PpReport {
         for r in &self.partial_programs {
             let _ = writeln!(
                 out,
-                "{:>6}  {:<34} {:<18} {:<44} {:>6}{}  {}",
+                "{:>6}  {:<34} {:<18} {:<44} {:>6}{}  {}{}",
                 r.id,
                 format!("{} ({})", r.start_symbol, Addr(r.start)),
                 r.starts_text(),
@@ -694,7 +713,11 @@ impl Report for PpReport {
                 } else {
                     String::new()
                 },
-                r.successors_text()
+                r.successors_text(),
+                r.source
+                    .as_ref()
+                    .map(|s| format!("  ({s})"))
+                    .unwrap_or_default()
             );
         }
         self.loops_text(&mut out);

@@ -3,15 +3,16 @@
 //! programs — on a chosen core, from the trace alone.
 
 use super::common::{
-    analyse, check_trace, check_xlen, display, load_core_with, load_elf_bytes, replay_error,
-    thousands, FidelityArg,
+    analyse, check_trace, check_xlen, create_output, display, load_core_with, load_elf_bytes,
+    replay_error, thousands, FidelityArg,
 };
-use crate::report::{csv_of, hex, print, FormatArgs, Report};
+use crate::report::{csv_of, emit, hex, Format, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
+use retrace_estimate::annotate::Lines;
+use retrace_estimate::callgrind::{callgrind, Header as CallgrindHeader};
 use retrace_estimate::sample_profile::sample_profile;
 use retrace_estimate::{profile_trace, Fidelity};
-use retrace_program::lines::locate;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -29,11 +30,14 @@ use std::process::ExitCode;
     figures are the cycle-level engine's. The data-cache term is estimated for the\n  \
     whole run, not per function: the header gives it, and percentages are of the\n  \
     header's total.\n\n\
+    Costliest branches: the conditional branches whose mispredictions cost the most\n\
+    cycles on the core (mispredictions x its mispredict penalty).\n\n\
     Branches and partial programs name their source line (file:line of the innermost\n\
     inlined frame) when the program has debugging information (-g).\n\n\
     Examples:\n  \
     retrace profile prog.elf prog.rtrace\n  \
     retrace profile prog.elf prog.rtrace --core rocket --top 20 --format json\n  \
+    retrace profile prog.elf prog.rtrace --core rocket --format callgrind -o callgrind.out.1\n  \
     retrace profile prog.elf prog.rtrace --sample-profile prog.prof   (for clang -fprofile-sample-use)"
 )]
 pub struct Args {
@@ -59,9 +63,32 @@ pub struct Args {
     /// (docs/TIMING.md, "A sample profile for clang").
     #[arg(long, value_name = "FILE")]
     pub sample_profile: Option<PathBuf>,
-    /// Output format (csv: the functions table).
-    #[command(flatten)]
-    pub output: FormatArgs,
+    /// Output format: text for people; json or csv (the functions table)
+    /// for machines; callgrind for KCachegrind, QCachegrind and
+    /// `callgrind_annotate` (estimated cycles and instructions per source
+    /// line and instruction, and the call graph; docs/REPORTS.md).
+    #[arg(long, value_enum, default_value_t = ProfileFormat::Text, value_name = "FORMAT")]
+    pub format: ProfileFormat,
+    /// The same as --format json (kept for existing scripts).
+    #[arg(long, hide = true)]
+    pub json: bool,
+    /// Write the output to FILE instead of the standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// How `retrace profile` writes its result: the report formats, and
+/// callgrind's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileFormat {
+    /// Tables for people.
+    Text,
+    /// One JSON value.
+    Json,
+    /// The functions table as comma-separated values.
+    Csv,
+    /// Callgrind's profile format.
+    Callgrind,
 }
 
 /// One function's cycles.
@@ -96,6 +123,28 @@ pub struct BranchRow {
     pub taken: u64,
     /// taken / executed.
     pub taken_probability: f64,
+}
+
+/// A conditional branch whose mispredictions cost cycles.
+#[derive(Serialize)]
+pub struct CostlyBranchRow {
+    /// Its address.
+    #[serde(serialize_with = "hex")]
+    pub pc: u64,
+    /// Its address as `symbol+offset`.
+    #[serde(rename = "where")]
+    pub at: String,
+    /// Its source line, `file:line` (null without debugging information).
+    pub source: Option<String>,
+    /// Times executed.
+    pub executed: u64,
+    /// taken / executed.
+    pub taken_probability: f64,
+    /// Times the core mispredicted it.
+    pub mispredicts: u64,
+    /// The cycles those mispredictions cost (each the core's mispredict
+    /// penalty).
+    pub mispredict_cycles: u64,
 }
 
 /// One of the hottest partial programs.
@@ -144,6 +193,8 @@ pub struct ProfileReport {
     pub functions: Vec<FunctionRow>,
     /// The most executed branches.
     pub branches: Vec<BranchRow>,
+    /// The branches whose mispredictions cost the most cycles.
+    pub costliest_branches: Vec<CostlyBranchRow>,
     /// The partial programs with the most cycles.
     pub hottest_partial_programs: Vec<HotRow>,
 }
@@ -209,6 +260,24 @@ impl Report for ProfileReport {
         }
         let _ = writeln!(
             o,
+            "\n{:<34} {:>14} {:>8} {:>12} {:>14} {:>7}  source",
+            "costliest branch", "executed", "taken", "mispredicts", "cycles", "%"
+        );
+        for b in &self.costliest_branches {
+            let _ = writeln!(
+                o,
+                "{:<34} {:>14} {:>7.2}% {:>12} {:>14} {:>6.2}%  {}",
+                b.at,
+                thousands(b.executed),
+                b.taken_probability * 100.0,
+                thousands(b.mispredicts),
+                thousands(b.mispredict_cycles),
+                b.mispredict_cycles as f64 * 100.0 / total,
+                b.source.as_deref().unwrap_or("")
+            );
+        }
+        let _ = writeln!(
+            o,
             "\n{:<8} {:<34} {:>14} {:>14} {:>7}  source",
             "pp", "start", "executed", "cycles", "%"
         );
@@ -232,17 +301,74 @@ impl Report for ProfileReport {
     }
 }
 
+/// A program profiled on one core from its trace: what `profile` and
+/// `annotate` both start from.
+pub struct Profiled {
+    /// The program.
+    pub elf: retrace_program::Elf,
+    /// Its file's bytes (its DWARF).
+    pub bytes: Vec<u8>,
+    /// The program as the user named it.
+    pub shown: String,
+    /// The core.
+    pub core: retrace_timing::CoreModel,
+    /// The analysed program.
+    pub program: retrace_program::Program,
+    /// The replay's fidelity.
+    pub fidelity: Fidelity,
+    /// The profile.
+    pub profile: retrace_estimate::Profile,
+    /// The estimate.
+    pub estimate: retrace_estimate::Estimate,
+}
+
+/// Load `program`, check `trace` against it and profile it on `core`.
+pub fn profiled(
+    program: &std::path::Path,
+    trace: &std::path::Path,
+    core: &str,
+    sets: &[retrace_timing::Override],
+    fidelity: FidelityArg,
+) -> anyhow::Result<Profiled> {
+    let (elf, bytes) = load_elf_bytes(program)?;
+    let shown = program.display().to_string();
+    check_trace(trace, &elf, &shown)?;
+    let core = load_core_with(core, sets)?;
+    check_xlen(&core, &elf, &shown)?;
+    let analysed = analyse(&elf, &shown)?;
+    let fidelity = Fidelity::from(fidelity);
+    let (profile, estimate) =
+        profile_trace(&analysed, trace, &core, fidelity).map_err(|err| replay_error(trace, err))?;
+    Ok(Profiled {
+        elf,
+        bytes,
+        shown,
+        core,
+        program: analysed,
+        fidelity,
+        profile,
+        estimate,
+    })
+}
+
 /// Entry point of `retrace profile`.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
-    let (elf, bytes) = load_elf_bytes(&args.program)?;
-    let shown = args.program.display().to_string();
-    check_trace(&args.trace, &elf, &shown)?;
-    let core = load_core_with(&args.core, &args.sets.set)?;
-    check_xlen(&core, &elf, &shown)?;
-    let program = analyse(&elf, &shown)?;
-    let fidelity = Fidelity::from(args.fidelity);
-    let (p, e) = profile_trace(&program, &args.trace, &core, fidelity)
-        .map_err(|err| replay_error(&args.trace, err))?;
+    let Profiled {
+        elf,
+        bytes,
+        shown,
+        core,
+        program,
+        fidelity,
+        profile: p,
+        estimate: e,
+    } = profiled(
+        &args.program,
+        &args.trace,
+        &args.core,
+        &args.sets.set,
+        args.fidelity,
+    )?;
     if let Some(path) = &args.sample_profile {
         let text = sample_profile(&p, &program.table, &bytes).map_err(|e| {
             tag(
@@ -262,19 +388,13 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     }
     let describe = |pc: u64| elf.describe(pc).unwrap_or_else(|| format!("{pc:#x}"));
     // Source lines of the addresses shown, where the program has DWARF.
+    let costliest = p.costliest_branches();
     let shown_addrs: Vec<u64> = (p.branches.iter().take(args.top).map(|b| b.pc))
+        .chain(costliest.iter().take(args.top).map(|b| b.pc))
         .chain(p.hottest.iter().take(args.top).map(|h| h.start))
         .collect();
-    let sources: std::collections::HashMap<u64, String> = locate(&bytes, &shown_addrs)
-        .map(|located| {
-            shown_addrs
-                .iter()
-                .zip(located)
-                .filter_map(|(&a, l)| Some((a, l.file_line?)))
-                .collect()
-        })
-        .unwrap_or_default();
-    let source = |pc: u64| sources.get(&pc).cloned();
+    let lines = Lines::of(&bytes, &shown_addrs);
+    let source = |pc: u64| lines.get(pc).map(ToString::to_string);
     let report = ProfileReport {
         program: shown,
         core: core.name.clone(),
@@ -308,6 +428,19 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                 taken_probability: b.taken as f64 / b.executed.max(1) as f64,
             })
             .collect(),
+        costliest_branches: costliest
+            .iter()
+            .take(args.top)
+            .map(|b| CostlyBranchRow {
+                pc: b.pc,
+                at: describe(b.pc),
+                source: source(b.pc),
+                executed: b.executed,
+                taken_probability: b.taken as f64 / b.executed.max(1) as f64,
+                mispredicts: b.mispredicts,
+                mispredict_cycles: b.mispredict_cycles,
+            })
+            .collect(),
         hottest_partial_programs: p
             .hottest
             .iter()
@@ -322,6 +455,47 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             })
             .collect(),
     };
-    print(&report, args.output.get())?;
+    let format = match (args.json, args.format) {
+        (true, _) | (_, ProfileFormat::Json) => Format::Json,
+        (_, ProfileFormat::Text) => Format::Text,
+        (_, ProfileFormat::Csv) => Format::Csv,
+        (_, ProfileFormat::Callgrind) => {
+            let ranges = retrace_program::FunctionRanges::of_program(&program);
+            let mut addrs: Vec<u64> = p.instructions.keys().copied().collect();
+            addrs.extend(ranges.ranges.iter().map(|r| r.0));
+            let lines = Lines::of(&bytes, &addrs);
+            let text = callgrind(
+                &p,
+                &ranges,
+                &lines,
+                &CallgrindHeader {
+                    command: &report.program,
+                    core: &format!("{} ({fidelity})", report.core),
+                    dcache_cycles: report.dcache_cycles.unwrap_or(0),
+                },
+            );
+            write_out(args.output.as_deref(), &text)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    write_out(args.output.as_deref(), &report.render(format)?)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `text` to `path`, or to the standard output without one.
+fn write_out(path: Option<&std::path::Path>, text: &str) -> anyhow::Result<()> {
+    match path {
+        None => emit(text),
+        Some(path) => {
+            use std::io::Write as _;
+            create_output(path, "the profile")?
+                .write_all(text.as_bytes())
+                .map_err(|e| {
+                    tag(
+                        anyhow!("cannot write the profile to {}: {e}", path.display()),
+                        Status::BadInput,
+                    )
+                })
+        }
+    }
 }

@@ -260,6 +260,68 @@ pub struct Estimator {
     extra: Vec<(u64, u64)>,
     result: Estimate,
     span_stats: crate::span::SpanStats,
+    /// Whether to note the `ecall`s replayed ([`Estimator::noting_ecalls`]).
+    noting: bool,
+    /// The `ecall`s noted; their consumer drains them.
+    ecalls: Vec<Ecall>,
+    /// What the node graph does not remember, for per-instruction costs
+    /// ([`Estimator::attributing`]); `None` (nothing logged) unless asked.
+    log: Option<Box<AttributionLog>>,
+}
+
+/// The data-cache term of an estimator: memory operations times the miss
+/// rate times the miss penalty, rounded (0 without a data cache).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DcacheTerm {
+    rate: f64,
+    /// The miss penalty; `None` without a data cache.
+    penalty: Option<u32>,
+}
+
+impl DcacheTerm {
+    /// The term after `mem_ops` memory operations.
+    #[inline]
+    pub fn cycles(self, mem_ops: u64) -> u64 {
+        match self.penalty {
+            Some(p) => (mem_ops as f64 * self.rate * f64::from(p)).round() as u64,
+            None => 0,
+        }
+    }
+}
+
+/// An `ecall` the replay executed (it ends its partial program): where,
+/// and the core's cycles just before it and once it and its trap are
+/// done. The replay of several harts meets the harts' synchronisation
+/// calls through these (`crate::system`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ecall {
+    /// Instructions executed before it.
+    pub at: u64,
+    /// Cycles before it (before the data-cache term).
+    pub before: u64,
+    /// Cycles after it and its trap (before the data-cache term).
+    pub after: u64,
+    /// Memory operations before it (and after: it is none).
+    pub mem_ops: u64,
+}
+
+/// A step outside the node graph, as far as its per-instruction costs
+/// depend on it: entry signature, partial program, instructions run, end
+/// outcome, fetch-miss mask, and a long path's misses (`long_misses`).
+type SlowKey = (SignatureId, PpId, u32, EndOutcome, u64, Option<Box<[u64]>>);
+
+/// The steps of a replay that the node graph does not count, logged for
+/// [`Estimator::per_instruction`].
+#[derive(Default)]
+struct AttributionLog {
+    /// Steps outside the node graph, with how often each happened.
+    slow: FxHashMap<SlowKey, u64>,
+    /// Cycles of traps (exceptions) not yet charged to an instruction.
+    pending_trap: u64,
+    /// Each partial program's instructions as they were when it first ran:
+    /// the table decodes the code as it is now, and code written at run
+    /// time may since have replaced them (the partial program retired).
+    code: FxHashMap<PpId, Box<[(Addr, Inst)]>>,
 }
 
 impl Estimator {
@@ -292,7 +354,151 @@ impl Estimator {
             extra: Vec::new(),
             result: Estimate::default(),
             span_stats: Default::default(),
+            noting: false,
+            ecalls: Vec::new(),
+            log: None,
         }
+    }
+
+    /// Log what [`Estimator::per_instruction`] needs as the replay goes: the
+    /// steps outside the node graph (those with I-cache misses, cut short
+    /// or last) and the traps. Costs nothing on the node graph's steps, so
+    /// a replay that does not ask runs as fast as before.
+    pub fn attributing(mut self) -> Estimator {
+        self.log = Some(Box::default());
+        self
+    }
+
+    /// Cycles of exceptions' traps since the last call (0 unless
+    /// [`Estimator::attributing`]): its caller knows which instruction
+    /// issued last, which they are charged to.
+    pub(crate) fn take_trap_cycles(&mut self) -> u64 {
+        self.log
+            .as_mut()
+            .map_or(0, |l| std::mem::take(&mut l.pending_trap))
+    }
+
+    /// Per instruction address: executions, cycles, mispredictions and
+    /// I-cache misses of the replay so far, by the rule of
+    /// `retrace_sim::attribution` (an instruction is charged the cycles by
+    /// which it advances the issue clock), added into `out`. Each (entry
+    /// signature, partial program, outcome) the replay met is timed once
+    /// more, instruction by instruction, and weighted by its visits. Needs
+    /// [`Estimator::attributing`]; exceptions' traps are not included
+    /// ([`Estimator::take_trap_cycles`]).
+    pub fn per_instruction(
+        &mut self,
+        out: &mut FxHashMap<u64, retrace_sim::attribution::InstructionCost>,
+    ) {
+        let Some(log) = self.log.take() else {
+            return;
+        };
+        let nodes: Vec<(SignatureId, PpId, [u64; 4])> = self
+            .nodes
+            .iter()
+            .filter(|n| n.pp != crate::machine::INVALID)
+            .map(|n| (n.sig, n.pp, n.edges.map(|e| e.visits)))
+            .collect();
+        for (sig, pp, visits) in nodes {
+            for (edge, &v) in visits.iter().enumerate() {
+                if v == 0 {
+                    continue;
+                }
+                let end = EndOutcome {
+                    taken: edge & 1 != 0,
+                    mispredicted: edge & 2 != 0,
+                };
+                let len = self.facts[pp.index()].len;
+                // Node steps never miss: a long path's misses are all 0.
+                let lines = self.facts[pp.index()].line_starts.len();
+                self.long_misses.clear();
+                self.long_misses.resize(lines.div_ceil(64), 0);
+                self.charge_path(&log, sig, pp, len, end, 0, v, out);
+            }
+        }
+        for ((sig, pp, n, end, mask, long), &v) in &log.slow {
+            if let Some(long) = long {
+                self.long_misses.clear();
+                self.long_misses.extend_from_slice(long);
+            }
+            self.charge_path(&log, *sig, *pp, *n, *end, *mask, v, out);
+        }
+        self.log = Some(log);
+    }
+
+    /// Add `visits` times the per-instruction costs of `n` instructions of
+    /// `pp` entered with signature `sig`, ending `end`, with the fetch
+    /// misses `mask` (and `long_misses`), to `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn charge_path(
+        &mut self,
+        log: &AttributionLog,
+        sig: SignatureId,
+        pp: PpId,
+        n: u32,
+        end: EndOutcome,
+        mask: u64,
+        visits: u64,
+        out: &mut FxHashMap<u64, retrace_sim::attribution::InstructionCost>,
+    ) {
+        let insts = log.code.get(&pp).map_or(&[][..], |c| &c[..]);
+        self.events_of(insts.iter().copied(), pp, n, end, mask);
+        let model = self.timer.model();
+        let mut pipeline = retrace_timing::Pipeline::from_signature(self.timer.signature(sig));
+        let mut before = 0;
+        for (pc, inst, ev) in &self.scratch {
+            pipeline.issue(model, *pc, inst, *ev);
+            let c = out.entry(*pc).or_default();
+            c.executions += visits;
+            c.cycles += (pipeline.cycle() - before) * visits;
+            c.mispredicts += u64::from(ev.mispredict) * visits;
+            c.icache_misses += u64::from(ev.fetch_miss) * visits;
+            before = pipeline.cycle();
+        }
+        // A path that ends by trapping (an `ecall`) includes the trap, which
+        // its last instruction is charged.
+        let f = &self.facts[pp.index()];
+        if n == f.len && f.traps {
+            if let Some((pc, _, _)) = self.scratch.last() {
+                pipeline.trap(model);
+                out.entry(*pc).or_default().cycles += (pipeline.cycle() - before) * visits;
+            }
+        }
+    }
+
+    /// Start on another history (another hart's) with what this estimator
+    /// has learnt: the times of partial programs, the node graph and the
+    /// prefix times stay, for they depend on the core and the code alone;
+    /// the pipeline is idle again, the front end fresh (predictor, return
+    /// stack and I-cache are each hart's own), the totals 0 and the
+    /// data-cache term at `dcache_miss_rate`.
+    pub(crate) fn restart(&mut self, dcache_miss_rate: f64) {
+        let model = self.timer.model();
+        self.frontend = match self.fidelity {
+            Fidelity::Control => Frontend::new(model),
+            Fidelity::Fast => Frontend::stateless(model),
+        };
+        self.dcache_miss_rate = dcache_miss_rate;
+        self.sig = SignatureId::IDLE;
+        self.node = NO_NODE;
+        self.cycles = 0;
+        self.result = Estimate::default();
+        self.last_misses = 0;
+        self.extra.clear();
+        self.ecalls.clear();
+    }
+
+    /// Note every `ecall` replayed from now on ([`Estimator::ecalls`]).
+    pub(crate) fn noting_ecalls(mut self) -> Estimator {
+        self.noting = true;
+        self
+    }
+
+    /// The `ecall`s noted and not yet taken, in order (empty when not
+    /// noting).
+    #[inline]
+    pub(crate) fn ecalls(&mut self) -> &mut Vec<Ecall> {
+        &mut self.ecalls
     }
 
     /// Set the data-cache miss rate (e.g. once the trace's measurements have
@@ -347,12 +553,15 @@ impl Estimator {
     /// The data-cache term so far: the memory operations walked so far
     /// times the miss rate and the miss penalty (0 without a data cache).
     pub fn dcache_cycles(&self) -> u64 {
-        match &self.model().dcache {
-            Some(dc) => {
-                (self.result.mem_ops as f64 * self.dcache_miss_rate * f64::from(dc.miss_penalty))
-                    .round() as u64
-            }
-            None => 0,
+        self.dcache_term().cycles(self.result.mem_ops)
+    }
+
+    /// The data-cache term, as a function of the memory operations.
+    #[inline]
+    pub(crate) fn dcache_term(&self) -> DcacheTerm {
+        DcacheTerm {
+            rate: self.dcache_miss_rate,
+            penalty: self.model().dcache.as_ref().map(|dc| dc.miss_penalty),
         }
     }
 
@@ -388,6 +597,26 @@ impl Estimator {
     #[inline]
     pub(crate) fn node_count(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// How many `ecall`s are noted and not yet taken.
+    #[inline]
+    pub(crate) fn ecalls_noted(&self) -> usize {
+        self.ecalls.len()
+    }
+
+    /// The `ecall`s noted after the first `from`, relative to the running
+    /// totals `start` (what a memoised stretch from there holds).
+    pub(crate) fn ecalls_since(&self, from: usize, start: &Counters) -> Box<[Ecall]> {
+        self.ecalls[from..]
+            .iter()
+            .map(|e| Ecall {
+                at: e.at - start.instructions,
+                before: e.before - start.cycles,
+                after: e.after - start.cycles,
+                mem_ops: e.mem_ops - start.mem_ops,
+            })
+            .collect()
     }
 
     /// The running totals.
@@ -441,6 +670,9 @@ impl Estimator {
                 }
             }
             mem_ops += u32::from(inst.mem().is_some());
+        }
+        if let Some(log) = &mut self.log {
+            log.code.insert(pp, table.insts(pp).collect());
         }
         let p = table.get(pp);
         let end = table.end_inst(pp);
@@ -526,13 +758,26 @@ impl Estimator {
         end: EndOutcome,
         fetch_misses: u64,
     ) {
+        self.events_of(table.insts(pp), pp, n, end, fetch_misses);
+    }
+
+    /// [`Estimator::path_events`] over `insts`, the partial program's
+    /// instructions (as they were when it ran: see [`AttributionLog::code`]).
+    fn events_of(
+        &mut self,
+        insts: impl Iterator<Item = (Addr, Inst)>,
+        pp: PpId,
+        n: u32,
+        end: EndOutcome,
+        fetch_misses: u64,
+    ) {
         let long = self.facts[pp.index()].line_starts.len() > 64;
         let whole = n == self.facts[pp.index()].len;
         self.scratch.clear();
         let lines = &self.facts[pp.index()].line_starts;
         let mut line_k = 0usize;
         let fallthrough_len = self.facts[pp.index()].fallthrough_len;
-        for (k, (pc, inst)) in table.insts(pp).take(n as usize).enumerate() {
+        for (k, (pc, inst)) in insts.take(n as usize).enumerate() {
             let mut ev = Events::default();
             while line_k < lines.len() && lines[line_k].0 as usize <= k {
                 if lines[line_k].0 as usize == k {
@@ -629,6 +874,13 @@ impl Estimator {
     /// A step outside the node graph (I-cache misses, or the last partial
     /// program): counted per partial program.
     fn slow_step(&mut self, table: &PpTable, pp: PpId, n: u32, end: EndOutcome, misses: u64) {
+        if let Some(log) = &mut self.log {
+            let long = (self.facts[pp.index()].line_starts.len() > 64)
+                .then(|| self.long_misses.clone().into_boxed_slice());
+            *log.slow
+                .entry((self.sig, pp, n, end, misses, long))
+                .or_default() += 1;
+        }
         let c = self.time_path(table, pp, n, end, misses);
         self.cycles += c;
         let i = pp.index();
@@ -652,9 +904,10 @@ impl Estimator {
     }
 }
 
-impl Visit<PpTable> for Estimator {
+impl Estimator {
+    /// Time the whole of `pp`, left `how` for `next` ([`Visit::pp`]).
     #[inline]
-    fn pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
+    fn time_pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
         let f = self.facts(table, pp);
         let (len, last, backward, after, mem_ops) = (f.len, f.last, f.backward, f.after, f.mem_ops);
         self.result.instructions += u64::from(len);
@@ -732,6 +985,38 @@ impl Visit<PpTable> for Estimator {
         self.node = next_node;
     }
 
+    /// Note the `ecall` that ends `pp`, just timed from signature `entry`
+    /// after `before` cycles: the cycles before it are its prefix's.
+    #[cold]
+    fn note_ecall(&mut self, table: &PpTable, pp: PpId, entry: SignatureId, before: u64) {
+        let len = self.facts[pp.index()].len;
+        let prefix = match len {
+            0 | 1 => 0,
+            _ => self.prefix_cycles(table, pp, entry, len - 1),
+        };
+        let ecall = Ecall {
+            at: self.result.instructions - 1,
+            before: before + prefix,
+            after: self.cycles,
+            mem_ops: self.result.mem_ops,
+        };
+        self.ecalls.push(ecall);
+    }
+}
+
+impl Visit<PpTable> for Estimator {
+    #[inline]
+    fn pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
+        if !self.noting {
+            return self.time_pp(table, pp, how, next);
+        }
+        let (entry, before) = (self.entry_signature(pp), self.cycles);
+        self.time_pp(table, pp, how, next);
+        if self.facts[pp.index()].traps {
+            self.note_ecall(table, pp, entry, before);
+        }
+    }
+
     fn last(&mut self, table: &PpTable, pp: PpId, executed: u32) {
         if executed == 0 || pp == crate::machine::INVALID {
             return;
@@ -750,6 +1035,9 @@ impl Visit<PpTable> for Estimator {
         }
         let c = self.timer.trap(self.sig);
         self.cycles += c;
+        if let Some(log) = &mut self.log {
+            log.pending_trap += c;
+        }
         if let Some(e) = self.extra.get_mut(pp.index()) {
             e.1 += c;
         }

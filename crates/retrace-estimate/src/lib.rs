@@ -14,11 +14,17 @@
 //! - [`system`] replays a multi-hart trace, a core per hart, the harts
 //!   meeting at their synchronisation calls (US patent 8,448,140's
 //!   multiprocessor estimation).
+//! - [`annotate`] is `retrace annotate`'s view: per instruction and per
+//!   source line, what a replay charged (the profile's per-instruction
+//!   costs, [`Profile::instructions`]).
+//! - [`callgrind`] writes a profile in callgrind's format.
 //! - [`compare`] is the pipeline that judges an estimate: the cycle-level
 //!   engine for reference, a recording in memory, the estimates from it.
 #![deny(missing_docs)]
 
 pub mod aggregate;
+pub mod annotate;
+pub mod callgrind;
 pub mod compare;
 mod estimator;
 mod machine;
@@ -33,7 +39,7 @@ mod walk;
 
 pub use estimator::{Estimate, Estimator, Fidelity};
 pub use machine::{TraceHistory, INVALID};
-pub use profile::{BranchProfile, FunctionProfile, PpProfile, Profile, Profiler};
+pub use profile::{BranchProfile, CallEdge, FunctionProfile, PpProfile, Profile, Profiler};
 pub use run::{estimate_trace, estimate_trace_stepwise, profile_trace, read_totals, replay_check};
 pub use source::{read_totals_from, TraceSource};
 pub use span::SpanStats;

@@ -153,6 +153,12 @@ impl<R: Read> TraceHistory<R> {
         (&mut self.reader, self.decoder.hart())
     }
 
+    /// The hart whose streams it reads.
+    #[inline]
+    pub(crate) fn hart(&self) -> u16 {
+        self.decoder.hart()
+    }
+
     /// The next branch bits within the loaded segment, without consuming
     /// them: up to 64 and how many are valid ([`TraceReader::bit_window`]).
     #[inline]
@@ -171,6 +177,12 @@ impl<R: Read> TraceHistory<R> {
     pub(crate) fn returns_before_escape(&mut self, matched: u64) -> Option<u64> {
         self.decoder
             .returns_before_escape(&mut self.reader, matched)
+    }
+
+    /// See [`HartDecoder::known_target`].
+    #[inline]
+    pub(crate) fn known_target(&self, site: u64, index: u64) -> Option<u64> {
+        self.decoder.known_target(site, index)
     }
 
     /// Consume what a memoised stretch read: `bits` branch bits and

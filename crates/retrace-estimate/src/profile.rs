@@ -1,6 +1,9 @@
 //! The seed's by-products of a replay (embodiment 1, step 5): cycles per
 //! function, inclusive and exclusive, call counts, each branch's taken
-//! probability, and the hottest partial programs — for one core.
+//! probability, and the hottest partial programs — for one core; and, for
+//! `retrace annotate` and callgrind's format, each instruction's cost
+//! (through [`Estimator::per_instruction`]) and the call graph with the
+//! inclusive cost of every call site.
 //!
 //! Cycles go to functions by the one rule of [`retrace_sim::functions`],
 //! through the same [`FrameTracker`] the cycle-level engine drives, over
@@ -14,6 +17,7 @@
 use crate::estimator::Estimator;
 use crate::walk::{Leave, Visit};
 use retrace_program::{FunctionRanges, PpId, PpTable, Program};
+use retrace_sim::attribution::{InstructionCost, PerInstruction};
 use retrace_sim::functions::{FrameTracker, FunctionMap};
 use retrace_timing::SignatureId;
 use rustc_hash::FxHashMap;
@@ -45,6 +49,31 @@ pub struct BranchProfile {
     pub executed: u64,
     /// Of which taken.
     pub taken: u64,
+    /// Of which mispredicted (by the core's predictor under `control`, its
+    /// static prediction under `fast`); 0 unless the profile has
+    /// per-instruction costs.
+    pub mispredicts: u64,
+    /// The cycles those mispredictions cost: each one the core's
+    /// `mispredict_penalty`, which the timing rule adds to the branch.
+    pub mispredict_cycles: u64,
+}
+
+/// The calls from one call site to one function, with their inclusive
+/// cost: from just after the call instruction to just after the return
+/// that matched it (a call that never returned, to the end of the run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallEdge {
+    /// Address of the call instruction.
+    pub site: u64,
+    /// Index of the function called, into the profile's function ranges
+    /// ([`retrace_program::FunctionRanges::of_program`]).
+    pub callee: usize,
+    /// Calls made.
+    pub calls: u64,
+    /// Cycles inside them, callees included.
+    pub cycles: u64,
+    /// Instructions executed inside them, callees included.
+    pub instructions: u64,
 }
 
 /// One partial program's share.
@@ -65,10 +94,38 @@ pub struct PpProfile {
 pub struct Profile {
     /// Functions with any activity, most exclusive cycles first.
     pub functions: Vec<FunctionProfile>,
-    /// Branches, most executed first.
+    /// Branches, most executed first ([`Profile::costliest_branches`]
+    /// orders them by what their mispredictions cost).
     pub branches: Vec<BranchProfile>,
     /// Partial programs, most cycles first.
     pub hottest: Vec<PpProfile>,
+    /// Per instruction address: executions, cycles, mispredictions and
+    /// I-cache misses, by the rule of [`retrace_sim::attribution`] (empty
+    /// unless the estimator was [`Estimator::attributing`]). The data-cache
+    /// term is not in it.
+    pub instructions: PerInstruction,
+    /// The call graph: per call site and function called, the calls and
+    /// their inclusive cost; by site, then callee.
+    pub calls: Vec<CallEdge>,
+}
+
+impl Profile {
+    /// The branches that mispredicted, the cycles their mispredictions
+    /// cost first (then the most executed, then by address).
+    pub fn costliest_branches(&self) -> Vec<BranchProfile> {
+        let mut v: Vec<BranchProfile> = self
+            .branches
+            .iter()
+            .filter(|b| b.mispredicts > 0)
+            .copied()
+            .collect();
+        v.sort_by(|a, b| {
+            (b.mispredict_cycles, b.executed)
+                .cmp(&(a.mispredict_cycles, a.executed))
+                .then(a.pc.cmp(&b.pc))
+        });
+        v
+    }
 }
 
 /// The functions a partial program's instructions lie in: one for all,
@@ -92,6 +149,15 @@ pub struct Profiler {
     tracker: FrameTracker,
     instructions: u64,
     branches: FxHashMap<u64, (u64, u64)>,
+    /// The last instruction issued: a trap's cycles are charged to it.
+    last_pc: Option<u64>,
+    /// Per instruction address, the traps charged so far.
+    traps: FxHashMap<u64, u64>,
+    /// Calls not yet returned from: site, function called, cycles and
+    /// instructions when it was made.
+    call_stack: Vec<(u64, Option<usize>, u64, u64)>,
+    /// Per (call site, function called): calls, cycles, instructions.
+    edges: FxHashMap<(u64, usize), (u64, u64, u64)>,
 }
 
 impl Profiler {
@@ -108,6 +174,10 @@ impl Profiler {
             tracker,
             instructions: 0,
             branches: FxHashMap::default(),
+            last_pc: None,
+            traps: FxHashMap::default(),
+            call_stack: Vec::new(),
+            edges: FxHashMap::default(),
         }
     }
 
@@ -195,8 +265,55 @@ impl Profiler {
         }
     }
 
+    /// The first `executed` instructions of `pp` issued: remember the last
+    /// (a trap after them is charged to it).
+    fn issued(&mut self, table: &PpTable, pp: PpId, executed: u32) {
+        if executed > 0 && pp != crate::machine::INVALID {
+            self.last_pc = table
+                .insts(pp)
+                .nth(executed as usize - 1)
+                .map(|(pc, _)| pc.get());
+        }
+    }
+
+    /// The innermost call open returned (or the run ended, `at` cycles and
+    /// `instructions` in): charge its edge.
+    fn returned(&mut self, at: u64, instructions: u64) {
+        if let Some((site, Some(callee), c0, i0)) = self.call_stack.pop() {
+            let e = self.edges.entry((site, callee)).or_default();
+            e.0 += 1;
+            e.1 += at - c0;
+            e.2 += instructions - i0;
+        }
+    }
+
     /// Build the profile after the walk (closes frames still open).
     pub fn finish(mut self, table: &PpTable) -> (Profile, Estimator) {
+        let (end, insns) = (self.estimator.cycles(), self.instructions);
+        while !self.call_stack.is_empty() {
+            self.returned(end, insns);
+        }
+        let mut calls: Vec<CallEdge> = self
+            .edges
+            .iter()
+            .map(
+                |(&(site, callee), &(calls, cycles, instructions))| CallEdge {
+                    site,
+                    callee,
+                    calls,
+                    cycles,
+                    instructions,
+                },
+            )
+            .collect();
+        calls.sort_by_key(|c| (c.site, c.callee));
+        let mut per_inst: FxHashMap<u64, InstructionCost> = FxHashMap::default();
+        self.estimator.per_instruction(&mut per_inst);
+        for (&pc, &c) in &self.traps {
+            per_inst.entry(pc).or_default().cycles += c;
+        }
+        let instructions: PerInstruction = per_inst.into_iter().collect();
+        let penalty = u64::from(self.estimator.model().branch.mispredict_penalty);
         self.tracker
             .finish(self.estimator.cycles(), self.instructions);
         let mut funcs: Vec<FunctionProfile> = self
@@ -238,10 +355,15 @@ impl Profiler {
         let mut branches: Vec<BranchProfile> = self
             .branches
             .iter()
-            .map(|(&pc, &(executed, taken))| BranchProfile {
-                pc,
-                executed,
-                taken,
+            .map(|(&pc, &(executed, taken))| {
+                let mispredicts = instructions.get(&pc).map_or(0, |c| c.mispredicts);
+                BranchProfile {
+                    pc,
+                    executed,
+                    taken,
+                    mispredicts,
+                    mispredict_cycles: mispredicts * penalty,
+                }
             })
             .collect();
         branches.sort_by(|a, b| b.executed.cmp(&a.executed).then(a.pc.cmp(&b.pc)));
@@ -250,6 +372,8 @@ impl Profiler {
                 functions: funcs,
                 branches,
                 hottest,
+                instructions,
+                calls,
             },
             self.estimator,
         )
@@ -262,6 +386,9 @@ impl Visit<PpTable> for Profiler {
         let entry = self.estimator.entry_signature(pp);
         self.estimator.pp(table, pp, how, next);
         self.ran(table, pp, table.get(pp).len, before, entry);
+        if pp != crate::machine::INVALID {
+            self.last_pc = Some(table.get(pp).last.get());
+        }
         let after = self.estimator.cycles();
         match how {
             Leave::Branch(taken) => {
@@ -275,10 +402,13 @@ impl Visit<PpTable> for Profiler {
             Leave::Call => {
                 let to = self.function_at(table, next);
                 self.tracker.call(to, after);
+                let site = table.get(pp).last.get();
+                self.call_stack.push((site, to, after, self.instructions));
             }
             Leave::Return { .. } => {
                 let to = self.function_at(table, next);
                 self.tracker.ret(to, after);
+                self.returned(after, self.instructions);
             }
             Leave::Indirect | Leave::Continue => {}
         }
@@ -289,6 +419,7 @@ impl Visit<PpTable> for Profiler {
         let entry = self.estimator.entry_signature(pp);
         self.estimator.last(table, pp, executed);
         self.ran(table, pp, executed, before, entry);
+        self.issued(table, pp, executed);
     }
 
     fn trap(&mut self, table: &PpTable, pp: PpId, executed: u32) {
@@ -298,6 +429,11 @@ impl Visit<PpTable> for Profiler {
         // The trap's own cost goes to the function executing: the next
         // change charges it there, as the cycle-level engine does.
         self.ran(table, pp, executed, before, entry);
+        self.issued(table, pp, executed);
+        let c = self.estimator.take_trap_cycles();
+        if let (Some(pc), true) = (self.last_pc, c > 0) {
+            *self.traps.entry(pc).or_default() += c;
+        }
     }
 
     fn cut(&mut self, table: &PpTable, pp: PpId, executed: u32) {
@@ -305,5 +441,6 @@ impl Visit<PpTable> for Profiler {
         let entry = self.estimator.entry_signature(pp);
         self.estimator.cut(table, pp, executed);
         self.ran(table, pp, executed, before, entry);
+        self.issued(table, pp, executed);
     }
 }

@@ -420,7 +420,8 @@ pub fn profile_trace<S: TraceSource + ?Sized>(
         ));
     }
     let mut table = program.table.clone();
-    let mut prof = crate::profile::Profiler::new(Estimator::new(core, fidelity, 0.0), program);
+    let mut prof =
+        crate::profile::Profiler::new(Estimator::new(core, fidelity, 0.0).attributing(), program);
     let (_, _, measured, _) = replay(&mut table, program.entry, trace, &mut prof)?;
     let (profile, mut est) = prof.finish(&table);
     let mut measured_rate = false;

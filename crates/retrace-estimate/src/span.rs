@@ -9,10 +9,12 @@
 //! the stretch pops only what it pushed itself and meets no escape. So the
 //! outcome of a stretch (cycles, instructions, memory operations,
 //! mispredictions, the node it ends before, the return points it leaves
-//! pushed) is a function of
+//! pushed, and — when the estimator notes them — the `ecall`s inside it
+//! with their cycles, which the replay of several harts meets its harts'
+//! synchronisation calls at) is a function of
 //!
-//! > (start node, the next bytes of the indirect stream, the branch bits
-//! > it reads),
+//! > (start node, the next records of known targets in the indirect
+//! > stream, the branch bits it reads),
 //!
 //! and is recorded the first time, looked up every other time. A stretch
 //! ends before the branch bit or indirect record that its windows (32 bits,
@@ -26,6 +28,12 @@
 //! before its end, and then the stream plays no part in it. The windows
 //! never reach past the loaded trace segment; because a segment closes only
 //! before a branch bit, every record a stretch reads is in it.
+//!
+//! The replay of several harts shares one memo between the harts on one
+//! core ([`Spans::shared`]): a record names a target by its number in the
+//! hart's own table of the site's targets, so a stretch that read records
+//! keeps the targets they named and serves another hart once that hart's
+//! tables are found to name the same.
 //!
 //! Programs whose control flow repeats (an interpreter running a loop of
 //! bytecodes, any loop nest) replay a whole stretch — tens to hundreds of
@@ -50,11 +58,12 @@
 //! checks it against the cycle-level engine and against the step-by-step
 //! replay on every example program.
 
-use crate::estimator::{Counters, Estimator};
+use crate::estimator::{Counters, Ecall, Estimator};
 use crate::machine::TraceHistory;
 use crate::walk::{Exit, History, ReplayError, WalkStats, Walker};
 use retrace_program::{PpId, PpTable};
-use retrace_trace::protocol::known_target_len;
+use retrace_trace::decode_varint;
+use retrace_trace::protocol::{known_target_len, one_byte_index};
 use rustc_hash::FxHashMap;
 use std::io::Read;
 
@@ -95,6 +104,16 @@ struct Span {
     delta: Counters,
     /// Return points left pushed, bottom first.
     pushes: Box<[PpId]>,
+    /// The `ecall`s inside, relative to its start, when the estimator
+    /// notes them (the replay of several harts meets its harts'
+    /// synchronisation calls at them).
+    ecalls: Box<[Ecall]>,
+    /// In a memo that several harts share: the indirect records it read,
+    /// as (site, record, the target the record named).
+    targets: Box<[(u64, u64, u64)]>,
+    /// Bit `h`: hart `h`'s tables name those targets too (see
+    /// [`Spans::shared`]).
+    checked: u64,
     /// Where the walk continues: the partial program and the estimator's
     /// node for it.
     end_pp: PpId,
@@ -153,6 +172,8 @@ pub struct SpanStats {
 /// The memo and its per-node hit accounting.
 #[derive(Default)]
 pub(crate) struct Spans {
+    /// Several harts' histories use it ([`Spans::shared`]).
+    shared: bool,
     memo: FxHashMap<Key, Span>,
     /// The walker's code epoch the memo's stretches ran in.
     epoch: u64,
@@ -161,11 +182,27 @@ pub(crate) struct Spans {
     pub(crate) stats: SpanStats,
 }
 
-/// The indirect window: the first bytes of `bytes` (at most
-/// [`INDIRECT_WINDOW`]) as a little-endian number, and how many.
+/// The indirect window: the records at the start of `bytes` that name
+/// known targets, as far as they fit [`INDIRECT_WINDOW`] bytes, as a
+/// little-endian number, and how many bytes. A stretch reads no other
+/// record (a new target is the walker's), so the window holds no more of
+/// the stream than can decide a stretch: a record of a new target ahead
+/// leaves it empty.
 #[inline]
 fn indirect_window(bytes: &[u8]) -> (u128, u32) {
-    let n = bytes.len().min(INDIRECT_WINDOW);
+    // The common record is one byte, a known target's number below 128
+    // ([`one_byte_index`]): those first, then any longer ones.
+    let head = &bytes[..bytes.len().min(INDIRECT_WINDOW)];
+    let mut n = head
+        .iter()
+        .position(|&b| one_byte_index(&[b]).is_none())
+        .unwrap_or(head.len());
+    while let Some(len) = known_target_len(&bytes[n..]) {
+        if n + len > INDIRECT_WINDOW {
+            break;
+        }
+        n += len;
+    }
     let mut w = [0u8; INDIRECT_WINDOW];
     w[..n].copy_from_slice(&bytes[..n]);
     (u128::from_le_bytes(w), n as u32)
@@ -190,6 +227,20 @@ struct StartNode {
 }
 
 impl Spans {
+    /// A memo for the replays of several harts, one after the other, on
+    /// one core (`crate::system`). An indirect record names a target by
+    /// its number in the hart's own table of the site's targets, so the
+    /// same bytes may mean other targets to another hart: a stretch that
+    /// read records keeps the targets they named, and serves a hart only
+    /// once that hart's tables are found to name the same (tables only
+    /// grow, so once is enough).
+    pub(crate) fn shared() -> Spans {
+        Spans {
+            shared: true,
+            ..Spans::default()
+        }
+    }
+
     /// The bit window `node` starts stretches with (0: it does not).
     #[inline]
     fn window(&mut self, node: u32, nodes: usize) -> u32 {
@@ -236,24 +287,24 @@ pub(crate) enum SpanStep {
 }
 
 /// From where the walk `w` stands, apply the memoised stretch that starts
-/// there, or walk and remember one — a stretch that ends before
-/// instruction `limit` (at most the walker's own limit: a replay that
-/// must stop at an instruction of its own, such as the multiprocessor
-/// replay at a synchronisation call, gives that one).
+/// there, or walk and remember one. The `ecall`s inside an applied
+/// stretch, when the estimator notes them, go to `ecalls` with the
+/// estimator's totals before the stretch (the `ecall`s are relative to
+/// them); those of a stretch walked are noted by the estimator itself.
 pub(crate) fn span_step<R: Read>(
     table: &mut PpTable,
     history: &mut TraceHistory<R>,
     est: &mut Estimator,
     spans: &mut Spans,
     w: &mut Walker<PpId>,
-    limit: u64,
+    ecalls: &mut impl FnMut(&Counters, &[Ecall]),
 ) -> Result<SpanStep, ReplayError> {
     if w.code_epoch != spans.epoch {
         // Stretches recorded before ran through code that has changed.
         spans.epoch = w.code_epoch;
         spans.memo.clear();
     }
-    let limit = limit.min(w.limit);
+    let limit = w.limit;
     let Some((node, pp)) = est.current_node() else {
         return Ok(SpanStep::Nothing);
     };
@@ -265,7 +316,7 @@ pub(crate) fn span_step<R: Read>(
     if window == 0 {
         return Ok(SpanStep::Nothing);
     }
-    if replay_span(spans, w, history, est, node, window, limit) {
+    if replay_span(spans, w, history, est, node, window, limit, ecalls) {
         return Ok(SpanStep::Moved);
     }
     if spans.memo.len() < MAX_SPANS {
@@ -292,7 +343,7 @@ pub(crate) fn walk_spans<R: Read>(
 ) -> Result<WalkStats, ReplayError> {
     let mut w = Walker::new(entry, limit);
     loop {
-        let finished = match span_step(table, history, est, spans, &mut w, limit)? {
+        let finished = match span_step(table, history, est, spans, &mut w, &mut |_, _| {})? {
             SpanStep::Moved => continue,
             SpanStep::Finished => true,
             SpanStep::Nothing => w.step(table, history, est)?,
@@ -313,7 +364,15 @@ fn escape_limit<R: Read>(history: &mut TraceHistory<R>, matched: u64) -> Option<
     history.returns_before_escape(matched)
 }
 
+/// The bit of `history`'s hart in [`Span::checked`] (0 for harts past 63:
+/// a stretch is then checked at every use).
+#[inline]
+fn hart_bit<R: Read>(history: &TraceHistory<R>) -> u64 {
+    1u64.checked_shl(u32::from(history.hart())).unwrap_or(0)
+}
+
 /// Look the stretch from `node` up and apply it; `false` on a miss.
+#[allow(clippy::too_many_arguments)]
 #[inline]
 fn replay_span<R: Read>(
     spans: &mut Spans,
@@ -323,11 +382,27 @@ fn replay_span<R: Read>(
     node: u32,
     window: u32,
     limit: u64,
+    ecalls: &mut impl FnMut(&Counters, &[Ecall]),
 ) -> bool {
-    let Some(s) = spans.memo.get(&Key::at(history, node, window)) else {
+    let Some(s) = spans.memo.get_mut(&Key::at(history, node, window)) else {
         spans.count_try(node, false);
         return false;
     };
+    let hart = hart_bit(history);
+    if s.checked & hart == 0 {
+        // Recorded by another hart's replay: its records must name the
+        // same targets in this hart's tables, else it is not this hart's
+        // stretch.
+        if !s
+            .targets
+            .iter()
+            .all(|&(site, record, target)| history.known_target(site, record) == Some(target))
+        {
+            spans.count_try(node, false);
+            return false;
+        }
+        s.checked |= hart;
+    }
     let room = limit.saturating_sub(w.stats.instructions);
     let Some(escapes) = escape_limit(history, w.matched) else {
         return false;
@@ -365,6 +440,9 @@ fn replay_span<R: Read>(
     w.matched += s.returns;
     w.stack.apply_stretch(&s.pushes, s.depth as usize);
     w.cur = s.end_pp;
+    if !s.ecalls.is_empty() {
+        ecalls(&est.counters(), &s.ecalls);
+    }
     est.add_stretch(&s.delta, s.end_node);
     spans.stats.hits += 1;
     spans.stats.pps_memoised += s.pps;
@@ -400,7 +478,9 @@ fn record_span<R: Read>(
         return Ok(Recorded::Nothing);
     };
     let consumed = |history: &TraceHistory<R>| rest0 - history.indirect_bytes().len();
+    let mut targets = Vec::new();
     let (matched0, stats0, before) = (w.matched, w.stats(), est.counters());
+    let ecalls0 = est.ecalls_noted();
     // The stretch's own return points still on the stack: what it pushed
     // beyond the start depth, plus what the bound dropped below it.
     let (depth0, dropped0) = (w.stack.len(), w.stack.dropped());
@@ -447,8 +527,22 @@ fn record_span<R: Read>(
         if !room || (call && own(w) >= w.stack.bound()) {
             break;
         }
+        // In a shared memo, the target of each record read (see
+        // `Spans::shared`).
+        let read = match exit {
+            Exit::Indirect { site } | Exit::IndirectCall { site, .. } if spans.shared => {
+                decode_varint(history.indirect_bytes()).map(|(record, _)| (site, record))
+            }
+            _ => None,
+        };
         if w.step(table, history, est)? {
             return Ok(Recorded::Finished);
+        }
+        if let Some((site, record)) = read {
+            match history.known_target(site, record) {
+                Some(target) => targets.push((site, record, target)),
+                None => return Ok(Recorded::Stepped),
+            }
         }
         pps += 1;
         depth = depth.max(own(w));
@@ -474,6 +568,9 @@ fn record_span<R: Read>(
         depth: depth as u32,
         delta: est.counters().since(before),
         pushes: w.stack.as_slice()[w.stack.len() - own(w)..].into(),
+        ecalls: est.ecalls_since(ecalls0, &before),
+        targets: targets.into(),
+        checked: hart_bit(history),
         end_pp,
         end_node,
     };

@@ -19,6 +19,18 @@
 //! and every hart's busy and wait cycles exactly
 //! (`crates/retrace-estimate/tests/system.rs`).
 //!
+//! It does so in two phases. A hart's busy cycles at each of its calls
+//! do not depend on how the harts interleave (its core's state is its
+//! own, a wait stops its clock and not its pipeline): so first each
+//! hart's history is replayed whole, on its own ([`hart`]), and each of
+//! its recorded calls ([`calls`]: decoded once into flat records) gets
+//! its busy cycles before the `ecall` and what the `ecall` and the trap
+//! take; then the unit orders the calls over those records alone, a few
+//! integers per call. The harts' replays run on a thread per CPU, each
+//! taking a run of neighbouring harts; a thread's harts on one core replay
+//! one after the other with one memo, and memoised stretches run across
+//! calls. The result does not depend on how the harts are shared out.
+//!
 //! Each hart's clock runs at its own frequency, which the hart may change
 //! (`set_hz`, from the end of that call on): the calls are ordered by the
 //! time of the harts' clocks, and a resumed hart waits until the
@@ -38,10 +50,7 @@
 //! measured for the hart's own cache. Misses fall unevenly between calls
 //! in the engine, so two calls may meet in another order than there: with
 //! data caches the replay is an estimate (within 1.4% of the engine's
-//! makespan on the examples; `tests/system.rs`). At `fast` each hart's
-//! replay runs memoised stretches between its calls ([`crate::span`]),
-//! each ending before the call's own partial program, which the replay
-//! times itself.
+//! makespan on the examples; `tests/system.rs`).
 //!
 //! Which hart runs which path can depend on the interleaving (a work queue
 //! hands tasks to whoever asks first): the recording holds the paths of
@@ -54,17 +63,19 @@
 //! under the replayed schedule, and the replay is exact (for programs whose
 //! harts share data only through the API, or under its locks).
 
-use crate::estimator::{Estimator, Fidelity};
-use crate::machine::TraceHistory;
+mod calls;
+mod hart;
+
+use crate::estimator::Fidelity;
 use crate::source::TraceSource;
-use crate::span::{span_step, SpanStep, Spans};
-use crate::walk::{Graph, Leave, ReplayError, Visit, Walker};
-use retrace_program::{Addr, PpId, PpTable};
+use crate::walk::ReplayError;
+use calls::{decode, place_of, Call, Calls, NONE};
+use hart::{replay_hart, HartRun, Shared};
+use retrace_program::{Addr, PpTable};
 use retrace_sim::frequency::{HartClock, DEFAULT_HZ};
 use retrace_sim::sync::{SyncOp, SyncState};
 use retrace_timing::CoreModel;
-use retrace_trace::protocol::sync::{decode, HartSync, SyncCall};
-use retrace_trace::{DcacheMeasurement, StreamKind, TraceReader};
+use retrace_trace::{DcacheMeasurement, SegmentCache, StreamKind, TraceReader};
 
 /// One hart's share of a multiprocessor replay.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -177,228 +188,94 @@ pub enum Doing {
     },
 }
 
-/// Which function each partial program the replay visits is in, and the
-/// runs of one function, in busy cycles (waits are not known to the
-/// estimator; [`HartTimeline`] puts them in).
-struct FunctionTrack {
-    /// `(entry, size)` of each function, in entry order.
-    ranges: std::sync::Arc<[(u64, u64)]>,
-    /// The function running since the busy cycle.
-    current: Option<(usize, u64)>,
-    /// `(first busy cycle, one past the last, function)`.
-    runs: Vec<(u64, u64, usize)>,
-}
+/// Decompressed bytes of the trace kept for the harts' readers at most
+/// ([`SegmentCache`]): beyond that, each hart's reader decompresses the
+/// rest itself.
+const SEGMENT_CACHE_BYTES: usize = 1 << 28;
 
-impl FunctionTrack {
-    fn function_at(&self, addr: u64) -> usize {
-        let i = self.ranges.partition_point(|&(entry, _)| entry <= addr);
-        match i.checked_sub(1).map(|i| (i, self.ranges[i])) {
-            Some((i, (entry, size))) if addr - entry < size.max(1) => i,
-            _ => usize::MAX,
-        }
-    }
+/// "Not at a call" in the unit's table of the harts' call times.
+const NOT_AT_CALL: u128 = u128::MAX;
 
-    /// The partial program starting at `addr` runs from busy cycle `at`.
-    fn enter(&mut self, addr: u64, at: u64) {
-        let f = self.function_at(addr);
-        match self.current {
-            Some((g, _)) if g == f => {}
-            Some((g, since)) => {
-                if at > since {
-                    self.runs.push((since, at, g));
-                }
-                self.current = Some((f, at));
-            }
-            None => self.current = Some((f, at)),
-        }
-    }
-
-    /// The hart's replay ended at busy cycle `at`.
-    fn finish(&mut self, at: u64) {
-        if let Some((g, since)) = self.current.take() {
-            if at > since {
-                self.runs.push((since, at, g));
-            }
-        }
-    }
-}
-
-/// An [`Estimator`] that also notes the clock before a given instruction
-/// (the `ecall` of the next synchronisation call), which ends a partial
-/// program.
-struct CallTimer {
-    est: Estimator,
-    /// With a timeline: the functions the hart runs.
-    functions: Option<FunctionTrack>,
-    /// Instructions visited so far.
-    done: u64,
-    /// The next call's `ecall` is instruction number `at` (0-based).
-    at: u64,
-    /// Busy cycles before that `ecall`, once visited.
-    before_call: Option<u64>,
-}
-
-impl CallTimer {
-    /// Busy cycles so far: the core's, and the data-cache term of the
-    /// memory operations so far at the hart's measured miss rate.
-    fn busy(&self) -> u64 {
-        self.est.cycles() + self.est.dcache_cycles()
-    }
-}
-
-impl Visit<PpTable> for CallTimer {
-    fn pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
-        let len = table.get(pp).len;
-        if self.functions.is_some() {
-            let busy = self.busy();
-            if let Some(f) = &mut self.functions {
-                f.enter(table.get(pp).start.get(), busy);
-            }
-        }
-        let (entry, before) = (self.est.entry_signature(pp), self.est.cycles());
-        self.est.pp(table, pp, how, next);
-        self.done += u64::from(len);
-        if self.done == self.at + 1 {
-            let prefix = match len {
-                0 | 1 => 0,
-                _ => self.est.prefix_cycles(table, pp, entry, len - 1),
-            };
-            // The `ecall` is no memory operation: the data-cache term
-            // so far is the prefix's.
-            self.before_call = Some(before + prefix + self.est.dcache_cycles());
-        }
-    }
-    fn last(&mut self, table: &PpTable, pp: PpId, executed: u32) {
-        let busy = self.busy();
-        if let Some(f) = &mut self.functions {
-            f.enter(table.get(pp).start.get(), busy);
-        }
-        self.est.last(table, pp, executed);
-        self.done += u64::from(executed);
-    }
-    fn trap(&mut self, table: &PpTable, pp: PpId, executed: u32) {
-        self.est.trap(table, pp, executed);
-        self.done += u64::from(executed);
-    }
-    fn cut(&mut self, table: &PpTable, pp: PpId, executed: u32) {
-        self.est.cut(table, pp, executed);
-        self.done += u64::from(executed);
-    }
-}
-
-/// Where a hart stands in the replay.
+/// Where a hart stands in the unit's run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Standing {
-    /// Its replay goes on to its next call.
-    Runnable,
-    /// Its replay has reached its next call, which has not happened yet;
-    /// its busy cycles before the `ecall`.
-    AtCall(u64),
+    /// It has reached its next call, which has not happened yet.
+    AtCall,
     /// Its call waits for another hart; busy cycles before the `ecall`.
     Blocked(u64),
-    /// It has nothing more to replay (or it exited, or its last call
-    /// never completed in the recording).
+    /// It has nothing more to do (or it exited, or its last call never
+    /// completed in the recording).
     Done,
 }
 
-struct Hart<'s, S: TraceSource + ?Sized + 's> {
-    table: PpTable,
-    walker: Walker<PpId>,
-    /// At `fast` without a timeline: memoised stretches of the hart's
-    /// replay, each ending before its next call (`crate::span`).
-    spans: Option<Spans>,
-    history: TraceHistory<S::Reader<'s>>,
-    timer: CallTimer,
-    sync: HartSync,
+/// One hart in the unit's run: its calls, where its replay ended, its
+/// clock.
+struct Hart {
+    calls: Vec<Call>,
+    /// The values of its `set_hz` calls, in order, and how many it made.
+    values: Vec<u64>,
+    set_hz: usize,
+    run: HartRun,
+    /// Its next call.
     next: usize,
     wait: u64,
     /// Its clock against time.
     clock: HartClock,
+    /// Every hart's clock runs at one frequency, which none changes:
+    /// cycles order the harts as time does.
+    by_cycles: bool,
     standing: Standing,
-    /// The replay has walked all the hart executed.
-    ended: bool,
-    /// The run stopped at the hart's last call, before its `ecall`
-    /// retired.
-    unretired: bool,
     /// With a timeline: its waits (busy cycle before the `ecall`, cycles
     /// waited, call, object) and calls.
     waits: Vec<(u64, u64, u8, u64)>,
-    calls: Vec<(u64, u8, u64)>,
+    timeline_calls: Vec<(u64, u8, u64)>,
 }
 
-impl<S: TraceSource + ?Sized> Hart<'_, S> {
-    /// One step of the replay: a memoised stretch that ends before
-    /// instruction `limit` where there is one, else one partial program.
-    fn step(&mut self, limit: u64) -> Result<(), ReplayError> {
-        if let Some(spans) = &mut self.spans {
-            let done = span_step(
-                &mut self.table,
-                &mut self.history,
-                &mut self.timer.est,
-                spans,
-                &mut self.walker,
-                limit,
-            )?;
-            match done {
-                SpanStep::Moved | SpanStep::Finished => {
-                    // The stretch went past the timer: it counts what the
-                    // walker did.
-                    self.timer.done = self.walker.stats().instructions;
-                    self.ended = matches!(done, SpanStep::Finished);
-                    return Ok(());
-                }
-                SpanStep::Nothing => {}
-            }
-        }
-        self.ended = self
-            .walker
-            .step(&mut self.table, &mut self.history, &mut self.timer)?;
-        Ok(())
-    }
-
-    /// Replay on to the next call, or to the end.
-    fn advance(&mut self, h: usize) -> Result<(), ReplayError> {
-        let Some(call) = self.sync.calls.get(self.next).copied() else {
-            while !self.ended {
-                self.step(u64::MAX)?;
-            }
-            self.standing = Standing::Done;
-            return Ok(());
-        };
-        self.timer.at = call.at;
-        self.timer.before_call = None;
-        // Stretches end before the call's `ecall`: its partial program is
-        // the timer's, which notes the clock before it.
-        while !self.ended && self.timer.done <= call.at {
-            self.step(call.at + 1)?;
-        }
-        let before = match self.timer.before_call {
-            Some(b) => b,
-            // The run stopped at this call, before its `ecall` retired
-            // (the hart exited, or waited until the end).
-            None if self.ended && self.timer.done == call.at => {
-                self.unretired = true;
-                self.timer.busy()
-            }
-            None => {
-                return Err(ReplayError::System(format!(
-                    "hart {h}'s synchronisation call #{} is recorded after {} instructions, where the replay has no `ecall` ending a partial program (it reached {}): the trace does not fit this program",
-                    self.next, call.at, self.timer.done
-                )))
-            }
-        };
-        self.standing = Standing::AtCall(before);
-        Ok(())
-    }
-
+impl Hart {
     /// Its clock with `busy` cycles.
     fn clock(&self, busy: u64) -> u64 {
         busy + self.wait
     }
 
-    /// Its time with `busy` cycles.
+    /// Its time with `busy` cycles, as the unit compares harts: in
+    /// attoseconds, or its clock when cycles order the harts as time does.
+    #[inline]
     fn time(&self, busy: u64) -> u128 {
-        self.clock.time_at(self.clock(busy))
+        match self.by_cycles {
+            true => u128::from(self.clock(busy)),
+            false => self.clock.time_at(self.clock(busy)),
+        }
+    }
+
+    /// Its first clock at or after `time` ([`Hart::time`]'s measure).
+    #[inline]
+    fn counter_reaching(&self, time: u128) -> u64 {
+        match self.by_cycles {
+            true => time as u64,
+            false => self.clock.counter_reaching(time),
+        }
+    }
+
+    /// Whether its replay had ended by call `k`.
+    fn ended_by(&self, k: usize) -> bool {
+        self.run.last.is_some_and(|last| k >= last)
+    }
+
+    /// On to its next call, if it has one (the time of that call); else it
+    /// is done. (Its replay has not ended: its next call is one it
+    /// reached.)
+    fn go_on(&mut self) -> u128 {
+        match self.calls.get(self.next) {
+            Some(c) => {
+                let t = self.time(c.before);
+                self.standing = Standing::AtCall;
+                t
+            }
+            None => {
+                self.standing = Standing::Done;
+                NOT_AT_CALL
+            }
+        }
     }
 }
 
@@ -442,7 +319,10 @@ fn replay_system<S: TraceSource + ?Sized>(
     functions: Option<&[(u64, u64)]>,
 ) -> Result<(SystemEstimate, Vec<HartTimeline>), ReplayError> {
     let ranges: Option<std::sync::Arc<[(u64, u64)]>> = functions.map(Into::into);
-    let reader = TraceReader::new(trace.open()?)?;
+    // Each segment decompressed once: by the pass that reads the
+    // synchronisation events, for every hart's reader after it.
+    let cache = SegmentCache::new(SEGMENT_CACHE_BYTES);
+    let reader = TraceReader::sharing(trace.open()?, &cache, None)?;
     let n = usize::from(reader.header().harts);
     if n < 2 {
         return Err(ReplayError::System(
@@ -461,221 +341,275 @@ fn replay_system<S: TraceSource + ?Sized>(
             hz.len()
         )));
     }
-    let (items, _) = reader.collect_records(StreamKind::Sync)?;
-    let mut harts = Vec::with_capacity(n);
-    let mut dcache = Vec::with_capacity(n);
-    for (h, items) in items.iter().enumerate() {
-        let sync = decode(h as u16, items)?;
-        let reader = TraceReader::new(trace.open()?)?.follow_hart(h as u16)?;
-        let core = &cores[if cores.len() == 1 { 0 } else { h }];
-        let measured = core.dcache.as_ref().and_then(|dc| {
-            sync.dcache
+    let (events, _) = reader.collect_records(StreamKind::Sync)?;
+    let Calls {
+        harts: recorded,
+        objects,
+        classes,
+    } = decode(&events)?;
+    let core_of = |h: usize| &cores[if cores.len() == 1 { 0 } else { h }];
+    let dcache: Vec<Option<DcacheMeasurement>> = recorded
+        .iter()
+        .enumerate()
+        .map(|(h, calls)| {
+            let dc = core_of(h).dcache.as_ref()?;
+            calls
+                .dcache
                 .iter()
                 .find(|m| (m.size, m.ways, m.line) == (dc.size, dc.ways, dc.line))
                 .copied()
-        });
-        dcache.push(measured);
-        let mut table = table.clone();
-        let start = table.resolve(entry.get())?;
-        harts.push(Hart::<S> {
-            table,
-            walker: Walker::new(start, sync.instructions),
-            spans: (fidelity == Fidelity::Fast && functions.is_none()).then(Spans::default),
-            history: TraceHistory::new(reader, h as u16),
-            timer: CallTimer {
-                est: Estimator::new(core, fidelity, measured.map_or(0.0, |m| m.miss_rate())),
-                functions: ranges.as_ref().map(|r| FunctionTrack {
-                    ranges: r.clone(),
-                    current: None,
-                    runs: Vec::new(),
-                }),
-                done: 0,
-                at: u64::MAX,
-                before_call: None,
-            },
-            sync,
+        })
+        .collect();
+    // The harts' replays, on as many threads as there are CPUs, each
+    // taking a run of neighbouring harts in turn (the harts on one core of
+    // a thread share what their replays learn).
+    let threads = std::thread::available_parallelism()
+        .map(|t| t.get())
+        .unwrap_or(1)
+        .clamp(1, n);
+    let per_thread = n.div_ceil(threads);
+    let mut recorded = recorded;
+    let replayed: Vec<Result<Vec<HartRun>, ReplayError>> = std::thread::scope(|s| {
+        let jobs: Vec<_> = recorded
+            .chunks_mut(per_thread)
+            .enumerate()
+            .map(|(t, harts)| {
+                let (cache, ranges, dcache) = (&cache, ranges.as_ref(), &dcache);
+                s.spawn(move || {
+                    let mut shared: Vec<(&CoreModel, Option<Shared>)> = Vec::new();
+                    let mut runs = Vec::with_capacity(harts.len());
+                    for (i, calls) in harts.iter_mut().enumerate() {
+                        let h = t * per_thread + i;
+                        let core = core_of(h);
+                        let group = match shared.iter().position(|(c, _)| *c == core) {
+                            Some(g) => g,
+                            None => {
+                                shared.push((core, None));
+                                shared.len() - 1
+                            }
+                        };
+                        let state = shared[group].1.get_or_insert_with(|| {
+                            Shared::new(table, core, fidelity, ranges.is_some())
+                        });
+                        let run = replay_hart(
+                            state,
+                            entry,
+                            trace,
+                            cache,
+                            h,
+                            calls,
+                            dcache[h].map_or(0.0, |m| m.miss_rate()),
+                            ranges,
+                        )?;
+                        if run.changed {
+                            shared[group].1 = None;
+                        }
+                        runs.push(run);
+                    }
+                    Ok(runs)
+                })
+            })
+            .collect();
+        jobs.into_iter()
+            .map(|j| j.join().expect("replay thread panicked"))
+            .collect()
+    });
+    // The first hart's error, as a replay of one hart after the other
+    // would meet it.
+    let mut runs = Vec::with_capacity(n);
+    for r in replayed {
+        runs.extend(r?);
+    }
+    drop(cache);
+    let start_hz = |h: usize| hz.get(h).or(hz.first()).copied().unwrap_or(DEFAULT_HZ);
+    // One frequency for every hart, and no `set_hz`: a hart's time is then
+    // a strictly increasing function of its clock, the same for all
+    // (at most 10^18 Hz, a cycle is at least an attosecond), so the unit
+    // compares clocks — integers, not attoseconds.
+    let by_cycles = (0..n).all(|h| start_hz(h) == start_hz(0))
+        && start_hz(0) <= 1_000_000_000_000_000_000
+        && classes.iter().all(|&(_, op)| op != SyncOp::SET_HZ);
+    let mut harts: Vec<Hart> = recorded
+        .into_iter()
+        .zip(runs)
+        .enumerate()
+        .map(|(h, (calls, run))| Hart {
+            calls: calls.calls,
+            values: calls.values,
+            set_hz: 0,
+            run,
             next: 0,
             wait: 0,
-            clock: HartClock::new(hz.get(h).or(hz.first()).copied().unwrap_or(DEFAULT_HZ)),
-            standing: Standing::Runnable,
-            ended: false,
-            unretired: false,
+            clock: HartClock::new(start_hz(h)),
+            by_cycles,
+            standing: Standing::Done,
             waits: Vec::new(),
-            calls: Vec::new(),
-        });
-    }
-    let mut objects = SyncState::new(n);
+            timeline_calls: Vec::new(),
+        })
+        .collect();
+    // The time of each hart's next call, or `NOT_AT_CALL`.
+    let mut at: Vec<u128> = harts.iter_mut().map(Hart::go_on).collect();
+    let mut state = SyncState::new(n);
+    // Per object, its entry in `resources`, made on its first call.
+    let mut resource_of = vec![NONE; objects.len()];
     let mut resources: Vec<ResourceEstimate> = Vec::new();
+    // Per class, the calls met so far: a call on an object meets it in the
+    // recorded order when its rank in its class is that.
+    let mut met = vec![0u32; classes.len()];
     // The object each blocked hart waits on (an index into `resources`).
     let mut waiting_on: Vec<Option<usize>> = vec![None; n];
     let (mut calls, mut reordered, mut first_reordered) = (0u64, 0u64, None);
-    // Per object and call, the calls' places in the recorded order, sorted:
-    // the order in which the recorded run made them. What a call returns
-    // depends on the calls of its kind on its object before it — a receive
-    // gets the word of the send of its own rank, whoever sent it and
-    // whenever; the k-th lock is the k-th to hold the mutex; the last
-    // arrival at a barrier gets 1 — not on how sends and receives
-    // interleave.
-    let mut recorded: rustc_hash::FxHashMap<(u64, u8), (Vec<u64>, usize)> = Default::default();
-    for hart in &harts {
-        for c in &hart.sync.calls {
-            if let Some((object, _)) = c.object {
-                recorded.entry((object, c.op)).or_default().0.push(c.seq);
-            }
-        }
-    }
-    recorded
-        .values_mut()
-        .for_each(|(seqs, _)| seqs.sort_unstable());
-    let (mut counts, mut clocks, mut timelines) = (Vec::new(), Vec::new(), Vec::new());
     loop {
-        for (h, hart) in harts.iter_mut().enumerate() {
-            if hart.standing == Standing::Runnable {
-                hart.advance(h)?;
-            }
-        }
         // The call with the earliest time, the lowest hart on a tie.
-        let Some((_, h)) = harts
-            .iter()
-            .enumerate()
-            .filter_map(|(h, x)| match x.standing {
-                Standing::AtCall(b) => Some((x.time(b), h)),
-                _ => None,
-            })
-            .min()
-        else {
-            break;
-        };
-        let Standing::AtCall(before) = harts[h].standing else {
-            unreachable!("chosen among the harts at a call")
-        };
-        let call: SyncCall = harts[h].sync.calls[harts[h].next];
-        harts[h].next += 1;
-        if let Some((seqs, next)) = call
-            .object
-            .and_then(|(o, _)| recorded.get_mut(&(o, call.op)))
-        {
-            if seqs.get(*next) != Some(&call.seq) {
-                reordered += 1;
-                first_reordered.get_or_insert((h, call.seq));
+        let mut h = usize::MAX;
+        let mut earliest = NOT_AT_CALL;
+        for (i, &t) in at.iter().enumerate() {
+            if t < earliest {
+                (h, earliest) = (i, t);
             }
-            *next += 1;
         }
+        if h == usize::MAX {
+            break;
+        }
+        let hart = &mut harts[h];
+        let k = hart.next;
+        let call = hart.calls[k];
+        hart.next += 1;
+        let (o, op) = classes[call.class as usize];
+        let value = if op == SyncOp::SET_HZ {
+            hart.set_hz += 1;
+            hart.values[hart.set_hz - 1]
+        } else {
+            0
+        };
         calls += 1;
-        let op = SyncOp(call.op);
-        let (object, param) = call.object.unwrap_or((0, 0));
+        let (object, param) = match o {
+            NONE => (0, 0),
+            o => objects[o as usize],
+        };
+        let r = (o != NONE).then(|| {
+            let m = &mut met[call.class as usize];
+            if call.rank != *m {
+                reordered += 1;
+                first_reordered.get_or_insert((h, k));
+            }
+            *m += 1;
+            let r = &mut resource_of[o as usize];
+            if *r == NONE {
+                *r = resources.len() as u32;
+                resources.push(ResourceEstimate {
+                    object,
+                    kind: op.object_kind().map_or("object".into(), |k| k.to_string()),
+                    calls: 0,
+                    waits: 0,
+                    wait_cycles: 0,
+                });
+            }
+            *r as usize
+        });
         if ranges.is_some() {
-            let at = harts[h].clock(before);
-            harts[h].calls.push((at, call.op, object));
+            let clock = hart.clock(call.before);
+            hart.timeline_calls.push((clock, op.0, object));
         }
-        let (done, woken) = objects.replay_call(h, op, object, param, call.value).map_err(|e| {
+        let (done, woken) = state.replay_call(h, op, object, param, value).map_err(|e| {
             ReplayError::System(format!(
-                "hart {h}'s synchronisation call #{} does not fit the others' ({e}): the trace is damaged; record it again",
-                harts[h].next - 1
+                "hart {h}'s synchronisation call #{k} does not fit the others' ({e}): the trace is damaged; record it again"
             ))
         })?;
-        let r = call.object.map(|_| resource(&mut resources, object, op));
         if let Some(r) = r {
             resources[r].calls += 1;
         }
         // The completer's clock: its `ecall` and trap are in its busy
         // cycles by now (see the module documentation).
-        let busy = harts[h].timer.busy();
-        let now = harts[h].clock(busy);
+        let busy = call.after();
+        let hart = &mut harts[h];
         if op == SyncOp::SET_HZ && done {
-            harts[h].clock.set_hz(now, call.value);
+            let now = hart.clock(busy);
+            hart.clock.set_hz(now, value);
         }
-        let now_time = harts[h].time(busy);
-        harts[h].standing = if done && !harts[h].ended {
-            Standing::Runnable
+        let now_time = hart.time(busy);
+        at[h] = NOT_AT_CALL;
+        if done && !hart.ended_by(k) {
+            at[h] = hart.go_on();
         } else if done || op == SyncOp::HART_EXIT {
-            Standing::Done
+            hart.standing = Standing::Done;
         } else {
             if let Some(r) = r {
                 resources[r].waits += 1;
             }
             waiting_on[h] = r;
-            Standing::Blocked(before)
-        };
+            hart.standing = Standing::Blocked(call.before);
+        }
         for w in woken {
-            let Standing::Blocked(b) = harts[w].standing else {
+            let hart = &mut harts[w];
+            let Standing::Blocked(b) = hart.standing else {
                 return Err(ReplayError::System(format!(
                     "hart {w} is resumed by hart {h}'s call but does not wait: the trace is damaged"
                 )));
             };
-            let then = harts[w].clock.counter_reaching(now_time);
-            let waited = then.saturating_sub(harts[w].clock(b));
+            let then = hart.counter_reaching(now_time);
+            let waited = then.saturating_sub(hart.clock(b));
             if ranges.is_some() && waited > 0 {
-                let (op, object) = harts[w]
-                    .calls
+                let (op, object) = hart
+                    .timeline_calls
                     .last()
                     .map_or((0, 0), |&(_, op, object)| (op, object));
-                harts[w].waits.push((b, waited, op, object));
+                hart.waits.push((b, waited, op, object));
             }
-            harts[w].wait += waited;
+            hart.wait += waited;
             if let Some(r) = waiting_on[w].take() {
                 resources[r].wait_cycles += waited;
             }
-            harts[w].standing = if harts[w].ended {
-                Standing::Done
+            if hart.ended_by(hart.next - 1) {
+                hart.standing = Standing::Done;
             } else {
-                Standing::Runnable
-            };
+                at[w] = hart.go_on();
+            }
         }
     }
     // Harts still waiting: in the recording their calls completed (their
     // replays go on past them), so the events do not pair up.
-    let stuck: Vec<usize> = (0..n)
-        .filter(|&h| matches!(harts[h].standing, Standing::Blocked(_)) && !harts[h].ended)
-        .collect();
-    if !stuck.is_empty() {
+    let stuck = harts
+        .iter()
+        .filter(|x| matches!(x.standing, Standing::Blocked(_)) && !x.ended_by(x.next - 1))
+        .count();
+    if stuck > 0 {
         return Err(ReplayError::System(format!(
             "the synchronisation events do not pair up: {} — no recorded call completes {}; the trace is damaged or incomplete (record it again)",
-            objects.deadlock(),
-            if stuck.len() == 1 { "it" } else { "them" }
+            state.deadlock(),
+            if stuck == 1 { "it" } else { "them" }
         )));
     }
-    for (h, mut hart) in harts.into_iter().enumerate() {
-        let stats = hart.walker.stats();
-        if hart.next != hart.sync.calls.len() {
+    let (mut counts, mut clocks, mut timelines) = (Vec::new(), Vec::new(), Vec::new());
+    for (h, hart) in harts.into_iter().enumerate() {
+        if hart.next != hart.calls.len() {
             return Err(ReplayError::System(format!(
                 "hart {h}'s replay ended after {} of its {} recorded synchronisation calls: the trace does not fit this program",
                 hart.next,
-                hart.sync.calls.len()
+                hart.calls.len()
             )));
         }
-        if stats.last_pc != hart.sync.last_pc {
-            return Err(ReplayError::Totals {
-                what: format!(
-                    "hart {h}'s recorded run ended at pc {:#x}, its replay after {} instructions at {:#x}",
-                    hart.sync.last_pc, stats.instructions, stats.last_pc
-                ),
-            });
-        }
-        let busy = hart.timer.busy();
-        let time = hart.time(busy);
-        if let Some(mut f) = hart.timer.functions.take() {
-            f.finish(busy);
+        let busy = hart.run.busy;
+        if ranges.is_some() {
             timelines.push(HartTimeline {
-                slices: slices(&f.runs, &hart.waits),
-                calls: std::mem::take(&mut hart.calls),
+                slices: slices(&hart.run.runs, &hart.waits),
+                calls: hart.timeline_calls,
             });
         }
-        let mut reader = hart.history.into_reader();
-        if hart.unretired {
-            skip_unretired_completion(&mut reader, h as u16)?;
-        }
-        reader.finish()?;
         counts.push(HartEstimate {
-            instructions: hart.timer.est.estimate().instructions,
+            instructions: hart.run.instructions,
             busy,
             wait: hart.wait,
             calls: hart.next as u64,
-            time,
+            time: hart.clock.time_at(busy + hart.wait),
         });
         clocks.push(hart.clock);
     }
     resources.sort_by_key(|r| r.object);
+    let first_reordered = match first_reordered {
+        Some((h, k)) => Some((h, place_of(h as u16, &events[h], k)?)),
+        None => None,
+    };
     let estimate = SystemEstimate {
         makespan: counts.iter().map(HartEstimate::clock).max().unwrap_or(0),
         end_time: counts.iter().map(|h| h.time).max().unwrap_or(0),
@@ -731,38 +665,6 @@ fn slices(runs: &[(u64, u64, usize)], waits: &[(u64, u64, u8, u64)]) -> Vec<Slic
         wait(&mut out, &mut offset, w);
     }
     out
-}
-
-/// A call that another hart completed just before the run stopped, its
-/// `ecall` not yet retired, was recorded as completed: its indirect record
-/// (on to the next instruction) is there, though the replay, which stops
-/// where the hart stopped, never reads it. Read it past the end: the
-/// protocol's indirect event, a varint k ≥ 1 or 0 and an address.
-fn skip_unretired_completion<R: std::io::Read>(
-    reader: &mut TraceReader<R>,
-    hart: u16,
-) -> Result<(), ReplayError> {
-    if reader.has_records(hart, StreamKind::Indirect)?
-        && reader.next_record(hart, StreamKind::Indirect)? == Some(0)
-    {
-        reader.next_record(hart, StreamKind::Indirect)?;
-    }
-    Ok(())
-}
-
-/// The index of `object`'s entry in `resources`, made on its first call.
-fn resource(resources: &mut Vec<ResourceEstimate>, object: u64, op: SyncOp) -> usize {
-    if let Some(i) = resources.iter().position(|r| r.object == object) {
-        return i;
-    }
-    resources.push(ResourceEstimate {
-        object,
-        kind: op.object_kind().map_or("object".into(), |k| k.to_string()),
-        calls: 0,
-        waits: 0,
-        wait_cycles: 0,
-    });
-    resources.len() - 1
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@
 //! tree. `SYS_HEAPINFO` describes the same layout QEMU does.
 #![deny(missing_docs)]
 
+pub mod attribution;
 pub mod check;
 pub mod clocked;
 pub mod csr;

@@ -672,6 +672,22 @@ impl HartDecoder {
         r.record_bytes(self.hart, StreamKind::Indirect)
     }
 
+    /// The target record `index` names at indirect `site` in this hart's
+    /// table, if the hart has seen that many (site tables only grow, so
+    /// the answer never changes once given): what a memoised stretch that
+    /// another hart's replay recorded checks before this hart's uses it.
+    #[inline]
+    pub fn known_target(&self, site: u64, index: u64) -> Option<u64> {
+        if let Ok(b) = u8::try_from(index) {
+            let (s, v, target) = self.recent[target_slot(site, b)];
+            if (s, v) == (site, b) {
+                return Some(target);
+            }
+        }
+        let i = usize::try_from(index.checked_sub(1)?).ok()?;
+        self.sites.get(&site)?.get(i).copied()
+    }
+
     /// Consume `bytes` bytes holding `records` indirect records that each
     /// named a known target ([`known_target_len`]): a memoised stretch that
     /// read them once already, so the tables need nothing new.

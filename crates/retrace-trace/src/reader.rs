@@ -63,6 +63,22 @@ impl HartStreams {
     }
 }
 
+/// The items of a record stream spelled as varints, read one after the
+/// other ([`TraceReader::collect_records`]); it ends at the first that is
+/// not whole.
+pub struct Varints<'a>(pub &'a [u8]);
+
+impl Iterator for Varints<'_> {
+    type Item = u64;
+
+    #[inline]
+    fn next(&mut self) -> Option<u64> {
+        let (v, n) = decode_varint(self.0)?;
+        self.0 = &self.0[n..];
+        Some(v)
+    }
+}
+
 /// Reads a trace from any `Read`; see the crate documentation.
 pub struct TraceReader<R: Read> {
     input: R,
@@ -91,6 +107,75 @@ pub struct TraceReader<R: Read> {
     zstd: Option<zstd::bulk::Decompressor<'static>>,
     /// Read one hart's streams only ([`TraceReader::follow_hart`]).
     follow: Option<u16>,
+    /// Segments decompressed by other readers of the same trace, and where
+    /// this one leaves those it decompresses ([`TraceReader::sharing`]).
+    cache: Option<SegmentCache>,
+}
+
+/// Decompressed segments shared by several readers of one trace: the
+/// replay of several harts follows each hart with a reader of its own
+/// ([`TraceReader::follow_hart`]), and with a cache between them each
+/// segment is decompressed once, not once per hart. A reader that finds a
+/// segment in the cache still reads and checks the stored bytes (the
+/// checksum, the header fields), and parses the decompressed ones itself.
+/// The cache keeps segments up to a budget of decompressed bytes, then
+/// keeps no more (the readers decompress the rest themselves): memory
+/// that grows with the run, up to that bound.
+#[derive(Clone)]
+pub struct SegmentCache(std::sync::Arc<std::sync::Mutex<CachedSegments>>);
+
+struct CachedSegments {
+    /// By segment number.
+    segments: Vec<Option<CachedSegment>>,
+    /// Decompressed bytes held, and the most it may hold.
+    bytes: usize,
+    budget: usize,
+}
+
+/// A segment as its header describes it, and its decompressed bytes.
+#[derive(Clone)]
+struct CachedSegment {
+    stored_len: u32,
+    crc: u32,
+    raw: std::sync::Arc<Vec<u8>>,
+}
+
+impl SegmentCache {
+    /// A cache that holds at most `budget` decompressed bytes.
+    pub fn new(budget: usize) -> SegmentCache {
+        SegmentCache(std::sync::Arc::new(std::sync::Mutex::new(CachedSegments {
+            segments: Vec::new(),
+            bytes: 0,
+            budget,
+        })))
+    }
+
+    fn get(&self, seq: u32, stored_len: u32, crc: u32) -> Option<std::sync::Arc<Vec<u8>>> {
+        let c = self.0.lock().ok()?;
+        match c.segments.get(seq as usize) {
+            Some(Some(s)) if (s.stored_len, s.crc) == (stored_len, crc) => Some(s.raw.clone()),
+            _ => None,
+        }
+    }
+
+    fn put(&self, seq: u32, stored_len: u32, crc: u32, raw: &[u8]) {
+        let Ok(mut c) = self.0.lock() else {
+            return;
+        };
+        let i = seq as usize;
+        if c.bytes + raw.len() > c.budget || c.segments.get(i).is_some_and(Option::is_some) {
+            return;
+        }
+        if c.segments.len() <= i {
+            c.segments.resize(i + 1, None);
+        }
+        c.bytes += raw.len();
+        c.segments[i] = Some(CachedSegment {
+            stored_len,
+            crc,
+            raw: std::sync::Arc::new(raw.to_vec()),
+        });
+    }
 }
 
 impl TraceReader<std::io::BufReader<std::fs::File>> {
@@ -111,7 +196,27 @@ impl TraceReader<std::io::BufReader<std::fs::File>> {
 
 impl<R: Read> TraceReader<R> {
     /// Start reading: validates magic, version and header checksum.
-    pub fn new(mut input: R) -> Result<Self, TraceError> {
+    pub fn new(input: R) -> Result<Self, TraceError> {
+        TraceReader::start(input, None, None)
+    }
+
+    /// [`TraceReader::new`], sharing decompressed segments with the other
+    /// readers of this trace that use `cache` (see [`SegmentCache`]), and
+    /// following hart `follow` from the first segment on when given
+    /// ([`TraceReader::follow_hart`]).
+    pub fn sharing(
+        input: R,
+        cache: &SegmentCache,
+        follow: Option<u16>,
+    ) -> Result<Self, TraceError> {
+        TraceReader::start(input, Some(cache.clone()), follow)
+    }
+
+    fn start(
+        mut input: R,
+        cache: Option<SegmentCache>,
+        follow: Option<u16>,
+    ) -> Result<Self, TraceError> {
         let (header, offset) = read_header(&mut input)?;
         let mut reader = TraceReader {
             input,
@@ -128,7 +233,11 @@ impl<R: Read> TraceReader<R> {
             raw: Vec::new(),
             zstd: None,
             follow: None,
+            cache,
         };
+        if let Some(hart) = follow {
+            reader = reader.follow_hart(hart)?;
+        }
         // Load the first segment now, so that `peek_record` sees items
         // recorded before the first branch bit.
         reader.load_next()?;
@@ -626,6 +735,14 @@ impl<R: Read> TraceReader<R> {
         if crc32fast::hash(&stored) != crc {
             return Err(corrupt(at, format!("checksum mismatch in segment {seq}")));
         }
+        let cached = self
+            .cache
+            .as_ref()
+            .and_then(|c| c.get(seq, stored_len, crc));
+        if let Some(raw) = cached {
+            self.stored = stored;
+            return self.parse_loaded(at, seq, flags, stored_len, &raw);
+        }
         let mut raw = std::mem::take(&mut self.raw);
         raw.clear();
         match codec {
@@ -646,6 +763,23 @@ impl<R: Read> TraceReader<R> {
         if raw.len() != raw_len as usize {
             return Err(corrupt(at, format!("segment {seq} has the wrong size")));
         }
+        if let Some(c) = &self.cache {
+            c.put(seq, stored_len, crc, &raw);
+        }
+        let parsed = self.parse_loaded(at, seq, flags, stored_len, &raw);
+        self.raw = raw;
+        parsed
+    }
+
+    /// Take in segment `seq` (its decompressed bytes `raw`), read at `at`.
+    fn parse_loaded(
+        &mut self,
+        at: u64,
+        seq: u32,
+        flags: u8,
+        stored_len: u32,
+        raw: &[u8],
+    ) -> Result<(), TraceError> {
         self.offset += (SEGMENT_HEADER_LEN + stored_len as usize) as u64;
         self.segment = seq;
         if self.mid_gap {
@@ -657,9 +791,8 @@ impl<R: Read> TraceReader<R> {
         for h in &mut self.harts {
             h.clear();
         }
-        let parsed = self.parse_segment(&raw);
-        self.raw = raw;
-        parsed.map_err(|what| corrupt(at, format!("segment {seq}: {what}")))
+        self.parse_segment(raw)
+            .map_err(|what| corrupt(at, format!("segment {seq}: {what}")))
     }
 
     fn parse_segment(&mut self, raw: &[u8]) -> Result<(), String> {
@@ -682,6 +815,24 @@ impl<R: Read> TraceReader<R> {
                     if !len.is_multiple_of(8) || count.div_ceil(64) != (len / 8) as u64 {
                         return Err(format!("{count} branch bits do not fit {len} bytes"));
                     }
+                }
+                _ => {
+                    if count > len as u64 {
+                        return Err(format!("{count} {kind} cannot fit {len} bytes"));
+                    }
+                }
+            }
+            // A follower keeps its hart's streams but the synchronisation
+            // events (see `follow_hart`); the others' are only checked.
+            let kept = match self.follow {
+                Some(f) => u64::from(f) == hart && kind != StreamKind::Sync,
+                None => true,
+            };
+            if !kept {
+                continue;
+            }
+            match kind {
+                StreamKind::Branches => {
                     h.bits.clear();
                     h.bits.extend(
                         bytes
@@ -691,9 +842,6 @@ impl<R: Read> TraceReader<R> {
                     h.bit_count = count;
                 }
                 _ => {
-                    if count > len as u64 {
-                        return Err(format!("{count} {kind} cannot fit {len} bytes"));
-                    }
                     h.records[kind.index()].clear();
                     h.records[kind.index()].extend_from_slice(bytes);
                     h.record_left[kind.index()] = count;
@@ -755,22 +903,25 @@ impl<R: Read> TraceReader<R> {
     /// read through to the trailer (consumes the reader; the other streams
     /// are skipped): what a multi-hart replay needs of the synchronisation
     /// events before it starts, since each hart's turn depends on the
-    /// others'. Memory grows with the items (a few varints per call).
+    /// others'. Each hart's items come as the varints the trace spells
+    /// them in, checked and run together ([`Varints`] reads them): memory
+    /// grows with the items, a few bytes per call.
     pub fn collect_records(
         mut self,
         kind: StreamKind,
-    ) -> Result<(Vec<Vec<u64>>, Totals), TraceError> {
+    ) -> Result<(Vec<Vec<u8>>, Totals), TraceError> {
         let mut out = vec![Vec::new(); self.harts.len()];
         loop {
             for (h, s) in self.harts.iter().enumerate() {
                 let k = kind.index();
-                let mut c = Cursor {
-                    buf: &s.records[k],
-                    pos: s.record_pos[k],
-                };
+                let bytes = &s.records[k][s.record_pos[k]..];
+                let mut len = 0;
                 for _ in 0..s.record_left[k] {
-                    out[h].push(c.varint().ok_or_else(|| self.bad_varint(kind))?);
+                    let (_, n) =
+                        decode_varint(&bytes[len..]).ok_or_else(|| self.bad_varint(kind))?;
+                    len += n;
                 }
+                out[h].extend_from_slice(&bytes[..len]);
             }
             for s in &mut self.harts {
                 s.clear();

@@ -135,103 +135,186 @@ impl SyncEncoder {
 /// that does not end with exactly one end record, counts that go
 /// backwards or an object number beyond the table are refused.
 pub fn decode(hart: u16, items: &[u64]) -> Result<HartSync, TraceError> {
-    let bad = |what: String| TraceError::Corrupt {
-        offset: 0,
-        what: format!("hart {hart}'s synchronisation events: {what}"),
-    };
-    let mut it = items.iter().copied();
-    let mut next = |what: &str| {
-        it.next()
-            .ok_or_else(|| bad(format!("the stream ends inside an event ({what})")))
-    };
     let mut out = HartSync::default();
-    let (mut at, mut next_seq) = (0u64, 0u64);
-    let mut objects: Vec<(u64, u32)> = Vec::new();
-    loop {
-        let n = match next("count") {
-            Ok(n) => n,
-            Err(_) => {
-                return Err(bad(
-                    "no end record: the recording of this hart is incomplete".into(),
-                ))
+    let mut events = SyncEvents::new(hart, items.iter().copied());
+    while let Some(event) = events.next_event()? {
+        match event {
+            SyncEvent::Call(call, _) => out.calls.push(call),
+            SyncEvent::Dcache(m) => out.dcache.push(m),
+            SyncEvent::End {
+                instructions,
+                last_pc,
+            } => {
+                out.instructions = instructions;
+                out.last_pc = last_pc;
             }
+        }
+    }
+    Ok(out)
+}
+
+/// One event of a hart's stream ([`SyncEvents`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncEvent {
+    /// A call, and for a call on an object, the object's number among the
+    /// hart's objects in order of first use (from 0).
+    Call(SyncCall, Option<usize>),
+    /// A measurement of the hart's data cache.
+    Dcache(DcacheMeasurement),
+    /// The hart's end: instructions it executed in all, the address of
+    /// the last.
+    End {
+        /// Instructions executed in the whole run.
+        instructions: u64,
+        /// Address of the last instruction executed.
+        last_pc: u64,
+    },
+}
+
+/// A hart's events decoded one at a time from its items, checked as
+/// [`decode`] checks them: what a replay of many calls reads without
+/// holding every call decoded.
+pub struct SyncEvents<I: Iterator<Item = u64>> {
+    hart: u16,
+    items: I,
+    at: u64,
+    next_seq: u64,
+    objects: Vec<(u64, u32)>,
+    ended: bool,
+}
+
+impl<I: Iterator<Item = u64>> SyncEvents<I> {
+    /// Hart `hart`'s events in `items` (all of its stream, in order).
+    pub fn new(hart: u16, items: I) -> SyncEvents<I> {
+        SyncEvents {
+            hart,
+            items,
+            at: 0,
+            next_seq: 0,
+            objects: Vec::new(),
+            ended: false,
+        }
+    }
+
+    #[cold]
+    fn bad(&self, what: String) -> TraceError {
+        TraceError::Corrupt {
+            offset: 0,
+            what: format!("hart {}'s synchronisation events: {what}", self.hart),
+        }
+    }
+
+    #[inline]
+    fn item(&mut self, what: &str) -> Result<u64, TraceError> {
+        match self.items.next() {
+            Some(v) => Ok(v),
+            None => Err(self.ends_inside(what)),
+        }
+    }
+
+    #[cold]
+    fn ends_inside(&self, what: &str) -> TraceError {
+        self.bad(format!("the stream ends inside an event ({what})"))
+    }
+
+    /// The next event; `None` after the end record (and only if nothing
+    /// follows it).
+    #[inline]
+    pub fn next_event(&mut self) -> Result<Option<SyncEvent>, TraceError> {
+        if self.ended {
+            return Ok(None);
+        }
+        let Some(n) = self.items.next() else {
+            return Err(self.bad("no end record: the recording of this hart is incomplete".into()));
         };
-        at = at
-            .checked_add(n)
-            .ok_or_else(|| bad("instruction count overflows".into()))?;
-        let code = next("call")?;
+        self.at = match self.at.checked_add(n) {
+            Some(at) => at,
+            None => return Err(self.bad("instruction count overflows".into())),
+        };
+        let at = self.at;
+        let code = self.item("call")?;
         if code == END {
-            out.instructions = at;
-            out.last_pc = next("last pc")?;
-            break;
+            let last_pc = self.item("last pc")?;
+            if self.items.next().is_some() {
+                return Err(self.bad("items after the end record".into()));
+            }
+            self.ended = true;
+            return Ok(Some(SyncEvent::End {
+                instructions: at,
+                last_pc,
+            }));
         }
         if code == DCACHE {
             let mut field = |what| {
-                next(what).and_then(|v| {
-                    u32::try_from(v)
-                        .map_err(|_| bad(format!("data-cache {what} {v} is above 2^32")))
-                })
+                let v = self.item(what)?;
+                u32::try_from(v)
+                    .map_err(|_| self.bad(format!("data-cache {what} {v} is above 2^32")))
             };
             let (size, ways, line) = (field("size")?, field("ways")?, field("line")?);
             let m = DcacheMeasurement {
                 size,
                 ways,
                 line,
-                accesses: next("accesses")?,
-                misses: next("misses")?,
+                accesses: self.item("accesses")?,
+                misses: self.item("misses")?,
             };
             if let Some(why) = m.implausible() {
-                return Err(bad(format!("data-cache measurement: {why}")));
+                return Err(self.bad(format!("data-cache measurement: {why}")));
             }
             if m.accesses > at {
-                return Err(bad(format!(
+                return Err(self.bad(format!(
                     "{} data accesses in {at} instructions (at most one each)",
                     m.accesses
                 )));
             }
-            out.dcache.push(m);
-            continue;
+            return Ok(Some(SyncEvent::Dcache(m)));
         }
-        let op = u8::try_from(code).map_err(|_| bad(format!("unknown event code {code}")))?;
-        let seq = next_seq
-            .checked_add(next("sequence")?)
-            .ok_or_else(|| bad("sequence number overflows".into()))?;
-        next_seq = seq + 1;
-        let object = match next("object")? {
-            0 => None,
+        let op = u8::try_from(code).map_err(|_| self.bad(format!("unknown event code {code}")))?;
+        let gap = self.item("sequence")?;
+        let seq = self
+            .next_seq
+            .checked_add(gap)
+            .ok_or_else(|| self.bad("sequence number overflows".into()))?;
+        self.next_seq = seq + 1;
+        let (object, number) = match self.item("object")? {
+            0 => (None, None),
             1 => {
-                let addr = next("handle")?;
-                let param = u32::try_from(next("parameter")?)
-                    .map_err(|_| bad(format!("object {addr:#x} has a parameter above 2^32")))?;
-                objects.push((addr, param));
-                Some((addr, param))
+                let addr = self.item("handle")?;
+                let param = self.item("parameter")?;
+                let param = u32::try_from(param).map_err(|_| {
+                    self.bad(format!("object {addr:#x} has a parameter above 2^32"))
+                })?;
+                self.objects.push((addr, param));
+                (Some((addr, param)), Some(self.objects.len() - 1))
             }
-            k => Some(
-                *usize::try_from(k - 2)
+            k => {
+                let i = usize::try_from(k - 2)
                     .ok()
-                    .and_then(|i| objects.get(i))
+                    .filter(|&i| i < self.objects.len())
                     .ok_or_else(|| {
-                        bad(format!(
+                        self.bad(format!(
                             "object #{} of only {} known objects",
                             k - 1,
-                            objects.len()
+                            self.objects.len()
                         ))
-                    })?,
-            ),
+                    })?;
+                (Some(self.objects[i]), Some(i))
+            }
         };
-        let value = if carries_value(op) { next("value")? } else { 0 };
-        out.calls.push(SyncCall {
+        let value = if carries_value(op) {
+            self.item("value")?
+        } else {
+            0
+        };
+        let call = SyncCall {
             at,
             op,
             seq,
             object,
             value,
-        });
+        };
+        Ok(Some(SyncEvent::Call(call, number)))
     }
-    if it.next().is_some() {
-        return Err(bad("items after the end record".into()));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
