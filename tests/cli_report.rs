@@ -148,9 +148,56 @@ fn the_page_loads_cleanly_and_shows_the_json_figures() {
         assert!(console.is_empty(), "console messages: {console:?}");
         assert!(not_blank(&shot), "the screenshot is blank");
     }
+    let profile: Value = serde_json::from_str(&ok(&retrace(&[
+        "profile", PROGRAM, t, "--core", "rocket", "--format", "json",
+    ])))
+    .unwrap();
+    let exclusive: Vec<String> = profile["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["exclusive_cycles"].to_string())
+        .collect();
+    let lost: Vec<String> = profile["costliest_branches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["mispredict_cycles"].to_string())
+        .collect();
+    assert!(!lost.is_empty(), "rocket mispredicts crc32's branches");
+    let line_cycles: Vec<u64> = json["hottest_lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["cycles"].as_u64().unwrap())
+        .collect();
+    assert!(
+        line_cycles.windows(2).all(|w| w[0] >= w[1]),
+        "{line_cycles:?}"
+    );
+    assert!(line_cycles.iter().sum::<u64>() <= json["profile"]["cycles"].as_u64().unwrap());
+    assert!(
+        json["hottest_lines"][0]["source"]
+            .as_str()
+            .unwrap()
+            .contains("crc32.c:"),
+        "{}",
+        json["hottest_lines"][0]
+    );
     for (from, dom) in doms {
         assert_eq!(column(&dom, "estimates", "cycles"), cycles, "{from}");
         assert_eq!(column(&dom, "sweep", "cycles"), sweep_cycles, "{from}");
+        assert_eq!(
+            column(&dom, "functions", "exclusive cycles"),
+            exclusive,
+            "{from}"
+        );
+        assert_eq!(column(&dom, "branches", "cycles lost"), lost, "{from}");
+        let lines: Vec<u64> = column(&dom, "lines", "cycles")
+            .iter()
+            .map(|v| v.parse().unwrap())
+            .collect();
+        assert_eq!(lines, line_cycles, "{from}");
         let cpi: Vec<f64> = column(&dom, "estimates", "CPI")
             .iter()
             .map(|v| v.parse().unwrap())

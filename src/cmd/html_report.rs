@@ -6,12 +6,15 @@
 
 use super::common::{duration_text, load_core_with, thousands, FidelityArg};
 use super::estimate::EstimateRow;
+use super::profile::{profile_report, profiled, ProfileReport, Profiled};
 use super::sweep::{estimate_grid, Grid, SweepReport};
 use crate::html::{bar_chart, line_chart, Cell, Page};
 use crate::status::{tag, Status};
 use anyhow::{anyhow, Context};
+use retrace_estimate::annotate::Lines;
 use retrace_estimate::{estimate_trace, Fidelity};
 use retrace_program::Addr;
+use retrace_sim::attribution::InstructionCost;
 use retrace_timing::Axis;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -71,8 +74,59 @@ pub struct ReportData {
     pub trace: String,
     /// One estimate per core, in the order given.
     pub estimates: Vec<EstimateRow>,
+    /// Where the time goes on the first core: functions, branches.
+    pub profile: ProfileReport,
+    /// The source lines with the most cycles on the first core.
+    pub hottest_lines: Vec<LineRow>,
     /// The sweep of the first core, with --sweep.
     pub sweep: Option<SweepReport>,
+}
+
+/// One source line's cost over the whole run on the first core.
+#[derive(Serialize)]
+pub struct LineRow {
+    /// `file:line`, or `(no line)` for code without debugging information.
+    pub source: String,
+    /// Cycles charged to its instructions.
+    pub cycles: u64,
+    /// Its instructions executed.
+    pub executions: u64,
+    /// Mispredictions of its branches.
+    pub mispredicts: u64,
+    /// I-cache misses of its fetches.
+    pub icache_misses: u64,
+}
+
+/// The `top` source lines with the most cycles, summed over every
+/// instruction (inlined copies included) that DWARF gives the line.
+fn hottest_lines(prof: &Profiled, top: usize) -> Vec<LineRow> {
+    let costs = &prof.profile.instructions;
+    let pcs: Vec<u64> = costs.keys().copied().collect();
+    let lines = Lines::of(&prof.bytes, &pcs);
+    let mut by_line: std::collections::HashMap<String, InstructionCost> = Default::default();
+    for (pc, cost) in costs {
+        let key = lines
+            .get(*pc)
+            .map_or_else(|| "(no line)".to_string(), ToString::to_string);
+        by_line.entry(key).or_default().add(cost);
+    }
+    let mut rows: Vec<LineRow> = by_line
+        .into_iter()
+        .map(|(source, c)| LineRow {
+            source,
+            cycles: c.cycles,
+            executions: c.executions,
+            mispredicts: c.mispredicts,
+            icache_misses: c.icache_misses,
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.cycles
+            .cmp(&a.cycles)
+            .then_with(|| a.source.cmp(&b.source))
+    });
+    rows.truncate(top);
+    rows
 }
 
 /// Entry point of `retrace report`.
@@ -139,6 +193,15 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         .zip(&results)
         .map(|(c, (e, _))| EstimateRow::new(c, fidelity, e, seconds, false, c.frequency_hz))
         .collect();
+    let prof = profiled(
+        &args.program,
+        &trace,
+        &args.cores[0],
+        &args.sets.set,
+        args.fidelity,
+    )?;
+    let profile = profile_report(&prof, args.top);
+    let hottest_lines = hottest_lines(&prof, args.top);
     let sweep = if args.sweep.is_empty() {
         None
     } else {
@@ -152,6 +215,8 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             None => "(recorded for this report)".into(),
         },
         estimates,
+        profile,
+        hottest_lines,
         sweep,
     };
     if let Some(out) = &args.output {
@@ -262,6 +327,7 @@ fn page(data: &ReportData) -> String {
         .collect();
     p.raw(&bar_chart("cycles", "cycles", &bars));
 
+    profile_sections(&mut p, data);
     if let Some(s) = &data.sweep {
         sweep_section(&mut p, s);
     }
@@ -318,4 +384,125 @@ fn sweep_section(p: &mut Page, s: &SweepReport) {
         }
     }
     p.raw(&line_chart("sweep", first, "cycles", &xs, &series));
+}
+
+/// Where the time goes on the first core: hottest functions, source
+/// lines, and the branches whose mispredictions cost the most.
+fn profile_sections(p: &mut Page, data: &ReportData) {
+    let prof = &data.profile;
+    let total = prof.cycles.max(1) as f64;
+    let pct = |n: u64| {
+        Cell::number(
+            format!("{:.1}%", n as f64 * 100.0 / total),
+            n as f64 / total,
+        )
+    };
+    p.heading(
+        2,
+        &format!("Hottest functions on {}", prof.core),
+        "functions",
+    );
+    let rows: Vec<Vec<Cell>> = prof
+        .functions
+        .iter()
+        .map(|f| {
+            vec![
+                Cell::text(&f.name),
+                Cell::number(thousands(f.exclusive_cycles), f.exclusive_cycles),
+                pct(f.exclusive_cycles),
+                Cell::number(thousands(f.inclusive_cycles), f.inclusive_cycles),
+                Cell::number(thousands(f.calls), f.calls),
+                Cell::number(thousands(f.instructions), f.instructions),
+            ]
+        })
+        .collect();
+    p.table(
+        "functions",
+        &[
+            "function",
+            "exclusive cycles",
+            "%",
+            "inclusive cycles",
+            "calls",
+            "instructions",
+        ],
+        &rows,
+    );
+    let bars: Vec<(String, f64)> = prof
+        .functions
+        .iter()
+        .map(|f| (f.name.clone(), f.exclusive_cycles as f64))
+        .collect();
+    p.raw(&bar_chart("functions", "cycles", &bars));
+
+    p.heading(
+        2,
+        &format!("Hottest source lines on {}", prof.core),
+        "lines",
+    );
+    let rows: Vec<Vec<Cell>> = data
+        .hottest_lines
+        .iter()
+        .map(|l| {
+            vec![
+                Cell::text(&l.source),
+                Cell::number(thousands(l.cycles), l.cycles),
+                pct(l.cycles),
+                Cell::number(thousands(l.executions), l.executions),
+                Cell::number(thousands(l.mispredicts), l.mispredicts),
+                Cell::number(thousands(l.icache_misses), l.icache_misses),
+            ]
+        })
+        .collect();
+    p.table(
+        "lines",
+        &[
+            "line",
+            "cycles",
+            "%",
+            "instructions executed",
+            "mispredicts",
+            "I$ misses",
+        ],
+        &rows,
+    );
+
+    p.heading(
+        2,
+        &format!("Costliest branches on {}", prof.core),
+        "branches",
+    );
+    if prof.costliest_branches.is_empty() {
+        p.paragraph("No branch mispredictions cost cycles on this core.");
+        return;
+    }
+    let rows: Vec<Vec<Cell>> = prof
+        .costliest_branches
+        .iter()
+        .map(|b| {
+            vec![
+                Cell::text(&b.at),
+                Cell::text(b.source.as_deref().unwrap_or("-")),
+                Cell::number(thousands(b.executed), b.executed),
+                Cell::number(
+                    format!("{:.1}%", b.taken_probability * 100.0),
+                    b.taken_probability,
+                ),
+                Cell::number(thousands(b.mispredicts), b.mispredicts),
+                Cell::number(thousands(b.mispredict_cycles), b.mispredict_cycles),
+            ]
+        })
+        .collect();
+    p.table(
+        "branches",
+        &[
+            "branch",
+            "line",
+            "executions",
+            "taken",
+            "mispredicts",
+            "cycles lost",
+        ],
+        &rows,
+    );
 }

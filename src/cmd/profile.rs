@@ -351,26 +351,111 @@ pub fn profiled(
     })
 }
 
-/// Entry point of `retrace profile`.
-pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+/// The report of a profiled run: its `top` hottest functions, most
+/// executed and costliest branches and hottest partial programs, with
+/// their source lines. `profile` prints it; `report` draws it.
+pub fn profile_report(prof: &Profiled, top: usize) -> ProfileReport {
     let Profiled {
         elf,
         bytes,
         shown,
         core,
-        program,
         fidelity,
         profile: p,
         estimate: e,
-    } = profiled(
+        ..
+    } = prof;
+    let fidelity = *fidelity;
+    let describe = |pc: u64| elf.describe(pc).unwrap_or_else(|| format!("{pc:#x}"));
+    // Source lines of the addresses shown, where the program has DWARF.
+    let costliest = p.costliest_branches();
+    let shown_addrs: Vec<u64> = (p.branches.iter().take(top).map(|b| b.pc))
+        .chain(costliest.iter().take(top).map(|b| b.pc))
+        .chain(p.hottest.iter().take(top).map(|h| h.start))
+        .collect();
+    let lines = Lines::of(&bytes, &shown_addrs);
+    let source = |pc: u64| lines.get(pc).map(ToString::to_string);
+    ProfileReport {
+        program: shown.clone(),
+        core: core.name.clone(),
+        fidelity,
+        cycles: e.cycles,
+        dcache_cycles: (core.dcache.is_some() && e.dcache_measured).then_some(e.dcache_cycles),
+        dcache_unmeasured: core.dcache.is_some() && !e.dcache_measured,
+        instructions: e.instructions,
+        functions: p
+            .functions
+            .iter()
+            .take(top)
+            .map(|f| FunctionRow {
+                name: f.name.clone(),
+                exclusive_cycles: f.exclusive,
+                inclusive_cycles: f.inclusive,
+                calls: f.calls,
+                instructions: f.instructions,
+            })
+            .collect(),
+        branches: p
+            .branches
+            .iter()
+            .take(top)
+            .map(|b| BranchRow {
+                pc: b.pc,
+                at: describe(b.pc),
+                source: source(b.pc),
+                executed: b.executed,
+                taken: b.taken,
+                taken_probability: b.taken as f64 / b.executed.max(1) as f64,
+            })
+            .collect(),
+        costliest_branches: costliest
+            .iter()
+            .take(top)
+            .map(|b| CostlyBranchRow {
+                pc: b.pc,
+                at: describe(b.pc),
+                source: source(b.pc),
+                executed: b.executed,
+                taken_probability: b.taken as f64 / b.executed.max(1) as f64,
+                mispredicts: b.mispredicts,
+                mispredict_cycles: b.mispredict_cycles,
+            })
+            .collect(),
+        hottest_partial_programs: p
+            .hottest
+            .iter()
+            .take(top)
+            .map(|h| HotRow {
+                pp: h.pp.0,
+                start: h.start,
+                at: describe(h.start),
+                source: source(h.start),
+                executed: h.executed,
+                cycles: h.cycles,
+            })
+            .collect(),
+    }
+}
+
+/// Entry point of `retrace profile`.
+pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    let prof = profiled(
         &args.program,
         &args.trace,
         &args.core,
         &args.sets.set,
         args.fidelity,
     )?;
+    let Profiled {
+        bytes,
+        shown,
+        program,
+        fidelity,
+        profile: p,
+        ..
+    } = &prof;
     if let Some(path) = &args.sample_profile {
-        let text = sample_profile(&p, &program.table, &bytes).map_err(|e| {
+        let text = sample_profile(p, &program.table, bytes).map_err(|e| {
             tag(
                 anyhow!("cannot make a sample profile of {shown}: {e}"),
                 Status::BadInput,
@@ -386,86 +471,18 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             )
         })?;
     }
-    let describe = |pc: u64| elf.describe(pc).unwrap_or_else(|| format!("{pc:#x}"));
-    // Source lines of the addresses shown, where the program has DWARF.
-    let costliest = p.costliest_branches();
-    let shown_addrs: Vec<u64> = (p.branches.iter().take(args.top).map(|b| b.pc))
-        .chain(costliest.iter().take(args.top).map(|b| b.pc))
-        .chain(p.hottest.iter().take(args.top).map(|h| h.start))
-        .collect();
-    let lines = Lines::of(&bytes, &shown_addrs);
-    let source = |pc: u64| lines.get(pc).map(ToString::to_string);
-    let report = ProfileReport {
-        program: shown,
-        core: core.name.clone(),
-        fidelity,
-        cycles: e.cycles,
-        dcache_cycles: (core.dcache.is_some() && e.dcache_measured).then_some(e.dcache_cycles),
-        dcache_unmeasured: core.dcache.is_some() && !e.dcache_measured,
-        instructions: e.instructions,
-        functions: p
-            .functions
-            .iter()
-            .take(args.top)
-            .map(|f| FunctionRow {
-                name: f.name.clone(),
-                exclusive_cycles: f.exclusive,
-                inclusive_cycles: f.inclusive,
-                calls: f.calls,
-                instructions: f.instructions,
-            })
-            .collect(),
-        branches: p
-            .branches
-            .iter()
-            .take(args.top)
-            .map(|b| BranchRow {
-                pc: b.pc,
-                at: describe(b.pc),
-                source: source(b.pc),
-                executed: b.executed,
-                taken: b.taken,
-                taken_probability: b.taken as f64 / b.executed.max(1) as f64,
-            })
-            .collect(),
-        costliest_branches: costliest
-            .iter()
-            .take(args.top)
-            .map(|b| CostlyBranchRow {
-                pc: b.pc,
-                at: describe(b.pc),
-                source: source(b.pc),
-                executed: b.executed,
-                taken_probability: b.taken as f64 / b.executed.max(1) as f64,
-                mispredicts: b.mispredicts,
-                mispredict_cycles: b.mispredict_cycles,
-            })
-            .collect(),
-        hottest_partial_programs: p
-            .hottest
-            .iter()
-            .take(args.top)
-            .map(|h| HotRow {
-                pp: h.pp.0,
-                start: h.start,
-                at: describe(h.start),
-                source: source(h.start),
-                executed: h.executed,
-                cycles: h.cycles,
-            })
-            .collect(),
-    };
+    let report = profile_report(&prof, args.top);
     let format = match (args.json, args.format) {
         (true, _) | (_, ProfileFormat::Json) => Format::Json,
         (_, ProfileFormat::Text) => Format::Text,
         (_, ProfileFormat::Csv) => Format::Csv,
         (_, ProfileFormat::Callgrind) => {
-            let ranges = retrace_program::FunctionRanges::of_program(&program);
+            let ranges = retrace_program::FunctionRanges::of_program(program);
             let mut addrs: Vec<u64> = p.instructions.keys().copied().collect();
             addrs.extend(ranges.ranges.iter().map(|r| r.0));
-            let lines = Lines::of(&bytes, &addrs);
+            let lines = Lines::of(bytes, &addrs);
             let text = callgrind(
-                &p,
+                p,
                 &ranges,
                 &lines,
                 &CallgrindHeader {
