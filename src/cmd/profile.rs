@@ -373,7 +373,7 @@ pub fn profile_report(prof: &Profiled, top: usize) -> ProfileReport {
         .chain(costliest.iter().take(top).map(|b| b.pc))
         .chain(p.hottest.iter().take(top).map(|h| h.start))
         .collect();
-    let lines = Lines::of(&bytes, &shown_addrs);
+    let lines = Lines::of(bytes, &shown_addrs);
     let source = |pc: u64| lines.get(pc).map(ToString::to_string);
     ProfileReport {
         program: shown.clone(),
