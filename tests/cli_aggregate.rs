@@ -5,8 +5,11 @@
 //! every level with figures (the two bias sweeps included). Bad thresholds
 //! and profiles get one-line errors.
 
+mod common;
+use common::{retrace_in as retrace, succeeded as ok};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
@@ -20,23 +23,6 @@ fn scratch(name: &str) -> PathBuf {
         std::fs::copy(src, dir.join(format!("{p}.elf"))).unwrap();
     }
     dir
-}
-
-fn retrace(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retrace"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("retrace runs")
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn json(out: &Output) -> serde_json::Value {

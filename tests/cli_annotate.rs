@@ -6,9 +6,11 @@
 //! line; CSV has a row per instruction; a function that does not exist is
 //! one line of error.
 
+mod common;
+use common::{retrace_in as retrace, succeeded as stdout};
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 /// A scratch directory holding crc32-rv32-O2's recording `p.rtrace`; the
 /// program stays in `programs/bin`, where its sources are found.
@@ -27,23 +29,6 @@ fn scratch(name: &str) -> (PathBuf, PathBuf) {
         String::from_utf8_lossy(&out.stderr)
     );
     (dir, elf)
-}
-
-fn retrace(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retrace"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("retrace runs")
-}
-
-fn stdout(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn json(dir: &Path, cmd: &str, elf: &Path, extra: &[&str]) -> Value {

@@ -4,8 +4,11 @@
 //! `-` (null in JSON), bad rates are usage errors, and `--check` re-runs
 //! the program with the recording's command line.
 
+mod common;
+use common::{retrace_in as retrace, succeeded as stdout};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// A scratch directory of its own for each test, holding a copy of the
 /// program as `p.elf` (so paths can be spelled relative to it).
@@ -21,22 +24,8 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Run retrace in `dir`.
-fn retrace(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retrace"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("retrace runs")
-}
-
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn stdout(out: &Output) -> String {
-    assert!(out.status.success(), "{}", stderr(out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn record(dir: &Path, args: &[&str]) {

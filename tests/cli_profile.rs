@@ -5,6 +5,9 @@
 //! estimate times exactly, and percentages are of the total the header
 //! prints, whose data-cache term is named.
 
+mod common;
+use common::{retrace_in as retrace, succeeded as stdout};
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -29,21 +32,8 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-fn retrace(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retrace"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("retrace runs")
-}
-
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn stdout(out: &Output) -> String {
-    assert!(out.status.success(), "{}", stderr(out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// The profile as JSON, every function.

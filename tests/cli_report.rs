@@ -3,30 +3,15 @@
 //! blank, it fetches nothing, and the numbers in the page are the report's
 //! JSON and `retrace estimate`'s.
 
+mod common;
+use common::{retrace, succeeded as ok};
+
 use retrace_testkit::tools::{runs, skip_or_fail};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const PROGRAM: &str = "programs/bin/crc32-rv32-O2.elf";
-
-fn retrace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retrace"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "status {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn scratch() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("retrace-cli-report-{}", std::process::id()));

@@ -3,19 +3,14 @@
 //! core (at `control`, without a data cache: where the replay is exact),
 //! and bad grids are one-line errors.
 
+mod common;
+use common::retrace;
+
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 const PROGRAM: &str = "programs/bin/crc32-rv32-O2.elf";
-
-fn retrace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retrace"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 /// The JSON report of a command that succeeded — or, for `run`, of a
 /// program that exited (crc32 exits with its own status, 21).

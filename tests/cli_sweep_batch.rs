@@ -4,29 +4,14 @@
 //! does); `sweep collect` must give exactly the local sweep's numbers, name
 //! a cancelled task's points, and a re-run must submit only those.
 
+mod common;
+use common::{retrace, succeeded as ok};
+
 use retrace_testkit::tools::{runs, skip_or_fail};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn retrace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retrace"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "status {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn scratch(name: &str) -> PathBuf {
     let dir =

@@ -175,3 +175,29 @@ pub fn run_qemu_smp(elf: &Path, args: &[&str], harts: usize) -> Outcome {
     let _ = std::fs::remove_file(&console);
     outcome
 }
+
+/// Run `retrace ARGS` in `dir` and wait for it.
+pub fn retrace_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_retrace"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("retrace runs")
+}
+
+/// Run `retrace ARGS` in the repository's root (where `programs/` is).
+pub fn retrace(args: &[&str]) -> std::process::Output {
+    retrace_in(Path::new(env!("CARGO_MANIFEST_DIR")), args)
+}
+
+/// The standard output of a command that must have succeeded; its
+/// status and standard error otherwise.
+pub fn succeeded(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "status {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
