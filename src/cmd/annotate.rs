@@ -3,7 +3,7 @@
 //! I-cache misses — with the source interleaved with the disassembly as
 //! `objdump -S` and `perf annotate` show it.
 
-use super::common::{thousands, FidelityArg};
+use super::common::thousands;
 use super::profile::{profiled, Profiled};
 use crate::report::{csv_of, hex, print, FormatArgs, Report};
 use crate::status::{tag, Status};
@@ -33,18 +33,9 @@ use std::process::ExitCode;
     retrace annotate prog.elf prog.rtrace --core picorv32 --fidelity fast --format csv"
 )]
 pub struct Args {
-    /// The program the trace was recorded from.
-    pub program: PathBuf,
-    /// The trace.
-    pub trace: PathBuf,
-    /// The core whose cycles are attributed.
-    #[arg(long, default_value = "ideal", value_name = "NAME|FILE")]
-    pub core: String,
+    /// The program, its trace, the core and the fidelity.
     #[command(flatten)]
-    pub sets: super::common::CoreSets,
-    /// Fidelity of the timing.
-    #[arg(long, value_enum, default_value_t = FidelityArg::Control)]
-    pub fidelity: FidelityArg,
+    pub run: super::profile::ProfiledArgs,
     /// Annotate this function only (default: the hottest ones).
     #[arg(long, value_name = "NAME")]
     pub function: Option<String>,
@@ -306,7 +297,7 @@ fn chosen(args: &Args, p: &Profiled, ranges: &FunctionRanges) -> anyhow::Result<
                         "no function {name:?} in {}; `retrace profile {} {}` lists the functions that ran",
                         p.shown,
                         p.shown,
-                        args.trace.display()
+                        args.run.trace.display()
                     ),
                     Status::BadInput,
                 )
@@ -326,13 +317,7 @@ fn chosen(args: &Args, p: &Profiled, ranges: &FunctionRanges) -> anyhow::Result<
 
 /// Entry point of `retrace annotate`.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
-    let p = profiled(
-        &args.program,
-        &args.trace,
-        &args.core,
-        &args.sets.set,
-        args.fidelity,
-    )?;
+    let p = profiled(&args.run)?;
     let ranges = FunctionRanges::of_program(&p.program);
     let which = chosen(&args, &p, &ranges)?;
     let addrs: Vec<u64> = which
@@ -353,7 +338,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         &which,
         &p.profile.instructions,
     );
-    let mut sources = SourceFiles::new(&args.program, &args.source_dir);
+    let mut sources = SourceFiles::new(&args.run.program, &args.source_dir);
     let functions = annotated
         .into_iter()
         .map(|f| function_rows(f, &mut sources))

@@ -6,7 +6,7 @@
 
 use super::common::{duration_text, load_core_with, thousands, FidelityArg};
 use super::estimate::EstimateRow;
-use super::profile::{profile_report, profiled, ProfileReport, Profiled};
+use super::profile::{profile_report, profiled, ProfileReport, Profiled, ProfiledArgs};
 use super::sweep::{estimate_grid, Grid, SweepReport};
 use crate::html::{bar_chart, line_chart, Cell, Page};
 use crate::status::{tag, Status};
@@ -193,13 +193,13 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         .zip(&results)
         .map(|(c, (e, _))| EstimateRow::new(c, fidelity, e, seconds, false, c.frequency_hz))
         .collect();
-    let prof = profiled(
-        &args.program,
-        &trace,
-        &args.cores[0],
-        &args.sets.set,
-        args.fidelity,
-    )?;
+    let prof = profiled(&ProfiledArgs {
+        program: args.program.clone(),
+        trace: trace.clone(),
+        core: args.cores[0].clone(),
+        sets: args.sets.clone(),
+        fidelity: args.fidelity,
+    })?;
     let profile = profile_report(&prof, args.top);
     let hottest_lines = hottest_lines(&prof, args.top);
     let sweep = if args.sweep.is_empty() {

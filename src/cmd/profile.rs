@@ -41,18 +41,9 @@ use std::process::ExitCode;
     retrace profile prog.elf prog.rtrace --sample-profile prog.prof   (for clang -fprofile-sample-use)"
 )]
 pub struct Args {
-    /// The program the trace was recorded from.
-    pub program: PathBuf,
-    /// The trace.
-    pub trace: PathBuf,
-    /// The core whose cycles are attributed.
-    #[arg(long, default_value = "ideal", value_name = "NAME|FILE")]
-    pub core: String,
+    /// The program, its trace, the core and the fidelity.
     #[command(flatten)]
-    pub sets: super::common::CoreSets,
-    /// Fidelity of the timing.
-    #[arg(long, value_enum, default_value_t = FidelityArg::Control)]
-    pub fidelity: FidelityArg,
+    pub run: super::profile::ProfiledArgs,
     /// Rows per table.
     #[arg(long, default_value_t = 15)]
     pub top: usize,
@@ -322,14 +313,34 @@ pub struct Profiled {
     pub estimate: retrace_estimate::Estimate,
 }
 
-/// Load `program`, check `trace` against it and profile it on `core`.
-pub fn profiled(
-    program: &std::path::Path,
-    trace: &std::path::Path,
-    core: &str,
-    sets: &[retrace_timing::Override],
-    fidelity: FidelityArg,
-) -> anyhow::Result<Profiled> {
+/// What `profile` and `annotate` are given to profile a run.
+#[derive(clap::Args, Debug)]
+pub struct ProfiledArgs {
+    /// The program the trace was recorded from.
+    pub program: PathBuf,
+    /// The trace.
+    pub trace: PathBuf,
+    /// The core whose cycles are attributed.
+    #[arg(long, default_value = "ideal", value_name = "NAME|FILE")]
+    pub core: String,
+    #[command(flatten)]
+    pub sets: super::common::CoreSets,
+    /// Fidelity of the timing.
+    #[arg(long, value_enum, default_value_t = FidelityArg::Control)]
+    pub fidelity: FidelityArg,
+}
+
+/// Load the program, check the trace against it and profile it on the
+/// core.
+pub fn profiled(args: &ProfiledArgs) -> anyhow::Result<Profiled> {
+    let ProfiledArgs {
+        program,
+        trace,
+        core,
+        sets,
+        fidelity,
+    } = args;
+    let (sets, fidelity) = (&sets.set, *fidelity);
     let (elf, bytes) = load_elf_bytes(program)?;
     let shown = program.display().to_string();
     check_trace(trace, &elf, &shown)?;
@@ -439,13 +450,7 @@ pub fn profile_report(prof: &Profiled, top: usize) -> ProfileReport {
 
 /// Entry point of `retrace profile`.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
-    let prof = profiled(
-        &args.program,
-        &args.trace,
-        &args.core,
-        &args.sets.set,
-        args.fidelity,
-    )?;
+    let prof = profiled(&args.run)?;
     let Profiled {
         bytes,
         shown,
