@@ -58,7 +58,9 @@ pub fn freg_name(r: u8) -> &'static str {
 
 /// Rounding-mode names by `rm` value; 5 and 6 are reserved and never
 /// decode.
-const RM_NAMES: [&str; 8] = ["rne", "rtz", "rdn", "rup", "rmm", "unknown", "unknown", "dyn"];
+const RM_NAMES: [&str; 8] = [
+    "rne", "rtz", "rdn", "rup", "rmm", "unknown", "unknown", "dyn",
+];
 
 /// Fence predecessor/successor sets, indexed by the 4-bit `iorw` field;
 /// objdump prints an empty set as `unknown`.
@@ -301,7 +303,10 @@ impl Disasm {
         };
         let reg = |fp: bool, r: u8| if fp { FReg(r) } else { Reg(r) };
         let name = i.op.mnemonic();
-        if matches!(i.op, FsgnjS | FsgnjnS | FsgnjxS | FsgnjD | FsgnjnD | FsgnjxD) && i.rs1 == i.rs2
+        if matches!(
+            i.op,
+            FsgnjS | FsgnjnS | FsgnjxS | FsgnjD | FsgnjnD | FsgnjxD
+        ) && i.rs1 == i.rs2
         {
             let alias = match i.op {
                 FsgnjS => "fmv.s",

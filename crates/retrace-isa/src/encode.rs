@@ -282,13 +282,9 @@ fn op32(op: Op) -> (Fmt, u32) {
         Fld => (I, 0x3007),
         Fsw => (S, 0x2027),
         Fsd => (S, 0x3027),
-        FmaddS | FmsubS | FnmsubS | FnmaddS | FaddS | FsubS | FmulS | FdivS | FsqrtS | FsgnjS
-        | FsgnjnS | FsgnjxS | FminS | FmaxS | FcvtWS | FcvtWuS | FcvtLS | FcvtLuS | FcvtSW
-        | FcvtSWu | FcvtSL | FcvtSLu | FmvXW | FmvWX | FeqS | FltS | FleS | FclassS | FmaddD
-        | FmsubD | FnmsubD | FnmaddD | FaddD | FsubD | FmulD | FdivD | FsqrtD | FsgnjD
-        | FsgnjnD | FsgnjxD | FminD | FmaxD | FcvtWD | FcvtWuD | FcvtLD | FcvtLuD | FcvtDW
-        | FcvtDWu | FcvtDL | FcvtDLu | FmvXD | FmvDX | FeqD | FltD | FleD | FclassD | FcvtSD
-        | FcvtDS => (Fmt::Fp, 0),
+        // The other F/D operations (the loads and stores above use I and S).
+        #[allow(unreachable_patterns)]
+        crate::fp_ops!() => (Fmt::Fp, 0),
     }
 }
 

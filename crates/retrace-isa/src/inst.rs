@@ -105,6 +105,77 @@ ops! {
     FcvtSD = "fcvt.s.d", FcvtDS = "fcvt.d.s",
 }
 
+/// A pattern matching every F and D operation, for the exhaustive
+/// matches outside this crate that treat them alike (`Op::is_fp` is the
+/// same set as a function; a test keeps the two equal).
+#[macro_export]
+macro_rules! fp_ops {
+    () => {
+        $crate::Op::Flw
+            | $crate::Op::Fsw
+            | $crate::Op::FmaddS
+            | $crate::Op::FmsubS
+            | $crate::Op::FnmsubS
+            | $crate::Op::FnmaddS
+            | $crate::Op::FaddS
+            | $crate::Op::FsubS
+            | $crate::Op::FmulS
+            | $crate::Op::FdivS
+            | $crate::Op::FsqrtS
+            | $crate::Op::FsgnjS
+            | $crate::Op::FsgnjnS
+            | $crate::Op::FsgnjxS
+            | $crate::Op::FminS
+            | $crate::Op::FmaxS
+            | $crate::Op::FcvtWS
+            | $crate::Op::FcvtWuS
+            | $crate::Op::FcvtLS
+            | $crate::Op::FcvtLuS
+            | $crate::Op::FcvtSW
+            | $crate::Op::FcvtSWu
+            | $crate::Op::FcvtSL
+            | $crate::Op::FcvtSLu
+            | $crate::Op::FmvXW
+            | $crate::Op::FmvWX
+            | $crate::Op::FeqS
+            | $crate::Op::FltS
+            | $crate::Op::FleS
+            | $crate::Op::FclassS
+            | $crate::Op::Fld
+            | $crate::Op::Fsd
+            | $crate::Op::FmaddD
+            | $crate::Op::FmsubD
+            | $crate::Op::FnmsubD
+            | $crate::Op::FnmaddD
+            | $crate::Op::FaddD
+            | $crate::Op::FsubD
+            | $crate::Op::FmulD
+            | $crate::Op::FdivD
+            | $crate::Op::FsqrtD
+            | $crate::Op::FsgnjD
+            | $crate::Op::FsgnjnD
+            | $crate::Op::FsgnjxD
+            | $crate::Op::FminD
+            | $crate::Op::FmaxD
+            | $crate::Op::FcvtWD
+            | $crate::Op::FcvtWuD
+            | $crate::Op::FcvtLD
+            | $crate::Op::FcvtLuD
+            | $crate::Op::FcvtDW
+            | $crate::Op::FcvtDWu
+            | $crate::Op::FcvtDL
+            | $crate::Op::FcvtDLu
+            | $crate::Op::FmvXD
+            | $crate::Op::FmvDX
+            | $crate::Op::FeqD
+            | $crate::Op::FltD
+            | $crate::Op::FleD
+            | $crate::Op::FclassD
+            | $crate::Op::FcvtSD
+            | $crate::Op::FcvtDS
+    };
+}
+
 /// A decoded instruction.
 ///
 /// Field use by format (registers are `0..=31`; unused fields are 0):
@@ -685,6 +756,13 @@ mod tests {
     }
 
     #[test]
+    fn fp_ops_pattern_is_is_fp() {
+        for &op in Op::ALL {
+            assert_eq!(matches!(op, crate::fp_ops!()), op.is_fp(), "{op:?}");
+        }
+    }
+
+    #[test]
     fn control_flow_kinds() {
         let cases = [
             (0x0000_8067, Flow::Return),       // ret
@@ -754,17 +832,26 @@ mod tests {
         assert_eq!(d(0x02b5_453b).class(), Class::DivW); // divw
         assert_eq!(d(0x02b5_4533).class(), Class::Div);
         assert_eq!(d(0x3004_7073).reads(), [None, None]); // csrci mstatus, 8
-        // fcvt.w.s a0, fa1: reads an FP register, writes an integer one.
+                                                          // fcvt.w.s a0, fa1: reads an FP register, writes an integer one.
         let cvt = d(0xc005_9553);
         assert_eq!((cvt.reads(), cvt.writes()), ([None, None], Some(10)));
-        assert_eq!((cvt.fp_reads(), cvt.fp_writes()), ([Some(11), None, None], None));
+        assert_eq!(
+            (cvt.fp_reads(), cvt.fp_writes()),
+            ([Some(11), None, None], None)
+        );
         // fsd fa0, 8(sp): integer base, FP data.
         let fsd = d(0x00a1_3427);
         assert_eq!((fsd.reads(), fsd.writes()), ([Some(2), None], None));
-        assert_eq!((fsd.fp_reads(), fsd.class()), ([None, Some(10), None], Class::FpStore));
+        assert_eq!(
+            (fsd.fp_reads(), fsd.class()),
+            ([None, Some(10), None], Class::FpStore)
+        );
         // fmadd.d ft0, ft1, ft2, ft3: four FP registers, no integer ones.
         let fma = d(0x1a20_f043);
-        assert_eq!((fma.reads(), fma.writes(), fma.fp_writes()), ([None, None], None, Some(0)));
+        assert_eq!(
+            (fma.reads(), fma.writes(), fma.fp_writes()),
+            ([None, None], None, Some(0))
+        );
         assert_eq!(fma.fp_reads(), [Some(1), Some(2), Some(3)]);
         assert_eq!(fma.op.fp_extension(), Some("D"));
         assert_eq!(cvt.op.fp_extension(), Some("F"));
