@@ -42,7 +42,7 @@ pub enum DecodeError {
         len: u8,
     },
     /// A valid encoding of a standard extension that retrace does not
-    /// implement, such as `flw` (F) or `sh1add` (Zba).
+    /// implement, such as `flh` (Zfh) or `sh1add` (Zba).
     Unsupported {
         /// The encoding.
         bits: u32,
