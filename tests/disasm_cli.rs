@@ -1,8 +1,8 @@
 //! `retrace disasm` against GNU objdump: every instruction line (address,
 //! encoding, mnemonic, operands, `<sym+off>` and `# addr <sym>` comments)
 //! must be identical, for every ELF in `programs/bin/` and for a small
-//! program compiled here, one trial per file (`disasm_cli::sort-rv32-O2`,
-//! `disasm_cli::compiled-rv64`). Without the tools a trial is reported
+//! program compiled here for soft and hard float, one trial per file
+//! (`disasm_cli::sort-rv32-O2`, `disasm_cli::compiled-rv64gc`). Without the tools a trial is reported
 //! ignored with the reason, unless `RETRACE_REQUIRE_TOOLS=1` (CI), where
 //! that is a failure. Every mismatch of a file is collected before failing.
 
@@ -87,14 +87,18 @@ fn compare(elf: &Path) -> Result<(), Failed> {
     .into())
 }
 
-/// A small program with a loop, calls and a jump table, compiled for one
-/// XLEN into `dir`.
+/// A small program with a loop, calls, a jump table and some single- and
+/// double-precision arithmetic (library calls under soft float, F/D
+/// instructions under hard float), compiled for one `-march` into `dir`.
 fn compile(dir: &Path, march: &str, mabi: &str, name: &str) -> PathBuf {
     let src = dir.join(format!("{name}.c"));
     std::fs::write(
         &src,
         "int tab[8]; static int f(int x){return x*3+1;}\n\
+         volatile float fv = 1.5f; volatile double dv = 2.5;\n\
+         static double g(int i){float x = fv * (float)i + 0.25f; return x < dv ? dv / x : dv * x - (double)fv;}\n\
          int main(int c, char **v){int s=0; for(int i=0;i<c*100;i++){s+=f(i)^tab[i&7]; if(s>1000) s/=7;}\n\
+         s += (int)g(c) + (unsigned)(fv * dv);\n\
          switch(c){case 1: return s; case 2: return s+1; case 3: return 9; case 4: return 11; default: return 0;}}\n",
     )
     .unwrap();
@@ -139,6 +143,9 @@ fn main() {
     for (march, mabi, name) in [
         ("rv32imac", "ilp32", "compiled-rv32"),
         ("rv64imac", "lp64", "compiled-rv64"),
+        ("rv32imafc", "ilp32f", "compiled-rv32imafc"),
+        ("rv32imafdc", "ilp32d", "compiled-rv32imafdc"),
+        ("rv64gc", "lp64d", "compiled-rv64gc"),
     ] {
         let dir = dir.clone();
         list.push(trials::needing(

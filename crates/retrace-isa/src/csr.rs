@@ -36,6 +36,12 @@ macro_rules! csrs {
 }
 
 csrs! {
+    /// `fflags`: accrued floating-point exception flags.
+    FFLAGS = 0x001;
+    /// `frm`: dynamic floating-point rounding mode.
+    FRM = 0x002;
+    /// `fcsr`: `frm` and `fflags` together.
+    FCSR = 0x003;
     /// `satp`: supervisor address translation and protection.
     SATP = 0x180;
     /// `mstatus`: machine status.

@@ -2,12 +2,12 @@
 //!
 //! Decoding matches on the major opcode, then `funct3`/`funct7`, so the
 //! common path is a couple of jumps and a few shifts with no allocation.
-//! Everything that is not a valid RV32/RV64 IMAC + Zicsr + Zifencei (+ the
+//! Everything that is not a valid RV32/RV64 IMAFDC + Zicsr + Zifencei (+ the
 //! privileged `mret`/`sret`/`wfi`/`sfence.vma`) encoding returns a
 //! [`DecodeError`]: [`DecodeError::Illegal`] for reserved and illegal
 //! encodings (including forms that exist only for the other XLEN), and
 //! [`DecodeError::Unsupported`] for valid encodings of standard extensions
-//! retrace does not implement (F, D, V, B, …) — a simulator reports the two
+//! retrace does not implement (Zfh, Q, V, B, …) — a simulator reports the two
 //! differently, and the disassembler prints neither.
 //!
 //! HINT encodings (e.g. `addi x0, x1, 5`, `c.li x0, 3`, `c.slli a0, 0`) are
@@ -18,8 +18,13 @@
 //! reserved `fm` values of `fence`; `rd`, `rs1` and the immediate of
 //! `fence.i`) are accepted, as hardware and QEMU accept them, and kept in the
 //! [`Inst`] so that [`crate::encode`] reproduces the exact word.
+//!
+//! F and D operations keep their rounding mode (`rm`) in `imm`; the two
+//! reserved values (5 and 6) make the word illegal, as on hardware. The
+//! FMA and OP-FP opcodes decode through the table in `fp.rs`.
 
 use crate::bits::{self, gather};
+use crate::fp;
 use crate::inst::{Inst, Op, Xlen};
 use std::fmt;
 
@@ -37,7 +42,7 @@ pub enum DecodeError {
         len: u8,
     },
     /// A valid encoding of a standard extension that retrace does not
-    /// implement, such as `flw` (F) or `sh1add` (Zba).
+    /// implement, such as `flh` (Zfh) or `sh1add` (Zba).
     Unsupported {
         /// The encoding.
         bits: u32,
@@ -181,6 +186,23 @@ fn decode32(w: u32, xlen: Xlen) -> Result<Inst, DecodeError> {
             6 if rv64 => Lwu,
             _ => return bad(),
         }),
+        // LOAD-FP
+        0x01 => i4(match f3 {
+            2 => Flw,
+            3 => Fld,
+            _ => return bad(),
+        }),
+        // STORE-FP
+        0x09 => {
+            let op = match f3 {
+                2 => Fsw,
+                3 => Fsd,
+                _ => return bad(),
+            };
+            Ok(mk(op, 0, s1, s2, gather(w, &bits::S), w, 4))
+        }
+        // MADD, MSUB, NMSUB, NMADD, OP-FP
+        0x10..=0x14 => decode_fp(w, xlen).ok_or_else(|| unknown32(w, xlen)),
         // MISC-MEM
         0x03 => match f3 {
             0 => {
@@ -339,6 +361,25 @@ fn decode32(w: u32, xlen: Xlen) -> Result<Inst, DecodeError> {
     }
 }
 
+/// An F/D operation on the FMA or OP-FP opcodes, by the table in `fp.rs`.
+fn decode_fp(w: u32, xlen: Xlen) -> Option<Inst> {
+    let e = fp::lookup(w)?;
+    if e.op.is_rv64_only() && xlen != Xlen::Rv64 {
+        return None;
+    }
+    let rm = (w >> 12) & 7;
+    if e.shape.has_rm() && !fp::valid_rm(rm) {
+        return None;
+    }
+    let imm = match e.shape {
+        fp::Shape::Fma => ((w >> 27) << 3 | rm) as i32,
+        s if s.has_rm() => rm as i32,
+        _ => 0,
+    };
+    let s2 = if e.shape.has_rs2() { rs2(w) } else { 0 };
+    Some(mk(e.op, rd(w), rs1(w), s2, imm, w, 4))
+}
+
 /// One row of the AMO opcode map, indexed by `funct5` (`inst[31:27]`).
 const fn amo_row(double: bool) -> [Option<Op>; 32] {
     use Op::*;
@@ -390,19 +431,19 @@ fn decode16(h: u16, xlen: Xlen) -> Result<Inst, DecodeError> {
             0 => illegal(),
             imm => c(Addi, rs2p, 2, 0, imm),
         },
-        (0, 1) => unsupported("D"), // c.fld
+        (0, 1) => c(Fld, rs2p, rs1p, 0, gather(w, &bits::CLD)),
         (0, 2) => c(Lw, rs2p, rs1p, 0, gather(w, &bits::CLW)),
         (0, 3) if rv64 => c(Ld, rs2p, rs1p, 0, gather(w, &bits::CLD)),
-        (0, 3) => unsupported("F"), // c.flw
+        (0, 3) => c(Flw, rs2p, rs1p, 0, gather(w, &bits::CLW)),
         (0, 4) => match ((w >> 10) & 7, (w >> 6) & 1) {
             // c.lbu, c.lhu/c.lh, c.sb, c.sh
             (0, _) | (1, _) | (2, _) | (3, 0) => unsupported("Zcb"),
             _ => illegal(),
         },
-        (0, 5) => unsupported("D"), // c.fsd
+        (0, 5) => c(Fsd, 0, rs1p, rs2p, gather(w, &bits::CLD)),
         (0, 6) => c(Sw, 0, rs1p, rs2p, gather(w, &bits::CLW)),
         (0, 7) if rv64 => c(Sd, 0, rs1p, rs2p, gather(w, &bits::CLD)),
-        (0, 7) => unsupported("F"), // c.fsw
+        (0, 7) => c(Fsw, 0, rs1p, rs2p, gather(w, &bits::CLW)),
 
         // ---- quadrant 1
         (1, 0) => c(Addi, r_hi, r_hi, 0, gather(w, &bits::CI6)),
@@ -455,10 +496,10 @@ fn decode16(h: u16, xlen: Xlen) -> Result<Inst, DecodeError> {
             s if !rv64 && s >= 32 => illegal(),
             s => c(Slli, r_hi, r_hi, 0, s),
         },
-        (2, 1) => unsupported("D"), // c.fldsp
+        (2, 1) => c(Fld, r_hi, 2, 0, gather(w, &bits::CLDSP)),
         (2, 2) if r_hi == 0 => illegal(),
         (2, 2) => c(Lw, r_hi, 2, 0, gather(w, &bits::CLWSP)),
-        (2, 3) if !rv64 => unsupported("F"), // c.flwsp
+        (2, 3) if !rv64 => c(Flw, r_hi, 2, 0, gather(w, &bits::CLWSP)),
         (2, 3) if r_hi == 0 => illegal(),
         (2, 3) => c(Ld, r_hi, 2, 0, gather(w, &bits::CLDSP)),
         (2, 4) => match ((w >> 12) & 1, r_hi, r_lo) {
@@ -469,10 +510,10 @@ fn decode16(h: u16, xlen: Xlen) -> Result<Inst, DecodeError> {
             (1, s, 0) => c(Jalr, 1, s, 0, 0),   // c.jalr
             (_, d, s) => c(Add, d, d, s, 0),    // c.add
         },
-        (2, 5) => unsupported("D"), // c.fsdsp
+        (2, 5) => c(Fsd, 0, 2, r_lo, gather(w, &bits::CSDSP)),
         (2, 6) => c(Sw, 0, 2, r_lo, gather(w, &bits::CSWSP)),
         (2, 7) if rv64 => c(Sd, 0, 2, r_lo, gather(w, &bits::CSDSP)),
-        (2, 7) => unsupported("F"), // c.fswsp
+        (2, 7) => c(Fsw, 0, 2, r_lo, gather(w, &bits::CSWSP)),
         _ => illegal(),
     }
 }
@@ -481,23 +522,16 @@ fn decode16(h: u16, xlen: Xlen) -> Result<Inst, DecodeError> {
 /// `(mask, match, rv64 only, extension)`. Consulted only after the main
 /// decoder failed, so its length costs nothing on the hot path.
 const UNSUPPORTED32: &[(u32, u32, bool, &str)] = &[
-    // Floating point: loads/stores by width, fused multiply-add and OP-FP by fmt.
+    // Floating point beyond F and D: loads/stores by width, fused
+    // multiply-add and OP-FP by fmt.
     (0x0000_707f, 0x0000_1007, false, "Zfh"),
-    (0x0000_707f, 0x0000_2007, false, "F"),
-    (0x0000_707f, 0x0000_3007, false, "D"),
     (0x0000_707f, 0x0000_4007, false, "Q"),
     (0x0000_007f, 0x0000_0007, false, "V"),
     (0x0000_707f, 0x0000_1027, false, "Zfh"),
-    (0x0000_707f, 0x0000_2027, false, "F"),
-    (0x0000_707f, 0x0000_3027, false, "D"),
     (0x0000_707f, 0x0000_4027, false, "Q"),
     (0x0000_007f, 0x0000_0027, false, "V"),
-    (0x0600_0073, 0x0000_0043, false, "F"),
-    (0x0600_0073, 0x0200_0043, false, "D"),
     (0x0600_0073, 0x0400_0043, false, "Zfh"),
     (0x0600_0073, 0x0600_0043, false, "Q"),
-    (0x0600_007f, 0x0000_0053, false, "F"),
-    (0x0600_007f, 0x0200_0053, false, "D"),
     (0x0600_007f, 0x0400_0053, false, "Zfh"),
     (0x0600_007f, 0x0600_0053, false, "Q"),
     (0x0000_007f, 0x0000_0057, false, "V"),
@@ -612,9 +646,12 @@ mod tests {
         assert!(decode(0x2001, Xlen::Rv64).is_err()); // c.addiw x0: reserved
                                                       // c.ld on RV64 is c.flw on RV32.
         assert_eq!(decode(0x6108, Xlen::Rv64).unwrap().op, Op::Ld);
+        assert_eq!(decode(0x6108, Xlen::Rv32).unwrap().op, Op::Flw);
+        // fcvt.l.s exists only on RV64.
+        assert_eq!(decode(0xc025_7553, Xlen::Rv64).unwrap().op, Op::FcvtLS);
         assert!(matches!(
-            decode(0x6108, Xlen::Rv32),
-            Err(DecodeError::Unsupported { extension: "F", .. })
+            decode(0xc025_7553, Xlen::Rv32),
+            Err(DecodeError::Illegal { .. })
         ));
         // slli a0, a0, 32 needs RV64.
         assert_eq!(decode(0x0205_1513, Xlen::Rv64).unwrap().imm, 32);
@@ -628,6 +665,27 @@ mod tests {
     }
 
     #[test]
+    fn fp_fields_and_reserved_rounding_modes() {
+        // fmadd.s fa0, fa1, fa2, fa3, rtz
+        let i = decode(0x68c5_9543, Xlen::Rv32).unwrap();
+        assert_eq!((i.op, i.rd, i.rs1, i.rs2), (Op::FmaddS, 10, 11, 12));
+        assert_eq!((i.rs3(), i.rm()), (Some(13), Some(1)));
+        // fadd.s fa0, fa0, fa1 with rm 5 or 6 (reserved) is illegal.
+        assert_eq!(decode(0x00b5_7553, Xlen::Rv64).unwrap().rm(), Some(7));
+        for w in [0x00b5_5553, 0x00b5_6553] {
+            assert!(matches!(
+                decode(w, Xlen::Rv64),
+                Err(DecodeError::Illegal { .. })
+            ));
+        }
+        // fsqrt.s with a non-zero rs2 field is no instruction.
+        assert!(decode(0x5815_7553, Xlen::Rv64).is_err());
+        // c.fldsp fs0, 8(sp): any rd, f0 included.
+        let c = decode(0x2422, Xlen::Rv64).unwrap();
+        assert_eq!((c.op, c.rd, c.rs1, c.imm), (Op::Fld, 8, 2, 8));
+    }
+
+    #[test]
     fn upper_half_of_a_compressed_word_is_ignored() {
         let a = decode(0x0000_8082, Xlen::Rv32).unwrap();
         let b = decode(0xdead_8082, Xlen::Rv32).unwrap();
@@ -638,8 +696,11 @@ mod tests {
     #[test]
     fn unsupported_is_not_illegal() {
         assert!(matches!(
-            decode(0x0005_2507, Xlen::Rv32), // flw fa0, 0(a0)
-            Err(DecodeError::Unsupported { extension: "F", .. })
+            decode(0x0005_1507, Xlen::Rv32), // flh fa0, 0(a0)
+            Err(DecodeError::Unsupported {
+                extension: "Zfh",
+                ..
+            })
         ));
         assert!(matches!(
             decode(0x20b5_2533, Xlen::Rv64), // sh1add a0, a0, a1

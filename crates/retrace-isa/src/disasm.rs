@@ -26,6 +26,7 @@
 //! ```
 
 use crate::csr;
+use crate::fp;
 use crate::inst::{Inst, Op, Xlen};
 use std::fmt::{self, Write};
 
@@ -41,6 +42,25 @@ const REG_NAMES: [&str; 32] = [
 pub fn reg_name(r: u8) -> &'static str {
     REG_NAMES[(r & 31) as usize]
 }
+
+/// ABI names of the FP registers, as objdump prints them.
+const FREG_NAMES: [&str; 32] = [
+    "ft0", "ft1", "ft2", "ft3", "ft4", "ft5", "ft6", "ft7", "fs0", "fs1", "fa0", "fa1", "fa2",
+    "fa3", "fa4", "fa5", "fa6", "fa7", "fs2", "fs3", "fs4", "fs5", "fs6", "fs7", "fs8", "fs9",
+    "fs10", "fs11", "ft8", "ft9", "ft10", "ft11",
+];
+
+/// The ABI name of FP register `r` (`ft0`, …, `ft11`); `r` is taken
+/// modulo 32.
+pub fn freg_name(r: u8) -> &'static str {
+    FREG_NAMES[(r & 31) as usize]
+}
+
+/// Rounding-mode names by `rm` value; 5 and 6 are reserved and never
+/// decode.
+const RM_NAMES: [&str; 8] = [
+    "rne", "rtz", "rdn", "rup", "rmm", "unknown", "unknown", "dyn",
+];
 
 /// Fence predecessor/successor sets, indexed by the 4-bit `iorw` field;
 /// objdump prints an empty set as `unknown`.
@@ -83,6 +103,8 @@ impl Disasm {
 /// The operand column, built from pieces so that nothing is allocated.
 enum Arg {
     Reg(u8),
+    /// FP register.
+    FReg(u8),
     /// Signed decimal immediate.
     Dec(i32),
     /// Unsigned hex immediate with `0x`.
@@ -101,6 +123,7 @@ impl fmt::Display for Arg {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Arg::Reg(r) => f.write_str(reg_name(r)),
+            Arg::FReg(r) => f.write_str(freg_name(r)),
             Arg::Dec(v) => write!(f, "{v}"),
             Arg::Hex(v) => write!(f, "0x{v:x}"),
             Arg::Addr(a) => write!(f, "{a:x}"),
@@ -238,6 +261,10 @@ impl fmt::Display for Disasm {
 
             Csrrw | Csrrs | Csrrc | Csrrwi | Csrrsi | Csrrci => self.csr(f),
 
+            Flw | Fld => o(f, i.op.mnemonic(), &[FReg(rd), Mem(imm, rs1)]),
+            Fsw | Fsd => o(f, i.op.mnemonic(), &[FReg(rs2), Mem(imm, rs1)]),
+            op if op.is_fp() => self.fp(f),
+
             LrW | LrD => out(f, i.op.mnemonic(), aqrl(imm), &[Reg(rd), Ind(rs1)]),
             _ => out(
                 f,
@@ -255,6 +282,69 @@ fn aqrl(imm: i32) -> &'static str {
 }
 
 impl Disasm {
+    /// F/D operations other than loads and stores: the operands the
+    /// operation has, in the register files `fp.rs` gives them, then the
+    /// rounding mode unless it is `dyn` (objdump's default, which it
+    /// omits). Sign injection of a register with itself prints as
+    /// `fmv`/`fneg`/`fabs`.
+    ///
+    /// `fcvt.d.s`, `fcvt.d.w` and `fcvt.d.wu` are exact, and objdump
+    /// (binutils 2.40) knows them only with `rm` = `rne` (0), which it
+    /// omits; with another rounding mode (legal, and ignored by the
+    /// operation) it prints the word as `.4byte`. Here such a word prints
+    /// with its rounding mode, `,dyn` included: a deliberate difference,
+    /// named in `tests/objdump_agrees.rs`.
+    fn fp(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use Arg::*;
+        use Op::*;
+        let i = &self.inst;
+        let Some((Some(rd_fp), Some(rs1_fp), rs2, _)) = fp::operands(i.op) else {
+            return write!(f, ".4byte\t0x{:x}", i.raw);
+        };
+        let reg = |fp: bool, r: u8| if fp { FReg(r) } else { Reg(r) };
+        let name = i.op.mnemonic();
+        if matches!(
+            i.op,
+            FsgnjS | FsgnjnS | FsgnjxS | FsgnjD | FsgnjnD | FsgnjxD
+        ) && i.rs1 == i.rs2
+        {
+            let alias = match i.op {
+                FsgnjS => "fmv.s",
+                FsgnjnS => "fneg.s",
+                FsgnjxS => "fabs.s",
+                FsgnjD => "fmv.d",
+                FsgnjnD => "fneg.d",
+                _ => "fabs.d",
+            };
+            return out(f, alias, "", &[FReg(i.rd), FReg(i.rs1)]);
+        }
+        let mut args = [Text(""), Text(""), Text(""), Text(""), Text("")];
+        let mut n = 0;
+        let mut push = |a: Arg| {
+            args[n] = a;
+            n += 1;
+        };
+        push(reg(rd_fp, i.rd));
+        push(reg(rs1_fp, i.rs1));
+        if rs2 {
+            push(FReg(i.rs2));
+        }
+        if let Some(rs3) = i.rs3() {
+            push(FReg(rs3));
+        }
+        if let Some(rm) = i.rm() {
+            let implicit = if matches!(i.op, FcvtDS | FcvtDW | FcvtDWu) {
+                0
+            } else {
+                7
+            };
+            if rm != implicit {
+                push(Text(RM_NAMES[rm as usize]));
+            }
+        }
+        out(f, name, "", &args[..n])
+    }
+
     /// CSR instructions: `unimp`, the counter reads (`rdcycle`, …), `csrr`,
     /// `csrw`/`csrs`/`csrc` when `rd` is `x0`, else the full form; the
     /// immediate forms print under the register forms' names.
@@ -272,6 +362,28 @@ impl Disasm {
             Csrrs | Csrrsi => ("csrrs", "csrs"),
             _ => ("csrrc", "csrc"),
         };
+        // The F/D CSR aliases: reads (`frcsr`, `frrm`, `frflags`), swaps
+        // (`fscsr`, `fsrm`, `fsflags`, without `rd` when it is `zero`) and
+        // immediate swaps (`fsrmi`, `fsflagsi`, always with `rd`).
+        let fp_csr = match csr {
+            csr::FCSR => Some(("frcsr", "fscsr", None)),
+            csr::FRM => Some(("frrm", "fsrm", Some("fsrmi"))),
+            csr::FFLAGS => Some(("frflags", "fsflags", Some("fsflagsi"))),
+            _ => None,
+        };
+        if let Some((read, swap, swap_imm)) = fp_csr {
+            match i.op {
+                Csrrs if i.rs1 == 0 => return out(f, read, "", &[Reg(rd)]),
+                Csrrw if rd == 0 => return out(f, swap, "", &[src]),
+                Csrrw => return out(f, swap, "", &[Reg(rd), src]),
+                Csrrwi => {
+                    if let Some(m) = swap_imm {
+                        return out(f, m, "", &[Reg(rd), src]);
+                    }
+                }
+                _ => {}
+            }
+        }
         // `csrw cycle, zero` is the canonical 32-bit unimp.
         if i.op == Csrrw && rd == 0 && i.rs1 == 0 && csr == csr::CYCLE {
             return out(f, "unimp", "", &[]);

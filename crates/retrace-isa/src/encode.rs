@@ -23,6 +23,7 @@
 //! always built from the fields.
 
 use crate::bits::{self, scatter, Layout};
+use crate::fp;
 use crate::inst::{Inst, Op, Xlen};
 use std::fmt;
 
@@ -167,6 +168,9 @@ enum Fmt {
     Sfence,
     /// No fields.
     Fixed,
+    /// An F/D operation on the FMA or OP-FP opcodes: format and bits come
+    /// from the table in `fp.rs`.
+    Fp,
 }
 
 /// The format and fixed bits (opcode, funct3, funct7, …) of each operation.
@@ -274,13 +278,49 @@ fn op32(op: Op) -> (Fmt, u32) {
         AmomaxD => (Amo, 0xa000_302f),
         AmominuD => (Amo, 0xc000_302f),
         AmomaxuD => (Amo, 0xe000_302f),
+        Flw => (I, 0x2007),
+        Fld => (I, 0x3007),
+        Fsw => (S, 0x2027),
+        Fsd => (S, 0x3027),
+        // The other F/D operations (the loads and stores above use I and S).
+        #[allow(unreachable_patterns)]
+        crate::fp_ops!() => (Fmt::Fp, 0),
     }
+}
+
+/// An F/D operation from its row of the table in `fp.rs`.
+fn encode_fp(i: &Inst) -> Result<u32, EncodeError> {
+    let op = i.op;
+    let e = fp::entry(op).ok_or(EncodeError::UnusedField { op })?;
+    let imm = i.imm;
+    let (rs2, imm_max) = match e.shape {
+        fp::Shape::Fma => (i.rs2, 255),
+        fp::Shape::Rm3 => (i.rs2, 7),
+        fp::Shape::Rm2 => (0, 7),
+        fp::Shape::R3 => (i.rs2, 0),
+        fp::Shape::R2 => (0, 0),
+    };
+    if rs2 != i.rs2 {
+        return Err(EncodeError::UnusedField { op });
+    }
+    if !(0..=imm_max).contains(&imm) || (e.shape.has_rm() && !fp::valid_rm(imm as u32 & 7)) {
+        return Err(EncodeError::Immediate { op, imm });
+    }
+    let imm = imm as u32;
+    let fields = match e.shape {
+        fp::Shape::Fma => (imm >> 3) << 27 | (imm & 7) << 12,
+        _ => imm << 12,
+    };
+    Ok(e.base | u32::from(i.rd) << 7 | u32::from(i.rs1) << 15 | u32::from(rs2) << 20 | fields)
 }
 
 fn encode32(i: &Inst, xlen: Xlen) -> Result<u32, EncodeError> {
     use Fmt::*;
     let op = i.op;
     let (fmt, base) = op32(op);
+    if fmt == Fp {
+        return encode_fp(i);
+    }
     let (rd, rs1, rs2) = (i.rd as u32, i.rs1 as u32, i.rs2 as u32);
     let imm = i.imm;
     // Which of (rd, rs1, rs2, imm) the format uses; the rest must be zero.
@@ -293,6 +333,7 @@ fn encode32(i: &Inst, xlen: Xlen) -> Result<u32, EncodeError> {
         Lr => (true, true, false, true),
         Sfence => (false, true, true, false),
         Fixed => (false, false, false, false),
+        Fp => (true, true, true, true),
     };
     let unused = (!uses.0 && rd != 0)
         || (!uses.1 && rs1 != 0)
@@ -311,7 +352,7 @@ fn encode32(i: &Inst, xlen: Xlen) -> Result<u32, EncodeError> {
     };
     let regs = base | rd << 7 | rs1 << 15 | rs2 << 20;
     Ok(match fmt {
-        R | Sfence | Fixed => regs,
+        R | Sfence | Fixed | Fp => regs,
         I => regs | place(&bits::I)?,
         S => regs | place(&bits::S)?,
         B => regs | place(&bits::B)?,
@@ -501,14 +542,52 @@ fn encode16(i: &Inst, xlen: Xlen) -> Result<u32, EncodeError> {
             none,
         ],
         Ebreak => [Some(0x9002), none, none, none],
+        // The FP loads and stores: single precision only on RV32 (RV64
+        // gives those encodings to c.ld/c.sd and their sp forms).
+        Flw => [
+            form!(!rv64, 0x6000 | p(s1)? << 7 | p(d)? << 2 | fit(&bits::CLW)?),
+            form!(!rv64 && s1 == 2, 0x6002 | d << 7 | fit(&bits::CLWSP)?),
+            none,
+            none,
+        ],
+        Fld => [
+            form!(true, 0x2000 | p(s1)? << 7 | p(d)? << 2 | fit(&bits::CLD)?),
+            form!(s1 == 2, 0x2002 | d << 7 | fit(&bits::CLDSP)?),
+            none,
+            none,
+        ],
+        Fsw => [
+            form!(
+                !rv64 && d == 0,
+                0xe000 | p(s1)? << 7 | p(s2)? << 2 | fit(&bits::CLW)?
+            ),
+            form!(
+                !rv64 && d == 0 && s1 == 2,
+                0xe002 | s2 << 2 | fit(&bits::CSWSP)?
+            ),
+            none,
+            none,
+        ],
+        Fsd => [
+            form!(
+                d == 0,
+                0xa000 | p(s1)? << 7 | p(s2)? << 2 | fit(&bits::CLD)?
+            ),
+            form!(d == 0 && s1 == 2, 0xa002 | s2 << 2 | fit(&bits::CSDSP)?),
+            none,
+            none,
+        ],
         _ => [none; 4],
     };
     // Fields a compressed form has no room for must be zero; the candidates
     // above only read the fields their form holds, so check the rest here.
     let holds_imm = !matches!(op, Add | Sub | Xor | Or | And | Subw | Addw | Ebreak);
-    let holds_rd = !matches!(op, Sw | Sd | Beq | Bne | Ebreak);
+    let holds_rd = !matches!(op, Sw | Sd | Fsw | Fsd | Beq | Bne | Ebreak);
     let holds_rs1 = !matches!(op, Jal | Lui | Ebreak);
-    let holds_rs2 = matches!(op, Sw | Sd | Add | Sub | Xor | Or | And | Subw | Addw);
+    let holds_rs2 = matches!(
+        op,
+        Sw | Sd | Fsw | Fsd | Add | Sub | Xor | Or | And | Subw | Addw
+    );
     if (!holds_imm && imm != 0)
         || (!holds_rd && d != 0)
         || (!holds_rs1 && s1 != 0)

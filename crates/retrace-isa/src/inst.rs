@@ -31,6 +31,8 @@ impl Xlen {
     }
 }
 
+use crate::fp;
+
 macro_rules! ops {
     ($( $(#[$m:meta])* $name:ident = $mn:literal ),* $(,)?) => {
         /// Every operation retrace decodes (base mnemonic as in the ISA manual).
@@ -80,6 +82,98 @@ ops! {
     LrD = "lr.d", ScD = "sc.d", AmoswapD = "amoswap.d", AmoaddD = "amoadd.d",
     AmoxorD = "amoxor.d", AmoandD = "amoand.d", AmoorD = "amoor.d",
     AmominD = "amomin.d", AmomaxD = "amomax.d", AmominuD = "amominu.d", AmomaxuD = "amomaxu.d",
+    // F
+    Flw = "flw", Fsw = "fsw",
+    FmaddS = "fmadd.s", FmsubS = "fmsub.s", FnmsubS = "fnmsub.s", FnmaddS = "fnmadd.s",
+    FaddS = "fadd.s", FsubS = "fsub.s", FmulS = "fmul.s", FdivS = "fdiv.s", FsqrtS = "fsqrt.s",
+    FsgnjS = "fsgnj.s", FsgnjnS = "fsgnjn.s", FsgnjxS = "fsgnjx.s",
+    FminS = "fmin.s", FmaxS = "fmax.s",
+    FcvtWS = "fcvt.w.s", FcvtWuS = "fcvt.wu.s", FcvtLS = "fcvt.l.s", FcvtLuS = "fcvt.lu.s",
+    FcvtSW = "fcvt.s.w", FcvtSWu = "fcvt.s.wu", FcvtSL = "fcvt.s.l", FcvtSLu = "fcvt.s.lu",
+    FmvXW = "fmv.x.w", FmvWX = "fmv.w.x",
+    FeqS = "feq.s", FltS = "flt.s", FleS = "fle.s", FclassS = "fclass.s",
+    // D
+    Fld = "fld", Fsd = "fsd",
+    FmaddD = "fmadd.d", FmsubD = "fmsub.d", FnmsubD = "fnmsub.d", FnmaddD = "fnmadd.d",
+    FaddD = "fadd.d", FsubD = "fsub.d", FmulD = "fmul.d", FdivD = "fdiv.d", FsqrtD = "fsqrt.d",
+    FsgnjD = "fsgnj.d", FsgnjnD = "fsgnjn.d", FsgnjxD = "fsgnjx.d",
+    FminD = "fmin.d", FmaxD = "fmax.d",
+    FcvtWD = "fcvt.w.d", FcvtWuD = "fcvt.wu.d", FcvtLD = "fcvt.l.d", FcvtLuD = "fcvt.lu.d",
+    FcvtDW = "fcvt.d.w", FcvtDWu = "fcvt.d.wu", FcvtDL = "fcvt.d.l", FcvtDLu = "fcvt.d.lu",
+    FmvXD = "fmv.x.d", FmvDX = "fmv.d.x",
+    FeqD = "feq.d", FltD = "flt.d", FleD = "fle.d", FclassD = "fclass.d",
+    FcvtSD = "fcvt.s.d", FcvtDS = "fcvt.d.s",
+}
+
+/// A pattern matching every F and D operation, for the exhaustive
+/// matches outside this crate that treat them alike (`Op::is_fp` is the
+/// same set as a function; a test keeps the two equal).
+#[macro_export]
+macro_rules! fp_ops {
+    () => {
+        $crate::Op::Flw
+            | $crate::Op::Fsw
+            | $crate::Op::FmaddS
+            | $crate::Op::FmsubS
+            | $crate::Op::FnmsubS
+            | $crate::Op::FnmaddS
+            | $crate::Op::FaddS
+            | $crate::Op::FsubS
+            | $crate::Op::FmulS
+            | $crate::Op::FdivS
+            | $crate::Op::FsqrtS
+            | $crate::Op::FsgnjS
+            | $crate::Op::FsgnjnS
+            | $crate::Op::FsgnjxS
+            | $crate::Op::FminS
+            | $crate::Op::FmaxS
+            | $crate::Op::FcvtWS
+            | $crate::Op::FcvtWuS
+            | $crate::Op::FcvtLS
+            | $crate::Op::FcvtLuS
+            | $crate::Op::FcvtSW
+            | $crate::Op::FcvtSWu
+            | $crate::Op::FcvtSL
+            | $crate::Op::FcvtSLu
+            | $crate::Op::FmvXW
+            | $crate::Op::FmvWX
+            | $crate::Op::FeqS
+            | $crate::Op::FltS
+            | $crate::Op::FleS
+            | $crate::Op::FclassS
+            | $crate::Op::Fld
+            | $crate::Op::Fsd
+            | $crate::Op::FmaddD
+            | $crate::Op::FmsubD
+            | $crate::Op::FnmsubD
+            | $crate::Op::FnmaddD
+            | $crate::Op::FaddD
+            | $crate::Op::FsubD
+            | $crate::Op::FmulD
+            | $crate::Op::FdivD
+            | $crate::Op::FsqrtD
+            | $crate::Op::FsgnjD
+            | $crate::Op::FsgnjnD
+            | $crate::Op::FsgnjxD
+            | $crate::Op::FminD
+            | $crate::Op::FmaxD
+            | $crate::Op::FcvtWD
+            | $crate::Op::FcvtWuD
+            | $crate::Op::FcvtLD
+            | $crate::Op::FcvtLuD
+            | $crate::Op::FcvtDW
+            | $crate::Op::FcvtDWu
+            | $crate::Op::FcvtDL
+            | $crate::Op::FcvtDLu
+            | $crate::Op::FmvXD
+            | $crate::Op::FmvDX
+            | $crate::Op::FeqD
+            | $crate::Op::FltD
+            | $crate::Op::FleD
+            | $crate::Op::FclassD
+            | $crate::Op::FcvtSD
+            | $crate::Op::FcvtDS
+    };
 }
 
 /// A decoded instruction.
@@ -100,6 +194,18 @@ ops! {
 /// - `fence.i`: `rd`, `rs1`, `imm` likewise hold the ignored fields (normally 0).
 /// - `fence.tso`, `pause`, `ecall`, `ebreak`, `mret`, `sret`, `wfi`: no fields.
 /// - `sfence.vma`: `rs1`, `rs2`.
+/// - F/D loads and stores: as I and S, with `rd`/`rs2` an FP register.
+/// - F/D operations with a rounding mode (`fadd.s`, `fsqrt.d`, `fcvt.*`):
+///   `rd`, `rs1`, `rs2` as the operation uses them, `imm` = `rm` (0..=7;
+///   5 and 6 are reserved and never decode).
+/// - fused multiply-add (`fmadd.s` …): `imm` = `rs3 << 3 | rm`
+///   ([`Inst::rs3`], [`Inst::rm`]).
+/// - F/D operations without a rounding mode (`fsgnj.s`, `feq.d`,
+///   `fmv.x.w`, `fclass.s` …): `rd`, `rs1`, `rs2` as used, `imm` = 0.
+///
+/// Whether a register field names an integer or an FP register is the
+/// operation's business: [`Inst::reads`]/[`Inst::writes`] list the integer
+/// ones, [`Inst::fp_reads`]/[`Inst::fp_writes`] the FP ones.
 ///
 /// Compressed encodings use the fields of the instruction they expand to
 /// (`c.li a0, 1` is `addi` with `rd = 10`, `rs1 = 0`, `imm = 1`).
@@ -182,11 +288,48 @@ classes! {
     Amo = "amo",
     /// `ecall`, `ebreak` (and so semihosting calls), `mret`, `sret`, `wfi`.
     Ecall = "ecall",
+    /// `fadd.s`, `fsub.s`.
+    FpAddS = "fp_add_s",
+    /// `fadd.d`, `fsub.d`.
+    FpAddD = "fp_add_d",
+    /// `fmul.s`.
+    FpMulS = "fp_mul_s",
+    /// `fmul.d`.
+    FpMulD = "fp_mul_d",
+    /// `fmadd.s`, `fmsub.s`, `fnmsub.s`, `fnmadd.s`.
+    FpFmaS = "fp_fma_s",
+    /// `fmadd.d`, `fmsub.d`, `fnmsub.d`, `fnmadd.d`.
+    FpFmaD = "fp_fma_d",
+    /// `fdiv.s`.
+    FpDivS = "fp_div_s",
+    /// `fdiv.d`.
+    FpDivD = "fp_div_d",
+    /// `fsqrt.s`.
+    FpSqrtS = "fp_sqrt_s",
+    /// `fsqrt.d`.
+    FpSqrtD = "fp_sqrt_d",
+    /// Every `fcvt.*` (FP↔integer and single↔double).
+    FpCvt = "fp_cvt",
+    /// Sign injection (`fsgnj*`, and so `fmv.s`/`fneg.s`/`fabs.s`), the
+    /// bit moves between integer and FP registers (`fmv.x.w`, `fmv.d.x` …)
+    /// and `fclass`.
+    FpMove = "fp_move",
+    /// `feq`, `flt`, `fle`, `fmin`, `fmax`.
+    FpCompare = "fp_compare",
+    /// `flw`, `fld`.
+    FpLoad = "fp_load",
+    /// `fsw`, `fsd`.
+    FpStore = "fp_store",
 }
 
 impl Class {
     /// Number of classes.
-    pub const COUNT: usize = Class::Ecall as usize + 1;
+    pub const COUNT: usize = Class::FpStore as usize + 1;
+
+    /// Whether the class is one of the F/D classes.
+    pub const fn is_fp(self) -> bool {
+        self as u8 >= Class::FpAddS as u8
+    }
 }
 
 impl std::fmt::Display for Class {
@@ -292,7 +435,39 @@ impl Op {
                 | AmomaxD
                 | AmominuD
                 | AmomaxuD
+                | FcvtLS
+                | FcvtLuS
+                | FcvtSL
+                | FcvtSLu
+                | FcvtLD
+                | FcvtLuD
+                | FcvtDL
+                | FcvtDLu
+                | FmvXD
+                | FmvDX
         )
+    }
+
+    /// Whether the operation belongs to F or D (every F/D operation is
+    /// declared after `flw`, so this is one compare).
+    #[inline(always)]
+    pub const fn is_fp(self) -> bool {
+        self as u8 >= Op::Flw as u8
+    }
+
+    /// The standard extension an F/D operation belongs to (`"F"` or
+    /// `"D"`), `None` for the integer operations (I, M, A, Zicsr,
+    /// Zifencei). An engine that does not execute floating point reports
+    /// these as it reported them before they decoded.
+    pub const fn fp_extension(self) -> Option<&'static str> {
+        if !self.is_fp() {
+            return None;
+        }
+        Some(if (self as u8) < (Op::Fld as u8) {
+            "F"
+        } else {
+            "D"
+        })
     }
 
     /// The operation's class. Exhaustive on purpose: a new operation does
@@ -323,6 +498,26 @@ impl Op {
             LrW | ScW | AmoswapW | AmoaddW | AmoxorW | AmoandW | AmoorW | AmominW | AmomaxW
             | AmominuW | AmomaxuW | LrD | ScD | AmoswapD | AmoaddD | AmoxorD | AmoandD | AmoorD
             | AmominD | AmomaxD | AmominuD | AmomaxuD => Class::Amo,
+            Flw | Fld => Class::FpLoad,
+            Fsw | Fsd => Class::FpStore,
+            FaddS | FsubS => Class::FpAddS,
+            FaddD | FsubD => Class::FpAddD,
+            FmulS => Class::FpMulS,
+            FmulD => Class::FpMulD,
+            FmaddS | FmsubS | FnmsubS | FnmaddS => Class::FpFmaS,
+            FmaddD | FmsubD | FnmsubD | FnmaddD => Class::FpFmaD,
+            FdivS => Class::FpDivS,
+            FdivD => Class::FpDivD,
+            FsqrtS => Class::FpSqrtS,
+            FsqrtD => Class::FpSqrtD,
+            FcvtWS | FcvtWuS | FcvtLS | FcvtLuS | FcvtSW | FcvtSWu | FcvtSL | FcvtSLu | FcvtWD
+            | FcvtWuD | FcvtLD | FcvtLuD | FcvtDW | FcvtDWu | FcvtDL | FcvtDLu | FcvtSD
+            | FcvtDS => Class::FpCvt,
+            FsgnjS | FsgnjnS | FsgnjxS | FsgnjD | FsgnjnD | FsgnjxD | FmvXW | FmvWX | FmvXD
+            | FmvDX | FclassS | FclassD => Class::FpMove,
+            FeqS | FltS | FleS | FminS | FmaxS | FeqD | FltD | FleD | FminD | FmaxD => {
+                Class::FpCompare
+            }
         }
     }
 
@@ -342,6 +537,10 @@ impl Op {
             Sh => (2, false, Store),
             Sw => (4, false, Store),
             Sd => (8, false, Store),
+            Flw => (4, false, Load),
+            Fld => (8, false, Load),
+            Fsw => (4, false, Store),
+            Fsd => (8, false, Store),
             LrW => (4, true, LoadReserved),
             LrD => (8, true, LoadReserved),
             ScW => (4, true, StoreConditional),
@@ -442,6 +641,10 @@ impl Inst {
     #[inline]
     pub fn reads(&self) -> [Option<u8>; 2] {
         use Op::*;
+        if self.op.is_fp() {
+            let int_rs1 = matches!(fp::operands(self.op), Some((_, Some(false), _, _)));
+            return [if int_rs1 { nz(self.rs1) } else { None }, None];
+        }
         match self.op {
             Lui | Auipc | Jal | Fence | FenceTso | Pause | FenceI | Ecall | Ebreak | Mret
             | Sret | Wfi | Csrrwi | Csrrsi | Csrrci => [None, None],
@@ -457,11 +660,51 @@ impl Inst {
     #[inline]
     pub fn writes(&self) -> Option<u8> {
         use Op::*;
+        if self.op.is_fp() {
+            let int_rd = matches!(fp::operands(self.op), Some((Some(false), ..)));
+            return if int_rd { nz(self.rd) } else { None };
+        }
         match self.op {
             Sb | Sh | Sw | Sd | Beq | Bne | Blt | Bge | Bltu | Bgeu | Fence | FenceTso | Pause
             | FenceI | Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma => None,
             _ => nz(self.rd),
         }
+    }
+
+    /// The FP registers read (`f0` included: it is an ordinary register):
+    /// `rs1`, `rs2`, `rs3` where the operation reads them from the FP file.
+    pub fn fp_reads(&self) -> [Option<u8>; 3] {
+        match fp::operands(self.op) {
+            Some((_, rs1, rs2, rs3)) => [
+                (rs1 == Some(true)).then_some(self.rs1),
+                rs2.then_some(self.rs2),
+                rs3.then(|| self.rs3().unwrap_or(0)),
+            ],
+            None => [None; 3],
+        }
+    }
+
+    /// The FP register written, if any.
+    pub fn fp_writes(&self) -> Option<u8> {
+        match fp::operands(self.op) {
+            Some((Some(true), ..)) => Some(self.rd),
+            _ => None,
+        }
+    }
+
+    /// The rounding mode field (`rm`, 0..=7; 7 is `dyn`) of an F/D
+    /// operation that has one.
+    pub fn rm(&self) -> Option<u8> {
+        fp::entry(self.op)
+            .filter(|e| e.shape.has_rm())
+            .map(|_| (self.imm & 7) as u8)
+    }
+
+    /// The third source register of a fused multiply-add.
+    pub fn rs3(&self) -> Option<u8> {
+        fp::entry(self.op)
+            .filter(|e| e.shape == fp::Shape::Fma)
+            .map(|_| ((self.imm >> 3) & 31) as u8)
     }
 
     /// The memory access this instruction makes, if any.
@@ -510,6 +753,13 @@ mod tests {
 
     fn d(bits: u32) -> Inst {
         decode(bits, Xlen::Rv64).unwrap()
+    }
+
+    #[test]
+    fn fp_ops_pattern_is_is_fp() {
+        for &op in Op::ALL {
+            assert_eq!(matches!(op, crate::fp_ops!()), op.is_fp(), "{op:?}");
+        }
     }
 
     #[test]
@@ -582,6 +832,30 @@ mod tests {
         assert_eq!(d(0x02b5_453b).class(), Class::DivW); // divw
         assert_eq!(d(0x02b5_4533).class(), Class::Div);
         assert_eq!(d(0x3004_7073).reads(), [None, None]); // csrci mstatus, 8
+                                                          // fcvt.w.s a0, fa1: reads an FP register, writes an integer one.
+        let cvt = d(0xc005_9553);
+        assert_eq!((cvt.reads(), cvt.writes()), ([None, None], Some(10)));
+        assert_eq!(
+            (cvt.fp_reads(), cvt.fp_writes()),
+            ([Some(11), None, None], None)
+        );
+        // fsd fa0, 8(sp): integer base, FP data.
+        let fsd = d(0x00a1_3427);
+        assert_eq!((fsd.reads(), fsd.writes()), ([Some(2), None], None));
+        assert_eq!(
+            (fsd.fp_reads(), fsd.class()),
+            ([None, Some(10), None], Class::FpStore)
+        );
+        // fmadd.d ft0, ft1, ft2, ft3: four FP registers, no integer ones.
+        let fma = d(0x1a20_f043);
+        assert_eq!(
+            (fma.reads(), fma.writes(), fma.fp_writes()),
+            ([None, None], None, Some(0))
+        );
+        assert_eq!(fma.fp_reads(), [Some(1), Some(2), Some(3)]);
+        assert_eq!(fma.op.fp_extension(), Some("D"));
+        assert_eq!(cvt.op.fp_extension(), Some("F"));
+        assert_eq!(Op::Add.fp_extension(), None);
     }
 
     #[test]
@@ -593,6 +867,8 @@ mod tests {
         for &op in Op::ALL {
             let class = op.class();
             let from_mem = op.mem().map(|m| match (m.kind, m.bytes) {
+                (MemKind::Load, _) if op.is_fp() => FpLoad,
+                (MemKind::Store, _) if op.is_fp() => FpStore,
                 (MemKind::Load, 1) => LoadByte,
                 (MemKind::Load, 2) => LoadHalf,
                 (MemKind::Load, 4) => LoadWord,
@@ -602,7 +878,7 @@ mod tests {
             });
             let memory_class = matches!(
                 class,
-                LoadByte | LoadHalf | LoadWord | LoadDouble | Store | Amo
+                LoadByte | LoadHalf | LoadWord | LoadDouble | Store | Amo | FpLoad | FpStore
             );
             assert_eq!(from_mem.is_some(), memory_class, "{op:?}");
             if let Some(c) = from_mem {

@@ -1,7 +1,7 @@
 //! # retrace-isa
 //!
-//! The one RISC-V decoder of retrace: RV32 and RV64 with the I, M, A, C,
-//! Zicsr and Zifencei extensions (plus the privileged `mret`/`sret`/`wfi`/
+//! The one RISC-V decoder of retrace: RV32 and RV64 with the I, M, A, F, D,
+//! C, Zicsr and Zifencei extensions (plus the privileged `mret`/`sret`/`wfi`/
 //! `sfence.vma`). Every other part — the functional and cycle-level engines,
 //! the CFG builder, the timing model, the disassembler — reads the same
 //! [`Inst`] value produced here, so they cannot disagree about what an
@@ -31,12 +31,13 @@ mod decode;
 mod disasm;
 mod encode;
 mod fnv;
+mod fp;
 mod inst;
 pub mod objdump;
 mod return_stack;
 
 pub use decode::{decode, inst_len, DecodeError};
-pub use disasm::{disasm, reg_name, Disasm};
+pub use disasm::{disasm, freg_name, reg_name, Disasm};
 pub use encode::{encode, EncodeError};
 pub use fnv::Fnv1a;
 pub use inst::{Class, Flow, Inst, MemAccess, MemKind, Op, Xlen};

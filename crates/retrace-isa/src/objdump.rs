@@ -93,6 +93,9 @@ impl AddressComments {
                 self.maybe(inst.rs1, imm, false)
             }
             Op::Sb | Op::Sh | Op::Sw | Op::Sd if !compressed => self.maybe(inst.rs1, imm, false),
+            Op::Flw | Op::Fld | Op::Fsw | Op::Fsd if !compressed => {
+                self.maybe(inst.rs1, imm, false)
+            }
             _ => None,
         }
     }

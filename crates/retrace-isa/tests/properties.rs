@@ -8,7 +8,7 @@
 //! decoded `Inst`, so they round-trip too instead of being don't-cares.
 
 use proptest::prelude::*;
-use retrace_isa::{decode, disasm, encode, Xlen};
+use retrace_isa::{decode, disasm, encode, Op, Xlen};
 
 const XLENS: [Xlen; 2] = [Xlen::Rv32, Xlen::Rv64];
 
@@ -16,6 +16,8 @@ const XLENS: [Xlen; 2] = [Xlen::Rv32, Xlen::Rv64];
 /// one of these in its low 7 bits decodes far more often than a random word.
 const OPCODES: &[u32] = &[
     0x03, 0x0f, 0x13, 0x17, 0x1b, 0x23, 0x2f, 0x33, 0x37, 0x3b, 0x63, 0x67, 0x6f, 0x73,
+    // F and D: LOAD-FP, STORE-FP, the four FMA opcodes, OP-FP.
+    0x07, 0x27, 0x43, 0x47, 0x4b, 0x4f, 0x53,
 ];
 
 fn word() -> impl Strategy<Value = u32> {
@@ -63,6 +65,50 @@ proptest! {
             }
         }
     }
+}
+
+/// Every F/D operation on the FMA and OP-FP opcodes, with every register
+/// in every field and every rounding mode: the encodings the random words
+/// above reach rarely (OP-FP rows need an exact `funct7`/`rs2`).
+#[test]
+fn every_fp_operation_roundtrips() {
+    let mut failures = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let bases: Vec<u32> = (0..32u32)
+        .flat_map(|f5| (0..4u32).map(move |fmt| f5 << 27 | fmt << 25 | 0x53))
+        .chain((0..16u32).map(|k| 0x43 | (k & 3) << 2 | (k >> 2) << 25))
+        .collect();
+    for base in bases {
+        for rm in 0..8u32 {
+            for r in 0..32u32 {
+                // Vary rs2 both as a register and as an operation selector.
+                for rs2 in [0, 1, 2, 3, r] {
+                    let w = base | r << 7 | rm << 12 | (31 - r) << 15 | rs2 << 20;
+                    let w = if base & 0x7f != 0x53 { w | r << 27 } else { w };
+                    for xlen in XLENS {
+                        if let Ok(i) = decode(w, xlen) {
+                            seen.insert(i.op);
+                        }
+                        if let Err(e) = roundtrip(w, xlen) {
+                            failures.push(e);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let missed: Vec<Op> = Op::ALL
+        .iter()
+        .copied()
+        .filter(|op| op.fp_extension().is_some() && op.mem().is_none() && !seen.contains(op))
+        .collect();
+    assert!(missed.is_empty(), "never decoded: {missed:?}");
+    assert!(
+        failures.is_empty(),
+        "{} failures, first 50:\n{}",
+        failures.len(),
+        failures[..failures.len().min(50)].join("\n")
+    );
 }
 
 /// All 2^16 halfwords, for both XLENs: the compressed space is small enough

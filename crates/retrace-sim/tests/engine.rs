@@ -168,6 +168,41 @@ fn traps_go_to_the_handler_or_stop_the_run() {
     }
 }
 
+/// F and D decode but are not executed (issue 19): an FP word, at the
+/// start of a block or after other instructions, compressed or not, stops
+/// the run with an illegal-instruction fault carrying the word, exactly as
+/// when retrace-isa did not decode it.
+#[test]
+fn fp_instructions_trap_as_illegal() {
+    // flw fa0, 0(a0); fadd.s fa0, fa0, fa1; fmadd.d; c.fld fa0, 0(a0) (+ c.nop)
+    for (word, tval) in [
+        (0x0005_2507u32, 0x0005_2507u64),
+        (0x00b5_7553, 0x00b5_7553),
+        (0x1a20_f043, 0x1a20_f043),
+        (0x0001_2108, 0x2108),
+    ] {
+        for lead in [0usize, 2] {
+            let mut code = vec![0x0000_0013; lead]; // nop
+            code.push(word);
+            let mut m = machine(&code);
+            let r = m.run(None, &mut ());
+            match r.stop {
+                StopReason::Fault(f) => assert_eq!(
+                    (f.cause, f.pc, f.tval, r.instructions),
+                    (
+                        Cause::ILLEGAL_INSTRUCTION,
+                        BASE + 4 * lead as u64,
+                        tval,
+                        lead as u64
+                    ),
+                    "{word:#x}"
+                ),
+                other => panic!("{word:#x}: unexpected stop {other:?}"),
+            }
+        }
+    }
+}
+
 /// A handler that traps itself retires nothing, ever: each such idle trap
 /// counts against the instruction budget, so the run still ends as a
 /// runaway instead of spinning forever (it once did, whatever

@@ -1,4 +1,4 @@
-# Every RV32/RV64 IMAC + Zicsr + Zifencei instruction and every alias
+# Every RV32/RV64 IMAFDC + Zicsr + Zifencei instruction and every alias
 # objdump prints, for tests/objdump_agrees.rs. Assembled once per XLEN with
 # --defsym RV64=0 or 1; the .if RV64 blocks hold the RV64-only forms.
 # The assembler picks encodings, objdump prints them back, and retrace-isa
@@ -372,7 +372,115 @@ cfwd2:
 	.insn	2, 0x9002 | (11 << 2)
 	.insn	2, 0x0000
 # Unsupported and reserved words: both sides must reject them.
-	.insn	4, 0x00052507
+	.insn	4, 0x00051507
 	.insn	4, 0x20b52533
 	.insn	4, 0x0000000b
 	.insn	2, 0x2000
+# ---- F and D (32-bit encodings first, then the compressed loads/stores)
+	.option	norvc
+	flw	fa0, 0(a0)
+	flw	ft0, -2048(sp)
+	fsw	fs11, 2047(a1)
+	fld	fa0, 8(a0)
+	fsd	ft11, -8(s0)
+	fmadd.s	fa0, fa1, fa2, fa3
+	fmadd.s	fa0, fa1, fa2, fa3, rne
+	fmsub.s	ft0, ft1, ft2, ft3, rtz
+	fnmsub.s	fs0, fs1, fs2, fs3, rdn
+	fnmadd.s	ft8, ft9, ft10, ft11, rup
+	fmadd.d	fa0, fa1, fa2, fa3, rmm
+	fmsub.d	fa0, fa1, fa2, fa3
+	fnmsub.d	fa0, fa1, fa2, fa3
+	fnmadd.d	fa0, fa1, fa2, fa3, rtz
+	fadd.s	fa0, fa1, fa2
+	fsub.s	fa0, fa1, fa2, rtz
+	fmul.s	fa0, fa1, fa2, rne
+	fdiv.s	fa0, fa1, fa2, rmm
+	fsqrt.s	fa0, fa1
+	fsqrt.s	fa0, fa1, rup
+	fadd.d	fa0, fa1, fa2, rdn
+	fsub.d	fa0, fa1, fa2
+	fmul.d	fa0, fa1, fa2
+	fdiv.d	fa0, fa1, fa2, rtz
+	fsqrt.d	fa0, fa1
+	fsgnj.s	fa0, fa1, fa2
+	fsgnjn.s	fa0, fa1, fa2
+	fsgnjx.s	fa0, fa1, fa2
+	fmv.s	fa0, fa1
+	fneg.s	fa0, fa1
+	fabs.s	fa0, fa1
+	fsgnj.d	fa0, fa1, fa2
+	fsgnjn.d	fa0, fa1, fa2
+	fsgnjx.d	fa0, fa1, fa2
+	fmv.d	fa0, fa1
+	fneg.d	fa0, fa1
+	fabs.d	fa0, fa1
+	fmin.s	fa0, fa1, fa2
+	fmax.s	fa0, fa1, fa2
+	fmin.d	fa0, fa1, fa2
+	fmax.d	fa0, fa1, fa2
+	fcvt.w.s	a0, fa0
+	fcvt.w.s	a0, fa0, rtz
+	fcvt.wu.s	a0, fa0, rtz
+	fcvt.s.w	fa0, a0
+	fcvt.s.wu	fa0, a0, rne
+	fcvt.w.d	a0, fa0, rtz
+	fcvt.wu.d	zero, ft0
+	fcvt.d.w	fa0, a0
+	fcvt.d.wu	fa0, zero
+	fcvt.s.d	fa0, fa1
+	fcvt.s.d	fa0, fa1, rne
+	fcvt.d.s	fa0, fa1
+	fmv.x.w	a0, fa0
+	fmv.w.x	fa0, a0
+	feq.s	a0, fa0, fa1
+	flt.s	a0, fa0, fa1
+	fle.s	a0, fa0, fa1
+	feq.d	a0, fa0, fa1
+	flt.d	a0, fa0, fa1
+	fle.d	a0, fa0, fa1
+	fclass.s	a0, fa0
+	fclass.d	a0, fa0
+	frcsr	a0
+	fscsr	a0
+	fscsr	a1, a0
+	frrm	a0
+	fsrm	a0
+	fsrm	a1, a0
+	fsrmi	a0, 3
+	fsrmi	3
+	frflags	a0
+	fsflags	a0
+	fsflags	a1, a0
+	fsflagsi	a0, 31
+	fsflagsi	1
+	csrs	fflags, a0
+	csrc	frm, a0
+	csrwi	fcsr, 1
+.if RV64
+	fcvt.l.s	a0, fa0
+	fcvt.lu.s	a0, fa0, rtz
+	fcvt.s.l	fa0, a0
+	fcvt.s.lu	fa0, a0, rup
+	fcvt.l.d	a0, fa0, rtz
+	fcvt.lu.d	a0, fa0
+	fcvt.d.l	fa0, a0
+	fcvt.d.lu	fa0, a0, rne
+	fmv.x.d	a0, fa0
+	fmv.d.x	fa0, a0
+.endif
+	.option	rvc
+	c.fld	fa0, 0(a1)
+	c.fld	fs0, 248(a5)
+	c.fsd	fa0, 8(a1)
+	c.fldsp	ft0, 0(sp)
+	c.fldsp	fa0, 504(sp)
+	c.fsdsp	ft11, 504(sp)
+.if RV64 == 0
+	c.flw	fa0, 0(a1)
+	c.flw	fs0, 124(a5)
+	c.fsw	fa0, 4(a1)
+	c.flwsp	ft0, 0(sp)
+	c.flwsp	fa0, 252(sp)
+	c.fswsp	ft11, 252(sp)
+.endif
