@@ -101,7 +101,7 @@ impl BlockCache {
         let mut a = pc;
         while self.insts.len() - first < MAX_BLOCK {
             let Some(bits) = fetch(mem, a) else { break };
-            // F and D decode but are not executed yet (issue 19): they
+            // F and D decode but are not executed yet: they
             // trap as illegal instructions, exactly as when they did not
             // decode.
             let inst = match decode(bits, xlen) {
@@ -178,7 +178,7 @@ const fn block_end(op: Op) -> BlockEnd {
         Jal | Jalr | Beq | Bne | Blt | Bge | Bltu | Bgeu => BlockEnd::Transfer,
         Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma | FenceI | Csrrw | Csrrs | Csrrc
         | Csrrwi | Csrrsi | Csrrci => BlockEnd::Slow,
-        // F and D are not executed yet (issue 19): the block builder never
+        // F and D are not executed yet: the block builder never
         // admits them (they trap like an undecodable word), and were one
         // handed over, the slow path raises illegal instruction.
         retrace_isa::fp_ops!() => BlockEnd::Slow,

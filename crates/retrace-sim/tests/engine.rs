@@ -168,7 +168,7 @@ fn traps_go_to_the_handler_or_stop_the_run() {
     }
 }
 
-/// F and D decode but are not executed (issue 19): an FP word, at the
+/// F and D decode but are not executed: an FP word, at the
 /// start of a block or after other instructions, compressed or not, stops
 /// the run with an illegal-instruction fault carrying the word, exactly as
 /// when retrace-isa did not decode it.

@@ -348,7 +348,7 @@ raw_classes! {
     load_byte => LoadByte, load_half => LoadHalf, load_word => LoadWord,
     load_double => LoadDouble, store => Store, branch => Branch, jal => Jal, jalr => Jalr,
     csr => Csr, fence => Fence, amo => Amo, ecall => Ecall,
-    // FP timing: issue 19. The F/D classes are keys like any other; no
+    // FP timing is still to come: the F/D classes are keys like any other; no
     // preset sets them yet, so they take the defaults (1 cycle).
     fp_add_s => FpAddS, fp_add_d => FpAddD, fp_mul_s => FpMulS, fp_mul_d => FpMulD,
     fp_fma_s => FpFmaS, fp_fma_d => FpFmaD, fp_div_s => FpDivS, fp_div_d => FpDivD,
