@@ -134,24 +134,14 @@ fn analysed_profiles_are_accepted_by_llvm_profgen_perf2bolt_and_llvm_bolt() {
         assert!(profile.lines().count() > 3, "{program}: {profile}");
 
         // perf2bolt finds every trace in the analysed build's code.
-        let preagg = dir.path().join(format!("{program}.preagg"));
-        std::fs::write(&preagg, mapped.bolt_preaggregated().text).unwrap();
-        let fdata = dir.path().join(format!("{program}.fdata"));
-        let out = common::perf2bolt(&bolt)
-            .arg("-pa")
-            .arg("-p")
-            .arg(&preagg)
-            .arg("-o")
-            .arg(&fdata)
-            .arg(&a)
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        let (fdata, ok, text) = common::aggregate(
+            &bolt,
+            dir.path(),
+            program,
+            &mapped.bolt_preaggregated().text,
+            &a,
         );
-        assert!(out.status.success(), "{program}: perf2bolt failed: {text}");
+        assert!(ok, "{program}: perf2bolt failed: {text}");
         for clean in [
             "traces mismatching disassembled function contents: 0 (0.0%)",
             "Out of range traces involving unknown regions: 0 (0.0%)",
@@ -167,21 +157,8 @@ fn analysed_profiles_are_accepted_by_llvm_profgen_perf2bolt_and_llvm_bolt() {
         // the same. (bytevm's dispatch loads its jump table's base outside
         // the loop, which BOLT 16 cannot follow: "failed to post-process
         // indirect branches", with or without a profile.)
-        let bolted = dir.path().join(format!("{program}.bolt"));
-        let out = Command::new(&bolt)
-            .arg(&a)
-            .arg("-o")
-            .arg(&bolted)
-            .arg(format!("-data={}", fdata.display()))
-            .args(["-reorder-blocks=ext-tsp", "-reorder-functions=hfsort"])
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.status.success(), "{program}: llvm-bolt failed: {text}");
+        let (bolted, ok, text) = common::optimise(&bolt, dir.path(), program, &a, &fdata);
+        assert!(ok, "{program}: llvm-bolt failed: {text}");
         let warnings: Vec<&str> = common::profile_warnings(&text)
             .into_iter()
             .filter(|l| !l.contains("failed to post-process indirect branches"))

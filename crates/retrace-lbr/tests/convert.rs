@@ -173,24 +173,8 @@ fn bolt_profile_is_accepted_by_perf2bolt_and_llvm_bolt() {
         );
         assert!(ranges > 10, "{program}: {ranges} ranges");
 
-        let preagg = dir.path().join(format!("{program}.preagg"));
-        std::fs::write(&preagg, &profile.text).unwrap();
-        let fdata = dir.path().join(format!("{program}.fdata"));
-        let out = common::perf2bolt(&bolt)
-            .arg("-pa")
-            .arg("-p")
-            .arg(&preagg)
-            .arg("-o")
-            .arg(&fdata)
-            .arg(&w)
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.status.success(), "perf2bolt failed: {text}");
+        let (fdata, ok, text) = common::aggregate(&bolt, dir.path(), program, &profile.text, &w);
+        assert!(ok, "perf2bolt failed: {text}");
         assert!(
             text.contains("traces mismatching disassembled function contents: 0 (0.0%)"),
             "{program}: {text}"
@@ -206,21 +190,8 @@ fn bolt_profile_is_accepted_by_perf2bolt_and_llvm_bolt() {
         let fd = std::fs::read_to_string(&fdata).unwrap();
         assert!(fd.lines().count() > 10, "{fd}");
 
-        let bolted = dir.path().join(format!("{program}.bolt"));
-        let out = Command::new(&bolt)
-            .arg(&w)
-            .arg("-o")
-            .arg(&bolted)
-            .arg(format!("-data={}", fdata.display()))
-            .args(["-reorder-blocks=ext-tsp", "-reorder-functions=hfsort"])
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.status.success(), "llvm-bolt failed: {text}");
+        let (bolted, ok, text) = common::optimise(&bolt, dir.path(), program, &w, &fdata);
+        assert!(ok, "llvm-bolt failed: {text}");
         assert!(
             common::profile_warnings(&text).is_empty(),
             "{program}: {text}"

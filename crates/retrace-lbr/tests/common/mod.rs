@@ -253,6 +253,62 @@ pub fn perf2bolt(bolt: &str) -> Command {
     }
 }
 
+/// A command's standard output and error as one text.
+fn all_output(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// perf2bolt (`bolt` the llvm-bolt binary) on `binary` with the
+/// pre-aggregated profile `preagg`, writing `DIR/NAME.fdata`: the fdata
+/// file, whether it succeeded, and what it printed.
+pub fn aggregate(
+    bolt: &str,
+    dir: &Path,
+    name: &str,
+    preagg: &str,
+    binary: &Path,
+) -> (std::path::PathBuf, bool, String) {
+    let file = dir.join(format!("{name}.preagg"));
+    std::fs::write(&file, preagg).unwrap();
+    let fdata = dir.join(format!("{name}.fdata"));
+    let out = perf2bolt(bolt)
+        .arg("-pa")
+        .arg("-p")
+        .arg(&file)
+        .arg("-o")
+        .arg(&fdata)
+        .arg(binary)
+        .output()
+        .unwrap();
+    (fdata, out.status.success(), all_output(&out))
+}
+
+/// llvm-bolt lays `binary` out by `fdata` (blocks ext-tsp, functions
+/// hfsort) into `DIR/NAME.bolt`: that file, whether it succeeded, and what
+/// it printed.
+pub fn optimise(
+    bolt: &str,
+    dir: &Path,
+    name: &str,
+    binary: &Path,
+    fdata: &Path,
+) -> (std::path::PathBuf, bool, String) {
+    let bolted = dir.join(format!("{name}.bolt"));
+    let out = Command::new(bolt)
+        .arg(binary)
+        .arg("-o")
+        .arg(&bolted)
+        .arg(format!("-data={}", fdata.display()))
+        .args(["-reorder-blocks=ext-tsp", "-reorder-functions=hfsort"])
+        .output()
+        .unwrap();
+    (bolted, out.status.success(), all_output(&out))
+}
+
 /// BOLT's own warnings that are not about the profile: the writer is
 /// built with -g (BOLT drops debug info unless asked), and some
 /// relocations of the runtime object it does not analyse (printed before
