@@ -486,7 +486,7 @@ pub fn convert<'a>(rec: &'a Recording, code: &'a Code) -> Converted<'a> {
 }
 
 /// What a branch instruction is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum BranchKind {
     /// Conditional jump.
@@ -501,6 +501,22 @@ pub enum BranchKind {
     IndirectCall,
     /// Return.
     Return,
+}
+
+impl BranchKind {
+    /// The kind of a branch instruction; `None` for one that does not
+    /// branch.
+    pub(crate) fn of(flow: Flow) -> Option<BranchKind> {
+        Some(match flow {
+            Flow::Cond(_) => BranchKind::Conditional,
+            Flow::Jump(_) => BranchKind::Jump,
+            Flow::JumpIndirect => BranchKind::IndirectJump,
+            Flow::Call(_) => BranchKind::Call,
+            Flow::CallIndirect => BranchKind::IndirectCall,
+            Flow::Ret => BranchKind::Return,
+            _ => return None,
+        })
+    }
 }
 
 /// One target of a branch.
@@ -693,14 +709,10 @@ pub fn sites(
     addrs
         .into_iter()
         .map(|a| {
-            let kind = match code.insn(a).map(|i| i.flow) {
-                Some(Flow::Cond(_)) => BranchKind::Conditional,
-                Some(Flow::Jump(_)) => BranchKind::Jump,
-                Some(Flow::JumpIndirect) => BranchKind::IndirectJump,
-                Some(Flow::Call(_)) => BranchKind::Call,
-                Some(Flow::CallIndirect) => BranchKind::IndirectCall,
-                _ => BranchKind::Return,
-            };
+            let kind = code
+                .insn(a)
+                .and_then(|i| BranchKind::of(i.flow))
+                .unwrap_or(BranchKind::Return);
             let mut targets: Vec<Target> = taken
                 .get(&a)
                 .map(|m| {

@@ -216,35 +216,8 @@ pub struct Side<'a> {
     pub keys: &'a SourceKeys,
 }
 
-/// The kinds of branch matched between the binaries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    /// Conditional jump.
-    Conditional,
-    /// Direct unconditional jump.
-    Jump,
-    /// Jump through a table or register.
-    IndirectJump,
-    /// Direct call.
-    Call,
-    /// Call through a register or memory.
-    IndirectCall,
-    /// Return.
-    Return,
-}
-
-fn kind_of(flow: Flow) -> Option<Kind> {
-    Some(match flow {
-        Flow::Cond(_) => Kind::Conditional,
-        Flow::Jump(_) => Kind::Jump,
-        Flow::JumpIndirect => Kind::IndirectJump,
-        Flow::Call(_) => Kind::Call,
-        Flow::CallIndirect => Kind::IndirectCall,
-        Flow::Ret => Kind::Return,
-        _ => return None,
-    })
-}
+/// The kinds of branch matched between the binaries: the conversion's.
+use crate::convert::BranchKind as Kind;
 
 impl Side<'_> {
     fn key(&self, i: usize, level: usize) -> u32 {
@@ -497,7 +470,7 @@ impl<'a> Matcher<'a> {
         let index_of = |side: &Side<'_>| {
             let mut index: Index = FxHashMap::default();
             for (i, insn) in side.code.insns.iter().enumerate() {
-                if let Some(kind) = kind_of(insn.flow).filter(|_| !side.is_coverage_call(i)) {
+                if let Some(kind) = Kind::of(insn.flow).filter(|_| !side.is_coverage_call(i)) {
                     for level in 0..LEVELS {
                         let k = side.key(i, level);
                         if k != NO_KEY {
@@ -567,7 +540,7 @@ impl<'a> Matcher<'a> {
     /// The counterpart of writer instruction `w`.
     fn counterpart(&self, w: usize) -> Result<Counterpart, Why> {
         let insn = self.w.code.insns[w];
-        let kind = kind_of(insn.flow).ok_or(Why::NoCounterpart)?;
+        let kind = Kind::of(insn.flow).ok_or(Why::NoCounterpart)?;
         if self.w.key(w, 0) == NO_KEY {
             return Err(Why::NoLine);
         }
@@ -782,7 +755,7 @@ impl<'a> Analysed<'a> {
             let Some(&w) = w_code.at.get(&w_addr) else {
                 continue;
             };
-            let Some(kind) = kind_of(w_code.insns[w].flow) else {
+            let Some(kind) = Kind::of(w_code.insns[w].flow) else {
                 continue;
             };
             let outs = w_taken.get(&w_addr);
