@@ -5,6 +5,7 @@ use super::common::{
     analyse, check_trace, check_xlen, display, load_core_with, load_elf, replay_error, shell_word,
     thousands, FidelityArg,
 };
+use crate::progress::WatchedTrace;
 use crate::report::{csv_of, print, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
@@ -515,15 +516,17 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let program = analyse(&elf, &shown)?;
     let fidelity = Fidelity::from(args.fidelity);
     let start = Instant::now();
+    let source = WatchedTrace::new(&args.trace, "replaying");
     let results = estimate_trace(
         &program.table,
         Addr(elf.entry),
-        &args.trace,
+        &source,
         &cores,
         fidelity,
         args.dcache_miss_rate,
     )
     .map_err(|e| replay_error(&args.trace, e))?;
+    source.finish();
     let seconds = start.elapsed().as_secs_f64();
     if let Some(path) = &args.timeline {
         write_timeline(&args, path, &program, &cores, &clocks, fidelity, &shown)?;
@@ -596,9 +599,11 @@ fn write_timeline(
     };
     let mut profiles = Vec::new();
     for core in cores {
+        let source = WatchedTrace::new(&args.trace, &format!("timeline on {}", core.name));
         let (profile, estimate) =
-            retrace_estimate::profile_trace_with(program, &args.trace, core, fidelity, what)
+            retrace_estimate::profile_trace_with(program, &source, core, fidelity, what)
                 .map_err(|e| replay_error(&args.trace, e))?;
+        source.finish();
         profiles.push((
             profile
                 .timeline

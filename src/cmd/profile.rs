@@ -348,8 +348,10 @@ pub fn profiled(args: &ProfiledArgs) -> anyhow::Result<Profiled> {
     check_xlen(&core, &elf, &shown)?;
     let analysed = analyse(&elf, &shown)?;
     let fidelity = Fidelity::from(fidelity);
-    let (profile, estimate) =
-        profile_trace(&analysed, trace, &core, fidelity).map_err(|err| replay_error(trace, err))?;
+    let source = crate::progress::WatchedTrace::new(trace, "replaying");
+    let (profile, estimate) = profile_trace(&analysed, &source, &core, fidelity)
+        .map_err(|err| replay_error(trace, err))?;
+    source.finish();
     Ok(Profiled {
         elf,
         bytes,

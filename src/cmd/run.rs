@@ -592,7 +592,7 @@ fn run_with_progress<O: Observer>(
         return machine.run(max, obs);
     }
     const SLICE: u64 = 200_000_000;
-    let mut shown = false;
+    let spinner = crate::progress::Progress::spinner("running");
     loop {
         let done = machine
             .harts
@@ -605,24 +605,18 @@ fn run_with_progress<O: Observer>(
         let ended =
             !matches!(r.stop, StopReason::Runaway { .. }) || left.is_some_and(|l| l <= SLICE);
         if ended {
-            if shown {
-                eprint!("\r\x1b[K");
-            }
+            spinner.finish();
             if let (StopReason::Runaway { limit }, Some(m)) = (&mut r.stop, max) {
                 *limit = m;
             }
             return r;
         }
         let secs = start.elapsed().as_secs_f64();
-        if secs > 0.5 {
-            shown = true;
-            eprint!(
-                "\rretrace: {} M instructions, {:.1} s, {:.0} MIPS",
-                r.instructions / 1_000_000,
-                secs,
-                r.instructions as f64 / secs / 1e6
-            );
-        }
+        spinner.message(format!(
+            "running: {} M instructions, {:.0} MIPS",
+            r.instructions / 1_000_000,
+            r.instructions as f64 / secs.max(1e-9) / 1e6
+        ));
     }
 }
 
