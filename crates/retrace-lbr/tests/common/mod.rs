@@ -138,7 +138,8 @@ pub fn callgrind_edges(
     let mut executed: FxHashMap<u64, u64> = FxHashMap::default();
     let mut taken_from: FxHashMap<u64, u64> = FxHashMap::default();
     let mut in_binary = false;
-    let mut pending: Option<(u64, u64)> = None; // taken, target
+    // A jump line's (taken, target), waiting for its position line.
+    let mut pending: Option<(u64, u64)> = None;
     // The cost line after `calls=` is the call's inclusive cost, not the
     // call instruction's own execution count.
     let mut after_call = false;
@@ -170,7 +171,7 @@ pub fn callgrind_edges(
         }
         let src = hex(first);
         if let Some((taken, target)) = pending.take() {
-            if taken > 0 && code.insn(src).is_some_and(|i| keep(i)) {
+            if taken > 0 && code.insn(src).is_some_and(keep) {
                 *edges.entry((src, target)).or_insert(0) += taken;
                 *taken_from.entry(src).or_insert(0) += taken;
             }
