@@ -542,7 +542,19 @@ impl<'a> Matcher<'a> {
         let insn = self.w.code.insns[w];
         let kind = Kind::of(insn.flow).ok_or(Why::NoCounterpart)?;
         if self.w.key(w, 0) == NO_KEY {
-            return Err(Why::NoLine);
+            return match kind {
+                Kind::IndirectJump => self
+                    .unkeyed_dispatch(w)
+                    .map(|at| Counterpart {
+                        at,
+                        inverted: false,
+                        how: Match::Ambiguous,
+                        copies: None,
+                        group: None,
+                    })
+                    .ok_or(Why::NoLine),
+                _ => Err(Why::NoLine),
+            };
         }
         let mut cands: Vec<usize> = Vec::new();
         let mut rank: Box<dyn Fn(usize) -> f64> = Box::new(|_| 0.0);
@@ -677,6 +689,35 @@ impl<'a> Matcher<'a> {
             copies,
             group,
         })
+    }
+
+    /// The counterpart of the writer's indirect jump `w` when it has no
+    /// source line (clang gives a `switch`'s dispatch line 0): the jump
+    /// through a jump table at the same place, in address order, among the
+    /// table jumps of the analysed function of the same name — when both
+    /// functions have as many. Its targets then map by the code they lead
+    /// to, as any jump table's do.
+    fn unkeyed_dispatch(&self, w: usize) -> Option<usize> {
+        let insn = self.w.code.insns[w];
+        let func = self.a_function(insn.addr)?;
+        let dispatches = |code: &Code, func: u32| -> Vec<usize> {
+            code.insns
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| {
+                    i.func == func
+                        && i.flow == Flow::JumpIndirect
+                        && code.tables.contains_key(&i.addr)
+                })
+                .map(|(k, _)| k)
+                .collect()
+        };
+        let (ws, ays) = (
+            dispatches(self.w.code, insn.func),
+            dispatches(self.a.code, func),
+        );
+        let nth = ws.iter().position(|&x| x == w)?;
+        (ws.len() == ays.len()).then(|| ays[nth])
     }
 
     /// How alike the writer conditional `w`'s successors are to those of
@@ -1636,6 +1677,62 @@ mod tests {
         // The '|' test has no branch in the analysed build: not mapped onto
         // one of the others.
         assert_eq!(m.counterpart(at(&w, 0x1023)).err(), Some(Why::IfConverted));
+    }
+
+    /// A dispatch through a jump table (base in `%rdx`, two entries) in
+    /// function `next` at `base`, its table at `base + 0x2000`.
+    fn dispatch(base: u64) -> Code {
+        let text = format!(
+            "\
+{base:016x} <next>:
+    {:x}:\tlea    0x0(%rip),%rdx        # {:x} <tbl>
+    {:x}:\tmovslq (%rdx,%rax,4),%rax
+    {:x}:\tadd    %rdx,%rax
+    {:x}:\tjmp    *%rax
+    {:x}:\tret
+    {:x}:\tret
+",
+            base,
+            base + 0x2000,
+            base + 7,
+            base + 0xb,
+            base + 0xe,
+            base + 0x10,
+            base + 0x11
+        );
+        let table = base + 0x2000;
+        Code::parse_with_data(&text, &|addr, len| {
+            let k = addr.checked_sub(table)? / 4;
+            let to = *[base + 0x10, base + 0x11].get(k as usize)?;
+            let off = (to as i64 - table as i64) as i32;
+            (len == 4).then(|| off.to_le_bytes().to_vec())
+        })
+    }
+
+    #[test]
+    fn a_dispatch_without_a_line_maps_to_the_table_jump_at_the_same_place() {
+        let (w, a) = (dispatch(0x1000), dispatch(0x5000));
+        assert_eq!(w.tables[&0x100e], vec![0x1010, 0x1011]);
+        // clang gives a switch's dispatch line 0: no key on either side.
+        let keys = |code: &Code| SourceKeys {
+            keys: vec![[NO_KEY; LEVELS]; code.insns.len()],
+        };
+        let (wk, ak) = (keys(&w), keys(&a));
+        let m = Matcher::new(
+            Side {
+                code: &w,
+                keys: &wk,
+            },
+            Side {
+                code: &a,
+                keys: &ak,
+            },
+        );
+        let c = m.counterpart(w.at[&0x100e]).unwrap();
+        assert_eq!(a.insns[c.at].addr, 0x500e);
+        assert_eq!(c.how, Match::Ambiguous);
+        // Other branches without a line stay unmapped.
+        assert_eq!(m.counterpart(w.at[&0x1010]).err(), Some(Why::NoLine));
     }
 
     #[test]
