@@ -278,7 +278,7 @@ impl Observer for StopOnSignal<'_> {
         // Polled between blocks: now and then, the spinner may show (the
         // trace's bytes move it only once a megabyte).
         self.polls = self.polls.wrapping_add(1);
-        if self.polls % (1 << 16) == 0 {
+        if self.polls & 0xffff == 0 {
             self.progress.poll();
         }
         self.signal.load(Ordering::Relaxed) == 0
