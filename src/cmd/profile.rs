@@ -1,4 +1,4 @@
-//! `retrace profile`: the by-products of a replay (seed 000, embodiment 1):
+//! `retrace profile`: the by-products of a replay (US patent 8,448,140, embodiment 1):
 //! cycles per function, call counts, branch probabilities, hottest partial
 //! programs — on a chosen core, from the trace alone.
 
