@@ -34,6 +34,7 @@ pub mod clocked;
 pub mod csr;
 pub mod cycle;
 mod engine;
+pub mod fpu;
 pub mod frequency;
 pub mod functions;
 pub mod hart;
