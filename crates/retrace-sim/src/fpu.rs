@@ -437,6 +437,43 @@ fn classify<T: Format>(v: T) -> u64 {
     1 << bit
 }
 
+/// An F/D instruction word that decodes (as on RV64, the wider set), as
+/// objdump writes it: such a word traps only while `mstatus.FS` is Off or
+/// for a reserved dynamic rounding mode. `None` for anything else.
+pub fn disabled_instruction(word: u32) -> Option<String> {
+    let inst = retrace_isa::decode(word, retrace_isa::Xlen::Rv64).ok()?;
+    inst.op
+        .is_fp()
+        .then(|| retrace_isa::disasm(&inst, 0, retrace_isa::Xlen::Rv64).to_string())
+}
+
+/// The extension an instruction word belongs to when retrace does not
+/// implement it: half and quad precision (the `fmt` field, 2 and 3, on the
+/// FP opcodes; widths 1 and 4 of the FP loads and stores) and vectors (the
+/// OP-V opcode and the other widths of LOAD-FP/STORE-FP). Named for the
+/// message a program that uses one stops with.
+pub fn unimplemented_extension(word: u32) -> Option<&'static str> {
+    const HALF: &str = "Zfh extension (half-precision floating point)";
+    const QUAD: &str = "Q extension (quad-precision floating point)";
+    const VECTOR: &str = "V extension (vectors)";
+    let by_fmt = || match word >> 25 & 3 {
+        2 => Some(HALF),
+        3 => Some(QUAD),
+        _ => None,
+    };
+    match word & 0x7f {
+        0x07 | 0x27 => match word >> 12 & 7 {
+            1 => Some(HALF),
+            4 => Some(QUAD),
+            2 | 3 => None,
+            _ => Some(VECTOR),
+        },
+        0x43 | 0x47 | 0x4b | 0x4f | 0x53 => by_fmt(),
+        0x57 => Some(VECTOR),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -523,6 +560,20 @@ mod tests {
             execute::<true>(&sgnj, &mut fp, &mut x, &mut off),
             Err(Illegal)
         );
+    }
+
+    #[test]
+    fn illegal_words_are_named() {
+        // fadd.s ft0, ft1, ft2 (dynamic rounding).
+        let text = disabled_instruction(0x0020_f053).unwrap();
+        assert!(text.starts_with("fadd.s"), "{text}");
+        assert_eq!(disabled_instruction(0x0000_0013), None);
+        // fadd.q and fadd.h, flq, vadd.vv.
+        assert!(unimplemented_extension(0x0620_f053).unwrap().starts_with("Q "));
+        assert!(unimplemented_extension(0x0420_f053).unwrap().starts_with("Zfh"));
+        assert!(unimplemented_extension(0x0000_4007).unwrap().starts_with("Q "));
+        assert!(unimplemented_extension(0x0220_8057).unwrap().starts_with("V "));
+        assert_eq!(unimplemented_extension(0x0020_f053), None);
     }
 
     /// A single that is not NaN-boxed reads as the canonical NaN.
