@@ -18,11 +18,11 @@
 mod common;
 
 use common::*;
-use retrace_testkit::programs::{programs_in, ExampleProgram};
 use retrace_testkit::programs::scratch_dir;
+use retrace_testkit::programs::{programs_in, ExampleProgram};
 use retrace_testkit::tools::{CROSS_GCC, QEMU};
-use std::process::Command;
 use retrace_testkit::trials::{self, Failed, Trial};
+use std::process::Command;
 
 /// How many differing lines a failure shows.
 const SHOWN: usize = 12;
@@ -103,9 +103,16 @@ fn fresh_build_at_o0(test: &str) -> Result<(), Failed> {
         cc.arg(format!("-march={arch}"))
             .arg(format!("-mabi={abi}"))
             .args(extra)
-            .args(["--specs=picolibc.specs", "--oslib=semihost", "--crt0=semihost"])
+            .args([
+                "--specs=picolibc.specs",
+                "--oslib=semihost",
+                "--crt0=semihost",
+            ])
             .args(["-O0", "-std=c11", "-Wl,--defsym=__flash=0x80000000"])
-            .args(["-Wl,--defsym=__flash_size=0x200000", "-Wl,--defsym=__ram=0x80200000"])
+            .args([
+                "-Wl,--defsym=__flash_size=0x200000",
+                "-Wl,--defsym=__ram=0x80200000",
+            ])
             .args(["-Wl,--defsym=__ram_size=0x200000"])
             .arg("-I")
             .arg(root().join("programs/src"))
@@ -155,17 +162,20 @@ fn main() {
     // Both widths of every program: a build missing for one XLEN would
     // leave that extension untested.
     let progs2 = progs.clone();
-    list.push(Trial::test("fp_qemu::every-program-on-both-xlens", move || {
-        let missing: Vec<String> = progs2
-            .iter()
-            .filter(|p| {
-                let other = if p.xlen == 32 { "rv64" } else { "rv32" };
-                let twin = p.name.replace(&format!("rv{}", p.xlen), other);
-                !progs2.iter().any(|q| q.name == twin)
-            })
-            .map(|p| format!("{} has no build for the other XLEN", p.name))
-            .collect();
-        trials::all_ok(missing)
-    }));
+    list.push(Trial::test(
+        "fp_qemu::every-program-on-both-xlens",
+        move || {
+            let missing: Vec<String> = progs2
+                .iter()
+                .filter(|p| {
+                    let other = if p.xlen == 32 { "rv64" } else { "rv32" };
+                    let twin = p.name.replace(&format!("rv{}", p.xlen), other);
+                    !progs2.iter().any(|q| q.name == twin)
+                })
+                .map(|p| format!("{} has no build for the other XLEN", p.name))
+                .collect();
+            trials::all_ok(missing)
+        },
+    ));
     trials::run(list, || {});
 }

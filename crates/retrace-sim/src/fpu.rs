@@ -442,9 +442,11 @@ fn classify<T: Format>(v: T) -> u64 {
 /// for a reserved dynamic rounding mode. `None` for anything else.
 pub fn disabled_instruction(word: u32) -> Option<String> {
     let inst = retrace_isa::decode(word, retrace_isa::Xlen::Rv64).ok()?;
-    inst.op
-        .is_fp()
-        .then(|| retrace_isa::disasm(&inst, 0, retrace_isa::Xlen::Rv64).to_string())
+    inst.op.is_fp().then(|| {
+        retrace_isa::disasm(&inst, 0, retrace_isa::Xlen::Rv64)
+            .to_string()
+            .replace('\t', " ")
+    })
 }
 
 /// The extension an instruction word belongs to when retrace does not
@@ -569,10 +571,18 @@ mod tests {
         assert!(text.starts_with("fadd.s"), "{text}");
         assert_eq!(disabled_instruction(0x0000_0013), None);
         // fadd.q and fadd.h, flq, vadd.vv.
-        assert!(unimplemented_extension(0x0620_f053).unwrap().starts_with("Q "));
-        assert!(unimplemented_extension(0x0420_f053).unwrap().starts_with("Zfh"));
-        assert!(unimplemented_extension(0x0000_4007).unwrap().starts_with("Q "));
-        assert!(unimplemented_extension(0x0220_8057).unwrap().starts_with("V "));
+        assert!(unimplemented_extension(0x0620_f053)
+            .unwrap()
+            .starts_with("Q "));
+        assert!(unimplemented_extension(0x0420_f053)
+            .unwrap()
+            .starts_with("Zfh"));
+        assert!(unimplemented_extension(0x0000_4007)
+            .unwrap()
+            .starts_with("Q "));
+        assert!(unimplemented_extension(0x0220_8057)
+            .unwrap()
+            .starts_with("V "));
         assert_eq!(unimplemented_extension(0x0020_f053), None);
     }
 
