@@ -85,13 +85,11 @@ proptest! {
         if fs_on {
             h.csr.mstatus |= FS_INITIAL;
         }
-        for r in 1..32 {
+        for (r, &v) in regs.iter().enumerate().skip(1) {
             // Half the registers point into memory, so loads and stores
             // reach it as well as fault.
-            h.x[r] = if r % 2 == 0 { BASE + (regs[r] & 0x3f) } else { regs[r] };
-            if !rv64 {
-                h.x[r] = h.x[r] as i32 as i64 as u64;
-            }
+            let v = if r % 2 == 0 { BASE + (v & 0x3f) } else { v };
+            h.x[r] = if rv64 { v } else { v as i32 as i64 as u64 };
         }
         h.fp.f.copy_from_slice(&fregs);
         h.fp.frm = frm;
