@@ -140,6 +140,45 @@ fn fresh_build_at_o0(test: &str) -> Result<(), Failed> {
     trials::all_ok(failures)
 }
 
+/// A program that stops on an FP instruction says why, in one line: FS
+/// left Off by start-up code that does not enable the FP unit, or an
+/// extension retrace does not simulate, with the flags to build without it.
+fn stops_name_the_reason() -> Result<(), Failed> {
+    use retrace_testkit::asm::bytes;
+    use retrace_testkit::elf::ElfImage;
+    let dir = scratch_dir("fp-stops");
+    let mut failures = Vec::new();
+    let cases: [(&str, Vec<u32>, &[&str]); 2] = [
+        // fadd.s ft0, ft1, ft2 at once: FS is Off at reset.
+        (
+            "fs-off",
+            vec![0x0020_f053],
+            &["illegal instruction 0x0020f053", "fadd.s", "mstatus.FS Off"],
+        ),
+        // li t0, 0x2000; csrs mstatus, t0; fadd.q ft0, ft1, ft2.
+        (
+            "quad",
+            vec![0x0000_22b7, 0x3002_a073, 0x0620_f053],
+            &["Q extension", "-march=rv64gc"],
+        ),
+    ];
+    for (name, code, wanted) in cases {
+        let elf = dir.join(format!("{name}.elf"));
+        std::fs::write(&elf, ElfImage::riscv64().build(&bytes(&code))).expect("scratch ELF");
+        let out = run_retrace(&elf, &[]);
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        if out.code != Some(126) || lines.len() != 1 || !wanted.iter().all(|w| lines[0].contains(w))
+        {
+            failures.push(format!(
+                "{name}: want one line with {wanted:?}: {}",
+                out.describe()
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    trials::all_ok(failures)
+}
+
 fn main() {
     let progs = programs_in(&root().join("programs/bin/fp"));
     let mut list = Vec::new();
@@ -159,6 +198,10 @@ fn main() {
     list.push(trials::needing("fp_qemu::fpedge-O0", CROSS_GCC, || {
         fresh_build_at_o0("fp_qemu::fpedge-O0")
     }));
+    list.push(Trial::test(
+        "fp_qemu::stops-name-the-reason",
+        stops_name_the_reason,
+    ));
     // Both widths of every program: a build missing for one XLEN would
     // leave that extension untested.
     let progs2 = progs.clone();

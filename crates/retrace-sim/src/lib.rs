@@ -140,24 +140,24 @@ impl fmt::Display for Fault {
             Cause::ILLEGAL_INSTRUCTION => {
                 let width = if tval & 3 == 3 { 8 } else { 4 };
                 let word = tval as u32;
+                write!(
+                    f,
+                    "illegal instruction 0x{tval:0width$x} at pc {pc:#x} on hart {hart}"
+                )?;
                 if let Some(text) = fpu::disabled_instruction(word) {
                     write!(
                         f,
-                        "floating-point instruction `{text}` (0x{word:08x}) at pc {pc:#x} on hart {hart} \
-                         is illegal: mstatus.FS is Off (the start-up code did not enable the FPU) \
-                         or frm holds a reserved rounding mode"
+                        ": floating-point `{text}` with mstatus.FS Off (the start-up code \
+                         must enable the FP unit) or a reserved rounding mode in frm"
                     )
                 } else if let Some(ext) = fpu::unimplemented_extension(word) {
                     write!(
                         f,
-                        "instruction 0x{word:08x} at pc {pc:#x} on hart {hart} needs the {ext}, \
-                         which retrace does not simulate: build with -march=rv32imafc or -march=rv64gc"
+                        ": it needs the {ext}, which retrace does not simulate; \
+                         build with -march=rv32imafc or -march=rv64gc"
                     )
                 } else {
-                    write!(
-                        f,
-                        "illegal instruction 0x{tval:0width$x} at pc {pc:#x} on hart {hart}"
-                    )
+                    Ok(())
                 }
             }
             Cause::FETCH_ACCESS => write!(
