@@ -258,3 +258,43 @@ fn pp_core_prints_static_cycles() {
     let branch_rows = csv.lines().filter(|l| l.contains(",branch,")).count();
     assert_eq!(branch_rows, pairs.len());
 }
+
+/// A program built for a floating-point extension the core lacks (its
+/// `float`) is refused before anything runs, naming the extension and the
+/// flags that build the program without it; a core with the unit, or one
+/// whose description does not say, runs it.
+#[test]
+fn a_core_without_the_programs_float_extension_is_refused() {
+    let single = prog("fp/fft-rv32-O2.elf");
+    let double = prog("fp/nbody-rv64-O2.elf");
+    let out = retrace(&["run", "--core", "picorv32", &single]);
+    assert_eq!(out.status.code(), Some(125));
+    let err = stderr(&out);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("uses the F (single-precision floating point) extension, which core picorv32 does not have")
+            && err.contains("-march=rv32imac -mabi=ilp32,"),
+        "{err}"
+    );
+    // Single precision only: a D program is told to drop D and keep F.
+    let out = retrace(&["run", "--core", "rocket", "--set", "float=single", &double]);
+    assert_eq!(out.status.code(), Some(125));
+    let err = stderr(&out);
+    assert!(
+        err.contains("uses the D (double-precision floating point) extension")
+            && err.contains("-march=rv64imafc -mabi=lp64f,"),
+        "{err}"
+    );
+    for (core, elf) in [("rocket", &double), ("inorder5", &single)] {
+        let out = retrace(&["run", "--core", core, elf]);
+        assert!(!stderr(&out).contains("error"), "{core}: {}", stderr(&out));
+    }
+    // A bad value names the allowed ones.
+    let out = retrace(&["run", "--core", "rocket", "--set", "float=half", &double]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        stderr(&out).contains("none") && stderr(&out).contains("double"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -119,7 +119,7 @@ pub fn duration_text(seconds: f64) -> String {
 /// Refuse a core that cannot run programs of the ELF's width.
 pub fn check_xlen(core: &CoreModel, elf: &Elf, shown: &str) -> anyhow::Result<()> {
     if core.supports(elf.xlen) {
-        return Ok(());
+        return check_float(core, elf, shown);
     }
     let supports = match (core.rv32, core.rv64) {
         (true, false) => "RV32 only",
@@ -131,6 +131,44 @@ pub fn check_xlen(core: &CoreModel, elf: &Elf, shown: &str) -> anyhow::Result<()
             "core {} supports {supports}, but {shown} is an RV{} program; pick another core (`retrace cores` lists them)",
             core.name,
             elf.xlen.bits()
+        ),
+        Status::BadInput,
+    ))
+}
+
+/// Refuse a program built for a floating-point extension the core does
+/// not implement (the core's `float`), naming the extension and the
+/// `-march`/`-mabi` that build the program without it.
+fn check_float(core: &CoreModel, elf: &Elf, shown: &str) -> anyhow::Result<()> {
+    let (Some(unit), Some(built)) = (core.float, elf.extensions()) else {
+        return Ok(());
+    };
+    let Some(missing) = built.chars().find(|&e| !unit.implements(e)) else {
+        return Ok(());
+    };
+    let name = if missing == 'f' {
+        "F (single-precision floating point)"
+    } else {
+        "D (double-precision floating point)"
+    };
+    // Without the extension: without D, or without F and D; the ABI
+    // passes floating point in integer registers without F, in F's
+    // registers with F only.
+    let keep: String = built
+        .chars()
+        .filter(|&e| unit.implements(e) && (e == 'i' || e == 'e' || "mafdc".contains(e)))
+        .collect();
+    let bits = elf.xlen.bits();
+    let base = if bits == 32 { "ilp32" } else { "lp64" };
+    let abi = match unit {
+        retrace_timing::FloatUnit::Single => format!("{base}f"),
+        _ => base.to_string(),
+    };
+    Err(tag(
+        anyhow!(
+            "{shown} is built for rv{bits}{built} and uses the {name} extension, which core {} does not have (its float = \"{}\"); build the program with -march=rv{bits}{keep} -mabi={abi}, or pick a core with it (`retrace cores`)",
+            core.name,
+            unit.name()
         ),
         Status::BadInput,
     ))

@@ -173,6 +173,10 @@ pub struct Elf {
     pub tohost: Option<u64>,
     /// Address of `fromhost` (HTIF), if defined.
     pub fromhost: Option<u64>,
+    /// The ISA the program was built for, from its RISC-V attributes
+    /// section (`Tag_RISCV_arch`, e.g. `rv32i2p1_m2p0_a2p1_f2p2_c2p0`), if
+    /// it has one: see [`Elf::extensions`].
+    pub arch: Option<String>,
     /// Identity of the loaded contents; see [`Elf::identity`].
     identity: u64,
 }
@@ -412,6 +416,11 @@ where
     let find = |n: &str| symbols.iter().find(|s| s.name == n).map(|s| s.addr);
     let tohost = find("tohost");
     let fromhost = find("fromhost");
+    let arch = sections
+        .iter()
+        .find(|sh| sh.sh_type(endian) == elf::SHT_RISCV_ATTRIBUTES)
+        .and_then(|sh| sh.data(endian, data).ok())
+        .and_then(arch_attribute);
 
     Ok(Elf {
         xlen,
@@ -420,10 +429,64 @@ where
         code_sections,
         tohost,
         fromhost,
+        arch,
         symbols,
         data_marks,
         identity: hash.finish(),
     })
+}
+
+/// The `Tag_RISCV_arch` string of a RISC-V attributes section: the
+/// NUL-terminated string after tag 5 that starts with `rv32` or `rv64`.
+/// (The section is a list of tagged values; the arch string is the only
+/// one that starts so, and finding it this way needs no full parse and
+/// cannot fail on a section that is damaged elsewhere.)
+fn arch_attribute(section: &[u8]) -> Option<String> {
+    let at = section
+        .windows(5)
+        .position(|w| w[0] == 5 && (&w[1..] == b"rv32" || &w[1..] == b"rv64"))?;
+    let rest = &section[at + 1..];
+    let end = rest.iter().position(|&b| b == 0)?;
+    std::str::from_utf8(&rest[..end]).ok().map(str::to_string)
+}
+
+impl Elf {
+    /// The single-letter standard extensions the program was built for
+    /// (`g` spelled out as `imafd`), in the order of the arch string;
+    /// `None` without an arch attribute.
+    pub fn extensions(&self) -> Option<String> {
+        let arch = self.arch.as_deref()?;
+        let mut letters = String::new();
+        for (i, part) in arch.split('_').enumerate() {
+            // The first part is `rv32` or `rv64`, its base, and (in the
+            // long form) more letters with versions: `rv32i2p1`,
+            // `rv32imac`; later parts are one extension each (`m2p0`) or
+            // a multi-letter one (`zicsr2p0`), which is not a letter here.
+            let body = if i == 0 { part.get(4..)? } else { part };
+            let single =
+                i == 0 || body.len() == 1 || body[1..].starts_with(|c: char| c.is_ascii_digit());
+            if !single || body.starts_with(['z', 's', 'x']) {
+                continue;
+            }
+            for c in body.chars().filter(char::is_ascii_lowercase) {
+                if c == 'p' {
+                    // A version's `p` (2p1), not the P extension.
+                    continue;
+                }
+                let spelled = if c == 'g' {
+                    "imafd".to_string()
+                } else {
+                    c.to_string()
+                };
+                for e in spelled.chars() {
+                    if !letters.contains(e) {
+                        letters.push(e);
+                    }
+                }
+            }
+        }
+        Some(letters)
+    }
 }
 
 #[cfg(test)]
@@ -439,6 +502,25 @@ mod tests {
             .flags(PF_R | PF_X)
             .bss(16)
             .build(code)
+    }
+
+    /// The arch attribute of gcc's builds, in the long and the short
+    /// form, and a damaged section.
+    #[test]
+    fn reads_the_extensions_a_program_was_built_for() {
+        let with = |arch: &str| Elf {
+            arch: Some(arch.to_string()),
+            ..Elf::parse(&tiny_elf(elf::EM_RISCV, &[0x13, 0, 0, 0])).unwrap()
+        };
+        let fp = with("rv32i2p1_m2p0_a2p1_f2p2_c2p0_zicsr2p0_zmmul1p0");
+        assert_eq!(fp.extensions().as_deref(), Some("imafc"));
+        assert_eq!(with("rv64gc").extensions().as_deref(), Some("imafdc"));
+        assert_eq!(with("rv32imac").extensions().as_deref(), Some("imac"));
+        let mut section = b"Ariscv\0\x01\x05rv64i2p1_d2p2\0".to_vec();
+        assert_eq!(arch_attribute(&section).as_deref(), Some("rv64i2p1_d2p2"));
+        section.truncate(section.len() - 1);
+        assert_eq!(arch_attribute(&section), None);
+        assert_eq!(arch_attribute(b"garbage\x05rv3"), None);
     }
 
     #[test]

@@ -44,8 +44,8 @@ pub use crate::core::{CoreState, CoreStats, Resolved};
 pub use cache::Cache;
 pub use frontend::Frontend;
 pub use model::{
-    BranchModel, CacheModel, ClassTable, CoreModel, FetchModel, ModelError, PredictorKind,
-    TimingClass,
+    BranchModel, CacheModel, ClassTable, CoreModel, FetchModel, FloatUnit, ModelError,
+    PredictorKind, TimingClass,
 };
 pub use overrides::{
     core_with_overrides, grid, Axis, Override, OverrideError, OverrideValue, MAX_AXIS_POINTS,

@@ -170,6 +170,42 @@ pub struct CoreModel {
     /// The clock frequency in hertz, if the description gives one: reports
     /// then show time beside cycles. Timing itself is in cycles.
     pub frequency_hz: Option<u64>,
+    /// The floating-point extensions the core implements, if the
+    /// description says (`float`); unsaid, a program's are not checked.
+    pub float: Option<FloatUnit>,
+}
+
+/// Which floating-point extensions a core implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FloatUnit {
+    /// Neither F nor D.
+    None,
+    /// F (single precision) only.
+    Single,
+    /// F and D.
+    Double,
+}
+
+impl FloatUnit {
+    /// Whether the core implements the standard extension `letter`: F
+    /// and D as it says; any other letter is not this field's to check.
+    pub fn implements(self, letter: char) -> bool {
+        match letter {
+            'f' => self != FloatUnit::None,
+            'd' => self == FloatUnit::Double,
+            _ => true,
+        }
+    }
+
+    /// The description's spelling: `none`, `single`, `double`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FloatUnit::None => "none",
+            FloatUnit::Single => "single",
+            FloatUnit::Double => "double",
+        }
+    }
 }
 
 impl CoreModel {
@@ -299,6 +335,7 @@ struct RawModel {
     #[serde(default)]
     trap_penalty: u32,
     frequency_mhz: Option<f64>,
+    float: Option<FloatUnit>,
     #[serde(default)]
     latency: RawClasses,
     #[serde(default)]
@@ -556,6 +593,7 @@ impl RawModel {
         };
         Ok(CoreModel {
             frequency_hz,
+            float: self.float,
             name: self.name,
             description: self.description,
             rv32: self.xlen.contains(&32),
