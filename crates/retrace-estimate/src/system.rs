@@ -321,9 +321,25 @@ fn replay_system<S: TraceSource + ?Sized>(
     functions: Option<&[(u64, u64)]>,
 ) -> Result<(SystemEstimate, Vec<HartTimeline>), ReplayError> {
     let ranges: Option<std::sync::Arc<[(u64, u64)]>> = functions.map(Into::into);
-    // Each segment decompressed once: by the pass that reads the
-    // synchronisation events, for every hart's reader after it.
+    // Each segment decompressed once, for the pass that reads the
+    // synchronisation events and every hart's reader after it: first, on
+    // as many threads as there are CPUs, each taking every so many
+    // segments (the readers then only parse them).
     let cache = SegmentCache::new(SEGMENT_CACHE_BYTES);
+    let cpus = std::thread::available_parallelism().map_or(1, |t| t.get());
+    if cpus > 1 {
+        std::thread::scope(|s| {
+            for part in 0..cpus {
+                let cache = &cache;
+                s.spawn(move || {
+                    // A damaged trace: the readers report it.
+                    if let Ok(input) = trace.open() {
+                        let _ = cache.warm(input, part as u32, cpus as u32);
+                    }
+                });
+            }
+        });
+    }
     let reader = TraceReader::sharing(trace.open()?, &cache, None)?;
     let n = usize::from(reader.header().harts);
     if n < 2 {
@@ -349,10 +365,7 @@ fn replay_system<S: TraceSource + ?Sized>(
     // taking a run of neighbouring harts in turn (the harts on one core of
     // a thread share what their replays learn). Each hart's calls decode
     // on its thread, just before its replay, which finds them.
-    let threads = std::thread::available_parallelism()
-        .map(|t| t.get())
-        .unwrap_or(1)
-        .clamp(1, n);
+    let threads = cpus.clamp(1, n);
     let per_thread = n.div_ceil(threads);
     type Replayed = (HartCalls, Option<DcacheMeasurement>, HartRun);
     let replayed: Vec<Result<Vec<Replayed>, ReplayError>> = std::thread::scope(|s| {

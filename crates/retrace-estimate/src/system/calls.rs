@@ -268,7 +268,7 @@ impl Classes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use retrace_trace::protocol::sync::SyncEncoder;
+    use retrace_trace::protocol::sync::{SyncCall, SyncEncoder};
 
     /// Hart events spelled as varints, each call `(at, op, place, object)`.
     fn events(calls: &[(u64, u8, u64, Option<u64>)]) -> Vec<u8> {
