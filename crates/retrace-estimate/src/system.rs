@@ -69,7 +69,7 @@ mod hart;
 use crate::estimator::Fidelity;
 use crate::source::TraceSource;
 use crate::walk::ReplayError;
-use calls::{decode, place_of, Call, Calls, NONE};
+use calls::{decode_hart, number, ranks, Call, HartCalls, Numbers, Places, NONE};
 use hart::{replay_hart, HartRun, Shared};
 use retrace_program::{Addr, PpTable};
 use retrace_sim::frequency::{HartClock, DEFAULT_HZ};
@@ -210,12 +210,14 @@ enum Standing {
 
 /// One hart in the unit's run: its calls, where its replay ended, its
 /// clock.
-struct Hart {
-    calls: Vec<Call>,
+struct Hart<'a> {
+    calls: &'a [Call],
     /// The values of its `set_hz` calls, in order, and how many it made.
-    values: Vec<u64>,
+    values: &'a [u64],
     set_hz: usize,
-    run: HartRun,
+    /// The run's numbers of its own classes.
+    classes: &'a [u32],
+    run: &'a HartRun,
     /// Its next call.
     next: usize,
     wait: u64,
@@ -231,7 +233,7 @@ struct Hart {
     timeline_calls: Vec<(u64, u8, u64)>,
 }
 
-impl Hart {
+impl Hart<'_> {
     /// Its clock with `busy` cycles.
     fn clock(&self, busy: u64) -> u64 {
         busy + self.wait
@@ -319,9 +321,25 @@ fn replay_system<S: TraceSource + ?Sized>(
     functions: Option<&[(u64, u64)]>,
 ) -> Result<(SystemEstimate, Vec<HartTimeline>), ReplayError> {
     let ranges: Option<std::sync::Arc<[(u64, u64)]>> = functions.map(Into::into);
-    // Each segment decompressed once: by the pass that reads the
-    // synchronisation events, for every hart's reader after it.
+    // Each segment decompressed once, for the pass that reads the
+    // synchronisation events and every hart's reader after it: first, on
+    // as many threads as there are CPUs, each taking every so many
+    // segments (the readers then only parse them).
     let cache = SegmentCache::new(SEGMENT_CACHE_BYTES);
+    let cpus = std::thread::available_parallelism().map_or(1, |t| t.get());
+    if cpus > 1 {
+        std::thread::scope(|s| {
+            for part in 0..cpus {
+                let cache = &cache;
+                s.spawn(move || {
+                    // A damaged trace: the readers report it.
+                    if let Ok(input) = trace.open() {
+                        let _ = cache.warm(input, part as u32, cpus as u32);
+                    }
+                });
+            }
+        });
+    }
     let reader = TraceReader::sharing(trace.open()?, &cache, None)?;
     let n = usize::from(reader.header().harts);
     if n < 2 {
@@ -342,45 +360,36 @@ fn replay_system<S: TraceSource + ?Sized>(
         )));
     }
     let (events, _) = reader.collect_records(StreamKind::Sync)?;
-    let Calls {
-        harts: recorded,
-        objects,
-        classes,
-    } = decode(&events)?;
     let core_of = |h: usize| &cores[if cores.len() == 1 { 0 } else { h }];
-    let dcache: Vec<Option<DcacheMeasurement>> = recorded
-        .iter()
-        .enumerate()
-        .map(|(h, calls)| {
-            let dc = core_of(h).dcache.as_ref()?;
-            calls
-                .dcache
-                .iter()
-                .find(|m| (m.size, m.ways, m.line) == (dc.size, dc.ways, dc.line))
-                .copied()
-        })
-        .collect();
     // The harts' replays, on as many threads as there are CPUs, each
     // taking a run of neighbouring harts in turn (the harts on one core of
-    // a thread share what their replays learn).
-    let threads = std::thread::available_parallelism()
-        .map(|t| t.get())
-        .unwrap_or(1)
-        .clamp(1, n);
+    // a thread share what their replays learn). Each hart's calls decode
+    // on its thread, just before its replay, which finds them.
+    let threads = cpus.clamp(1, n);
     let per_thread = n.div_ceil(threads);
-    let mut recorded = recorded;
-    let replayed: Vec<Result<Vec<HartRun>, ReplayError>> = std::thread::scope(|s| {
-        let jobs: Vec<_> = recorded
-            .chunks_mut(per_thread)
+    type Replayed = (HartCalls, Option<DcacheMeasurement>, HartRun);
+    let replayed: Vec<Result<Vec<Replayed>, ReplayError>> = std::thread::scope(|s| {
+        let jobs: Vec<_> = events
+            .chunks(per_thread)
             .enumerate()
-            .map(|(t, harts)| {
-                let (cache, ranges, dcache) = (&cache, ranges.as_ref(), &dcache);
+            .map(|(t, events)| {
+                let (cache, ranges) = (&cache, ranges.as_ref());
                 s.spawn(move || {
                     let mut shared: Vec<(&CoreModel, Option<Shared>)> = Vec::new();
-                    let mut runs = Vec::with_capacity(harts.len());
-                    for (i, calls) in harts.iter_mut().enumerate() {
+                    let mut out = Vec::with_capacity(events.len());
+                    for (i, events) in events.iter().enumerate() {
                         let h = t * per_thread + i;
+                        let mut calls = decode_hart(h as u16, events)?;
                         let core = core_of(h);
+                        // The recording's measurement of the hart's own
+                        // cache of the core's geometry.
+                        let dcache = core.dcache.as_ref().and_then(|dc| {
+                            calls
+                                .dcache
+                                .iter()
+                                .find(|m| (m.size, m.ways, m.line) == (dc.size, dc.ways, dc.line))
+                                .copied()
+                        });
                         let group = match shared.iter().position(|(c, _)| *c == core) {
                             Some(g) => g,
                             None => {
@@ -397,16 +406,16 @@ fn replay_system<S: TraceSource + ?Sized>(
                             trace,
                             cache,
                             h,
-                            calls,
-                            dcache[h].map_or(0.0, |m| m.miss_rate()),
+                            &mut calls,
+                            dcache.map_or(0.0, |m| m.miss_rate()),
                             ranges,
                         )?;
                         if run.changed {
                             shared[group].1 = None;
                         }
-                        runs.push(run);
+                        out.push((calls, dcache, run));
                     }
-                    Ok(runs)
+                    Ok(out)
                 })
             })
             .collect();
@@ -414,33 +423,132 @@ fn replay_system<S: TraceSource + ?Sized>(
             .map(|j| j.join().expect("replay thread panicked"))
             .collect()
     });
+    drop(cache);
+    drop(events);
     // The first hart's error, as a replay of one hart after the other
     // would meet it.
-    let mut runs = Vec::with_capacity(n);
+    let (mut recorded, mut dcache, mut runs) = (Vec::new(), Vec::new(), Vec::new());
     for r in replayed {
-        runs.extend(r?);
+        for (calls, d, run) in r? {
+            recorded.push(calls);
+            dcache.push(d);
+            runs.push(run);
+        }
     }
-    drop(cache);
-    let start_hz = |h: usize| hz.get(h).or(hz.first()).copied().unwrap_or(DEFAULT_HZ);
+    let numbers = number(&recorded);
+    let start_hz: Vec<u64> = (0..n)
+        .map(|h| hz.get(h).or(hz.first()).copied().unwrap_or(DEFAULT_HZ))
+        .collect();
     // One frequency for every hart, and no `set_hz`: a hart's time is then
     // a strictly increasing function of its clock, the same for all
     // (at most 10^18 Hz, a cycle is at least an attosecond), so the unit
     // compares clocks — integers, not attoseconds.
-    let by_cycles = (0..n).all(|h| start_hz(h) == start_hz(0))
-        && start_hz(0) <= 1_000_000_000_000_000_000
-        && classes.iter().all(|&(_, op)| op != SyncOp::SET_HZ);
+    let by_cycles = start_hz.iter().all(|&f| f == start_hz[0])
+        && start_hz[0] <= 1_000_000_000_000_000_000
+        && numbers.classes.iter().all(|&(_, op)| op != SyncOp::SET_HZ);
+    let unit = |ranks: Option<&[Vec<u64>]>| {
+        order(
+            &recorded,
+            &runs,
+            &numbers,
+            ranks,
+            &start_hz,
+            by_cycles,
+            ranges.is_some(),
+        )
+    };
+    // Ranked only if some class's calls come out of their places.
+    let ordered = match unit(None)? {
+        Some(ordered) => ordered,
+        None => {
+            unit(Some(&ranks(&recorded, &numbers)))?.expect("with ranks the unit orders every call")
+        }
+    };
+    let Ordered {
+        harts,
+        resources,
+        calls,
+        reordered,
+        first_reordered,
+    } = ordered;
+    let (mut counts, mut clocks, mut timelines) = (Vec::new(), Vec::new(), Vec::new());
+    for hart in harts {
+        let busy = hart.run.busy;
+        if ranges.is_some() {
+            timelines.push(HartTimeline {
+                slices: slices(&hart.run.runs, &hart.waits),
+                calls: hart.timeline_calls,
+            });
+        }
+        counts.push(HartEstimate {
+            instructions: hart.run.instructions,
+            busy,
+            wait: hart.wait,
+            calls: hart.next as u64,
+            time: hart.clock.time_at(busy + hart.wait),
+        });
+        clocks.push(hart.clock);
+    }
+    let estimate = SystemEstimate {
+        makespan: counts.iter().map(HartEstimate::clock).max().unwrap_or(0),
+        end_time: counts.iter().map(|h| h.time).max().unwrap_or(0),
+        harts: counts,
+        clocks,
+        dcache,
+        resources,
+        calls,
+        reordered,
+        first_reordered,
+    };
+    Ok((estimate, timelines))
+}
+
+/// What the unit found: the harts at the end, the objects' contention
+/// (by handle), and the calls met out of their recorded order.
+struct Ordered<'a> {
+    harts: Vec<Hart<'a>>,
+    resources: Vec<ResourceEstimate>,
+    calls: u64,
+    reordered: u64,
+    first_reordered: Option<(usize, u64)>,
+}
+
+/// The unit: order the harts' calls (`recorded`, where each hart's replay
+/// put them; `runs`, how the replays ended) by the harts' clocks, starting
+/// at `start_hz` (compared as cycles when `by_cycles`), and simulate their
+/// objects. With `ranks` (per hart, each call's rank in its class), count
+/// the calls met out of rank; without, stop (`None`) at the first call of
+/// a class met before one placed earlier — until then every call was met
+/// at its rank (see [`calls`]).
+fn order<'a>(
+    recorded: &'a [HartCalls],
+    runs: &'a [HartRun],
+    numbers: &'a Numbers,
+    ranks: Option<&[Vec<u64>]>,
+    start_hz: &[u64],
+    by_cycles: bool,
+    timeline: bool,
+) -> Result<Option<Ordered<'a>>, ReplayError> {
+    let Numbers {
+        objects,
+        classes,
+        of_hart,
+    } = numbers;
+    let n = recorded.len();
     let mut harts: Vec<Hart> = recorded
-        .into_iter()
+        .iter()
         .zip(runs)
+        .zip(of_hart)
         .enumerate()
-        .map(|(h, (calls, run))| Hart {
-            calls: calls.calls,
-            values: calls.values,
+        .map(|(h, ((calls, run), own))| Hart {
+            calls: &calls.calls,
+            values: &calls.values,
             set_hz: 0,
+            classes: own,
             run,
             next: 0,
             wait: 0,
-            clock: HartClock::new(start_hz(h)),
+            clock: HartClock::new(start_hz[h]),
             by_cycles,
             standing: Standing::Done,
             waits: Vec::new(),
@@ -450,12 +558,14 @@ fn replay_system<S: TraceSource + ?Sized>(
     // The time of each hart's next call, or `NOT_AT_CALL`.
     let mut at: Vec<u128> = harts.iter_mut().map(Hart::go_on).collect();
     let mut state = SyncState::new(n);
+    let mut places = Places::new(harts.iter().map(|h| h.calls.len()).sum());
     // Per object, its entry in `resources`, made on its first call.
     let mut resource_of = vec![NONE; objects.len()];
     let mut resources: Vec<ResourceEstimate> = Vec::new();
-    // Per class, the calls met so far: a call on an object meets it in the
-    // recorded order when its rank in its class is that.
-    let mut met = vec![0u32; classes.len()];
+    // Per class, with ranks: the calls met so far (a call meets its object
+    // in the recorded order when that is its rank); without: one past the
+    // place of the last call met.
+    let mut met = vec![0u64; classes.len()];
     // The object each blocked hart waits on (an index into `resources`).
     let mut waiting_on: Vec<Option<usize>> = vec![None; n];
     let (mut calls, mut reordered, mut first_reordered) = (0u64, 0u64, None);
@@ -475,7 +585,9 @@ fn replay_system<S: TraceSource + ?Sized>(
         let k = hart.next;
         let call = hart.calls[k];
         hart.next += 1;
-        let (o, op) = classes[call.class as usize];
+        places.meet(h, call.place)?;
+        let class = hart.classes[call.class as usize] as usize;
+        let (o, op) = classes[class];
         let value = if op == SyncOp::SET_HZ {
             hart.set_hz += 1;
             hart.values[hart.set_hz - 1]
@@ -487,27 +599,36 @@ fn replay_system<S: TraceSource + ?Sized>(
             NONE => (0, 0),
             o => objects[o as usize],
         };
-        let r = (o != NONE).then(|| {
-            let m = &mut met[call.class as usize];
-            if call.rank != *m {
-                reordered += 1;
-                first_reordered.get_or_insert((h, k));
+        let r = match o {
+            NONE => None,
+            o => {
+                let m = &mut met[class];
+                match ranks {
+                    None if call.place < *m => return Ok(None),
+                    None => *m = call.place + 1,
+                    Some(ranks) => {
+                        if ranks[h][k] != *m {
+                            reordered += 1;
+                            first_reordered.get_or_insert((h, call.place));
+                        }
+                        *m += 1;
+                    }
+                }
+                let r = &mut resource_of[o as usize];
+                if *r == NONE {
+                    *r = resources.len() as u32;
+                    resources.push(ResourceEstimate {
+                        object,
+                        kind: op.object_kind().map_or("object".into(), |k| k.to_string()),
+                        calls: 0,
+                        waits: 0,
+                        wait_cycles: 0,
+                    });
+                }
+                Some(*r as usize)
             }
-            *m += 1;
-            let r = &mut resource_of[o as usize];
-            if *r == NONE {
-                *r = resources.len() as u32;
-                resources.push(ResourceEstimate {
-                    object,
-                    kind: op.object_kind().map_or("object".into(), |k| k.to_string()),
-                    calls: 0,
-                    waits: 0,
-                    wait_cycles: 0,
-                });
-            }
-            *r as usize
-        });
-        if ranges.is_some() {
+        };
+        if timeline {
             let clock = hart.clock(call.before);
             hart.timeline_calls.push((clock, op.0, object));
         }
@@ -549,7 +670,7 @@ fn replay_system<S: TraceSource + ?Sized>(
             };
             let then = hart.counter_reaching(now_time);
             let waited = then.saturating_sub(hart.clock(b));
-            if ranges.is_some() && waited > 0 {
+            if timeline && waited > 0 {
                 let (op, object) = hart
                     .timeline_calls
                     .last()
@@ -580,48 +701,25 @@ fn replay_system<S: TraceSource + ?Sized>(
             if stuck == 1 { "it" } else { "them" }
         )));
     }
-    let (mut counts, mut clocks, mut timelines) = (Vec::new(), Vec::new(), Vec::new());
-    for (h, hart) in harts.into_iter().enumerate() {
-        if hart.next != hart.calls.len() {
-            return Err(ReplayError::System(format!(
-                "hart {h}'s replay ended after {} of its {} recorded synchronisation calls: the trace does not fit this program",
-                hart.next,
-                hart.calls.len()
-            )));
-        }
-        let busy = hart.run.busy;
-        if ranges.is_some() {
-            timelines.push(HartTimeline {
-                slices: slices(&hart.run.runs, &hart.waits),
-                calls: hart.timeline_calls,
-            });
-        }
-        counts.push(HartEstimate {
-            instructions: hart.run.instructions,
-            busy,
-            wait: hart.wait,
-            calls: hart.next as u64,
-            time: hart.clock.time_at(busy + hart.wait),
-        });
-        clocks.push(hart.clock);
+    if let Some((h, hart)) = harts
+        .iter()
+        .enumerate()
+        .find(|(_, x)| x.next != x.calls.len())
+    {
+        return Err(ReplayError::System(format!(
+            "hart {h}'s replay ended after {} of its {} recorded synchronisation calls: the trace does not fit this program",
+            hart.next,
+            hart.calls.len()
+        )));
     }
     resources.sort_by_key(|r| r.object);
-    let first_reordered = match first_reordered {
-        Some((h, k)) => Some((h, place_of(h as u16, &events[h], k)?)),
-        None => None,
-    };
-    let estimate = SystemEstimate {
-        makespan: counts.iter().map(HartEstimate::clock).max().unwrap_or(0),
-        end_time: counts.iter().map(|h| h.time).max().unwrap_or(0),
-        harts: counts,
-        clocks,
-        dcache,
+    Ok(Some(Ordered {
+        harts,
         resources,
         calls,
         reordered,
         first_reordered,
-    };
-    Ok((estimate, timelines))
+    }))
 }
 
 /// A hart's slices in its cycle counter: its function `runs` in busy

@@ -110,6 +110,9 @@ pub struct TraceReader<R: Read> {
     /// Segments decompressed by other readers of the same trace, and where
     /// this one leaves those it decompresses ([`TraceReader::sharing`]).
     cache: Option<SegmentCache>,
+    /// Only fill the cache with the segments numbered `part` modulo
+    /// `parts`, parsing none ([`SegmentCache::warm`]).
+    warm: Option<(u32, u32)>,
 }
 
 /// Decompressed segments shared by several readers of one trace: the
@@ -158,7 +161,7 @@ impl SegmentCache {
         }
     }
 
-    fn put(&self, seq: u32, stored_len: u32, crc: u32, raw: &[u8]) {
+    fn put(&self, seq: u32, stored_len: u32, crc: u32, raw: Vec<u8>) {
         let Ok(mut c) = self.0.lock() else {
             return;
         };
@@ -173,8 +176,22 @@ impl SegmentCache {
         c.segments[i] = Some(CachedSegment {
             stored_len,
             crc,
-            raw: std::sync::Arc::new(raw.to_vec()),
+            raw: std::sync::Arc::new(raw),
         });
+    }
+
+    /// Decompress into the cache the segments of the trace `input` whose
+    /// numbers are `part` modulo `parts` (while its budget lasts), parsing
+    /// none: `parts` threads, each with its part, fill it in parallel
+    /// before the readers that share it read on. An error stops the
+    /// warming only; the readers check every segment they read anyway.
+    pub fn warm<R: Read>(&self, input: R, part: u32, parts: u32) -> Result<(), TraceError> {
+        let mut reader = TraceReader::unloaded(input, Some(self.clone()))?;
+        reader.warm = Some((part, parts.max(1)));
+        while reader.totals.is_none() {
+            reader.load_next()?;
+        }
+        Ok(())
     }
 }
 
@@ -213,12 +230,24 @@ impl<R: Read> TraceReader<R> {
     }
 
     fn start(
-        mut input: R,
+        input: R,
         cache: Option<SegmentCache>,
         follow: Option<u16>,
     ) -> Result<Self, TraceError> {
+        let mut reader = TraceReader::unloaded(input, cache)?;
+        if let Some(hart) = follow {
+            reader = reader.follow_hart(hart)?;
+        }
+        // Load the first segment now, so that `peek_record` sees items
+        // recorded before the first branch bit.
+        reader.load_next()?;
+        Ok(reader)
+    }
+
+    /// A reader past the header, no segment loaded yet.
+    fn unloaded(mut input: R, cache: Option<SegmentCache>) -> Result<Self, TraceError> {
         let (header, offset) = read_header(&mut input)?;
-        let mut reader = TraceReader {
+        Ok(TraceReader {
             input,
             offset,
             harts: (0..header.harts).map(|_| HartStreams::default()).collect(),
@@ -234,14 +263,8 @@ impl<R: Read> TraceReader<R> {
             zstd: None,
             follow: None,
             cache,
-        };
-        if let Some(hart) = follow {
-            reader = reader.follow_hart(hart)?;
-        }
-        // Load the first segment now, so that `peek_record` sees items
-        // recorded before the first branch bit.
-        reader.load_next()?;
-        Ok(reader)
+            warm: None,
+        })
     }
 }
 
@@ -739,14 +762,49 @@ impl<R: Read> TraceReader<R> {
             .cache
             .as_ref()
             .and_then(|c| c.get(seq, stored_len, crc));
+        if let Some((part, parts)) = self.warm {
+            // Another part's segment, or one in the cache: passed by.
+            self.offset += (SEGMENT_HEADER_LEN + stored_len as usize) as u64;
+            self.segment = seq;
+            self.stored = stored;
+            if seq % parts != part || cached.is_some() {
+                return Ok(());
+            }
+            let raw = self.decompress(at, seq, codec, raw_len, Vec::new())?;
+            if let Some(c) = &self.cache {
+                c.put(seq, stored_len, crc, raw);
+            }
+            return Ok(());
+        }
         if let Some(raw) = cached {
             self.stored = stored;
             return self.parse_loaded(at, seq, flags, stored_len, &raw);
         }
-        let mut raw = std::mem::take(&mut self.raw);
+        self.stored = stored;
+        let raw = std::mem::take(&mut self.raw);
+        let raw = self.decompress(at, seq, codec, raw_len, raw)?;
+        if let Some(c) = &self.cache {
+            c.put(seq, stored_len, crc, raw.clone());
+        }
+        let parsed = self.parse_loaded(at, seq, flags, stored_len, &raw);
+        self.raw = raw;
+        parsed
+    }
+
+    /// The payload of segment `seq` just read (`self.stored`), read at
+    /// `at`, decompressed by `codec` into `raw`, checked to be `raw_len`
+    /// bytes.
+    fn decompress(
+        &mut self,
+        at: u64,
+        seq: u32,
+        codec: u8,
+        raw_len: u32,
+        mut raw: Vec<u8>,
+    ) -> Result<Vec<u8>, TraceError> {
         raw.clear();
         match codec {
-            0 => raw.extend_from_slice(&stored),
+            0 => raw.extend_from_slice(&self.stored),
             _ => {
                 // Capacity exactly the declared size: a payload that would
                 // decompress to more is an error, not an allocation.
@@ -755,20 +813,14 @@ impl<R: Read> TraceReader<R> {
                     Some(d) => d,
                     None => self.zstd.insert(zstd::bulk::Decompressor::new()?),
                 };
-                dctx.decompress_to_buffer(&stored[..], &mut raw)
+                dctx.decompress_to_buffer(&self.stored[..], &mut raw)
                     .map_err(|e| corrupt(at, format!("segment {seq} does not decompress: {e}")))?;
             }
         }
-        self.stored = stored;
         if raw.len() != raw_len as usize {
             return Err(corrupt(at, format!("segment {seq} has the wrong size")));
         }
-        if let Some(c) = &self.cache {
-            c.put(seq, stored_len, crc, &raw);
-        }
-        let parsed = self.parse_loaded(at, seq, flags, stored_len, &raw);
-        self.raw = raw;
-        parsed
+        Ok(raw)
     }
 
     /// Take in segment `seq` (its decompressed bytes `raw`), read at `at`.

@@ -1,18 +1,29 @@
 //! The recorded synchronisation calls as the unit reads them: every
 //! hart's calls decoded once into flat records of 24 bytes — where the
 //! call falls in the hart's busy cycles (once the hart's replay has
-//! reached it), its class (the object and the call, numbered) and its
-//! rank among its class's calls in the recorded run's order.
+//! reached it), its place in the recorded run's order and its class (the
+//! object and the call, numbered).
 //!
 //! A run of `table` makes 1.6 million calls: what the unit does per call
 //! is what the replay costs, so whatever it would look up by handle is
 //! numbered here first, and the records stay small — the unit reads them
-//! once, in each hart's order.
+//! once, in each hart's order. Each hart's events decode on their own
+//! ([`decode_hart`]), on the thread that replays the hart, with the
+//! classes numbered the hart's own way; [`number`] then gives the objects
+//! and classes their numbers for the run (a few per hart, not per call).
+//!
+//! Whether a call met its object in the recorded order is a question of
+//! its rank among its class's calls. The harts' calls are not merged to
+//! rank them: while every class's calls come to the unit in increasing
+//! places, each is met at its rank (every call is met in the end, so the
+//! k-th met is the k-th placed), and the unit needs no ranks. Only when
+//! a class's calls come out of order are they ranked ([`ranks`]) and the
+//! calls ordered again, counting the calls met out of rank.
 
 use retrace_sim::sync::SyncOp;
-use retrace_trace::protocol::sync::{SyncCall, SyncEvent, SyncEvents, SET_HZ};
+use retrace_trace::protocol::sync::{SyncEvent, SyncEvents, SET_HZ};
 use retrace_trace::{DcacheMeasurement, TraceError, Varints};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// "None" for an object.
 pub(super) const NONE: u32 = u32::MAX;
@@ -24,12 +35,11 @@ pub(super) struct Call {
     /// executed before its `ecall` (what the replay finds it by); then its
     /// busy cycles before the `ecall` (the data-cache term included).
     pub before: u64,
-    /// Its rank among its class's calls in the recorded order (calls on
-    /// an object).
-    pub rank: u32,
+    /// Its place among all harts' calls in the recorded run, from 0.
+    pub place: u64,
     /// Busy cycles its `ecall` and the trap take.
     pub trap: u32,
-    /// Its class: an index into [`Calls::classes`].
+    /// Its class among the hart's own ([`HartCalls::classes`]).
     pub class: u32,
 }
 
@@ -54,184 +64,198 @@ pub(super) struct HartCalls {
     pub last_pc: u64,
     /// Its own data cache's misses, per geometry measured.
     pub dcache: Vec<DcacheMeasurement>,
+    /// Its objects in order of first use: handle and the descriptor's
+    /// parameter.
+    pub objects: Vec<(u64, u32)>,
+    /// Its classes in order of first use: the object (among its own, or
+    /// [`NONE`]) and the call.
+    pub classes: Classes,
 }
 
-/// Every hart's calls, and what their numbers stand for.
-pub(super) struct Calls {
-    /// Per hart.
-    pub harts: Vec<HartCalls>,
-    /// Handle and the descriptor's parameter of each object, in order of
-    /// first appearance.
+/// Hart `hart`'s synchronisation events (`bytes`, their varints), decoded.
+pub(super) fn decode_hart(hart: u16, bytes: &[u8]) -> Result<HartCalls, TraceError> {
+    let mut decoder = SyncEvents::new(hart, Varints(bytes));
+    // Four bytes a call at least.
+    let mut out = HartCalls {
+        calls: Vec::with_capacity(bytes.len() / 4),
+        ..HartCalls::default()
+    };
+    while let Some(event) = decoder.next_event()? {
+        match event {
+            SyncEvent::Call(call, number) => {
+                let object = match (call.object, number) {
+                    (Some(object), Some(i)) => {
+                        if i == out.objects.len() {
+                            out.objects.push(object);
+                        }
+                        i as u32
+                    }
+                    _ => NONE,
+                };
+                if call.op == SET_HZ {
+                    out.values.push(call.value);
+                }
+                out.calls.push(Call {
+                    before: call.at,
+                    place: call.seq,
+                    trap: 0,
+                    class: out.classes.of(object, call.op),
+                });
+            }
+            SyncEvent::Dcache(m) => out.dcache.push(m),
+            SyncEvent::End {
+                instructions,
+                last_pc,
+            } => {
+                out.instructions = instructions;
+                out.last_pc = last_pc;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The objects and classes of calls of the run, numbered.
+pub(super) struct Numbers {
+    /// Handle and the descriptor's parameter of each object (as the first
+    /// hart to use it gave them).
     pub objects: Vec<(u64, u32)>,
     /// Per class: its object (or [`NONE`]) and its call.
     pub classes: Vec<(u32, SyncOp)>,
+    /// Per hart, the numbers of its own classes.
+    pub of_hart: Vec<Vec<u32>>,
 }
 
-/// Decode every hart's synchronisation events (`events[h]`, their
-/// varints) in the recorded run's order of calls — each hart's in its
-/// own order, the harts' merged by the calls' places — so that each call
-/// on an object gets its rank in its class as it comes. Two calls in one
-/// place are refused: the trace is damaged.
-pub(super) fn decode(events: &[Vec<u8>]) -> Result<Calls, TraceError> {
-    let n = events.len();
-    let mut harts: Vec<HartCalls> = events
+/// Number the objects and classes of every hart's calls for the run.
+pub(super) fn number(harts: &[HartCalls]) -> Numbers {
+    let mut ids: FxHashMap<u64, u32> = FxHashMap::default();
+    let (mut objects, mut classes) = (Vec::new(), Classes::default());
+    let of_hart = harts
         .iter()
-        .map(|bytes| {
-            // Four bytes a call at least.
-            HartCalls {
-                calls: Vec::with_capacity(bytes.len() / 4),
-                ..HartCalls::default()
-            }
+        .map(|hart| {
+            let own: Vec<u32> = hart
+                .objects
+                .iter()
+                .map(|&(handle, param)| {
+                    *ids.entry(handle).or_insert_with(|| {
+                        objects.push((handle, param));
+                        objects.len() as u32 - 1
+                    })
+                })
+                .collect();
+            hart.classes
+                .classes
+                .iter()
+                .map(|&(o, op)| {
+                    let o = own.get(o as usize).copied().unwrap_or(NONE);
+                    classes.of(o, op.0)
+                })
+                .collect()
         })
         .collect();
-    let mut decoders: Vec<_> = events
-        .iter()
-        .enumerate()
-        .map(|(h, bytes)| SyncEvents::new(h as u16, Varints(bytes)))
-        .collect();
-    let mut numbers = Numbers::default();
-    // Per hart: the objects by its own numbers (their numbers here), and
-    // its next call, not yet taken.
-    let mut own: Vec<Vec<u32>> = vec![Vec::new(); n];
-    let mut next: Vec<Option<(SyncCall, Option<usize>)>> = vec![None; n];
-    for h in 0..n {
-        next[h] = next_call(&mut decoders[h], &mut harts[h])?;
+    Numbers {
+        objects,
+        classes: classes.classes,
+        of_hart,
     }
-    let mut ranks: Vec<u32> = Vec::new();
-    let mut last: Option<u64> = None;
-    loop {
-        // The call in the earliest place.
-        let mut first: Option<(u64, usize)> = None;
-        for (h, c) in next.iter().enumerate() {
-            if let Some((c, _)) = c {
-                if first.is_none_or(|(seq, _)| c.seq < seq) {
-                    first = Some((c.seq, h));
-                }
-            }
+}
+
+/// Per hart, each call's rank among its class's calls in the recorded
+/// run's order (`numbers`: the run's classes).
+pub(super) fn ranks(harts: &[HartCalls], numbers: &Numbers) -> Vec<Vec<u64>> {
+    let mut all: Vec<(u32, u64, u32, u32)> = harts
+        .iter()
+        .zip(&numbers.of_hart)
+        .enumerate()
+        .flat_map(|(h, (hart, of))| {
+            hart.calls
+                .iter()
+                .enumerate()
+                .map(move |(k, c)| (of[c.class as usize], c.place, h as u32, k as u32))
+        })
+        .collect();
+    all.sort_unstable();
+    let mut out: Vec<Vec<u64>> = harts.iter().map(|h| vec![0; h.calls.len()]).collect();
+    let (mut class, mut rank) = (NONE, 0u64);
+    for (c, _, h, k) in all {
+        if c != class {
+            (class, rank) = (c, 0);
         }
-        let Some((seq, h)) = first else {
-            break;
+        out[h as usize][k as usize] = rank;
+        rank += 1;
+    }
+    out
+}
+
+/// The places of the calls met so far, to refuse two calls in one place
+/// (the trace is damaged). A run's calls take the places from 0 on, one
+/// each: those below the number of calls are bits, any others (a damaged
+/// trace that lacks calls) a set.
+pub(super) struct Places {
+    seen: Vec<u64>,
+    beyond: FxHashSet<u64>,
+}
+
+impl Places {
+    /// For a run of `calls` calls.
+    pub fn new(calls: usize) -> Places {
+        Places {
+            seen: vec![0; calls.div_ceil(64)],
+            beyond: FxHashSet::default(),
+        }
+    }
+
+    /// Hart `hart`'s call in `place` is met.
+    #[inline]
+    pub fn meet(&mut self, hart: usize, place: u64) -> Result<(), TraceError> {
+        let bit = 1u64 << (place % 64);
+        let fresh = match self.seen.get_mut((place / 64) as usize) {
+            Some(w) => {
+                let fresh = *w & bit == 0;
+                *w |= bit;
+                fresh
+            }
+            None => self.beyond.insert(place),
         };
-        if last == Some(seq) {
-            return Err(TraceError::Corrupt {
+        match fresh {
+            true => Ok(()),
+            false => Err(TraceError::Corrupt {
                 offset: 0,
                 what: format!(
-                    "hart {h}'s synchronisation events: two calls in place {seq} of the run's order"
+                    "hart {hart}'s synchronisation events: two calls in place {place} of the run's order"
                 ),
-            });
-        }
-        last = Some(seq);
-        let Some((call, number)) = next[h].take() else {
-            unreachable!("the earliest is a call")
-        };
-        let object = match (call.object, number) {
-            (Some((handle, param)), Some(i)) => {
-                if i == own[h].len() {
-                    own[h].push(numbers.object(handle, param));
-                }
-                own[h][i]
-            }
-            _ => NONE,
-        };
-        let class = numbers.class(object, call.op);
-        if ranks.len() <= class as usize {
-            ranks.resize(class as usize + 1, 0);
-        }
-        let rank = ranks[class as usize];
-        ranks[class as usize] = rank.checked_add(1).ok_or_else(|| TraceError::Corrupt {
-            offset: 0,
-            what: "more than 2^32 calls of one kind on one object".into(),
-        })?;
-        if call.op == SET_HZ {
-            harts[h].values.push(call.value);
-        }
-        harts[h].calls.push(Call {
-            before: call.at,
-            rank,
-            trap: 0,
-            class,
-        });
-        next[h] = next_call(&mut decoders[h], &mut harts[h])?;
-    }
-    Ok(Calls {
-        harts,
-        objects: numbers.objects,
-        classes: numbers.classes,
-    })
-}
-
-/// The place in the recorded run's order of hart `hart`'s call #`k`
-/// (`events`: its events), for the report of the first call met out of
-/// that order.
-pub(super) fn place_of(hart: u16, events: &[u8], k: usize) -> Result<u64, TraceError> {
-    let mut decoder = SyncEvents::new(hart, Varints(events));
-    let mut out = HartCalls::default();
-    for _ in 0..k {
-        next_call(&mut decoder, &mut out)?;
-    }
-    Ok(next_call(&mut decoder, &mut out)?.map_or(0, |(c, _)| c.seq))
-}
-
-/// The hart's next call (`None` after its end), taking in the events
-/// before it.
-#[inline]
-fn next_call(
-    decoder: &mut SyncEvents<Varints<'_>>,
-    hart: &mut HartCalls,
-) -> Result<Option<(SyncCall, Option<usize>)>, TraceError> {
-    loop {
-        match decoder.next_event()? {
-            Some(SyncEvent::Call(call, number)) => return Ok(Some((call, number))),
-            Some(SyncEvent::Dcache(m)) => hart.dcache.push(m),
-            Some(SyncEvent::End {
-                instructions,
-                last_pc,
-            }) => {
-                hart.instructions = instructions;
-                hart.last_pc = last_pc;
-            }
-            None => return Ok(None),
+            }),
         }
     }
 }
 
-/// The numbers of the objects and classes of calls.
+/// Classes of calls, numbered in order of first appearance: a hart's own
+/// (its objects numbered its way) or the run's.
 #[derive(Default)]
-struct Numbers {
-    objects: Vec<(u64, u32)>,
-    ids: FxHashMap<u64, u32>,
-    classes: Vec<(u32, SyncOp)>,
-    /// Per object (and one more for calls on none), its classes.
-    class_ids: Vec<Vec<(u8, u32)>>,
+pub(super) struct Classes {
+    /// Per class: its object (or [`NONE`]) and its call.
+    pub classes: Vec<(u32, SyncOp)>,
+    /// Per object (and one more, first, for calls on none), its classes.
+    ids: Vec<Vec<(u8, u32)>>,
 }
 
-impl Numbers {
-    /// The number of the object with `handle` (its parameter as first
-    /// seen), made if new.
-    fn object(&mut self, handle: u64, param: u32) -> u32 {
-        let next = self.objects.len() as u32;
-        let id = *self.ids.entry(handle).or_insert(next);
-        if id == next {
-            self.objects.push((handle, param));
-        }
-        id
-    }
-
+impl Classes {
     /// The class of call `op` on `object` (or on none), made if new.
-    fn class(&mut self, object: u32, op: u8) -> u32 {
+    #[inline]
+    fn of(&mut self, object: u32, op: u8) -> u32 {
         let i = match object {
             NONE => 0,
             o => o as usize + 1,
         };
-        if self.class_ids.len() <= i {
-            self.class_ids.resize(i + 1, Vec::new());
+        if self.ids.len() <= i {
+            self.ids.resize(i + 1, Vec::new());
         }
-        if let Some(&(_, c)) = self.class_ids[i].iter().find(|&&(o, _)| o == op) {
+        if let Some(&(_, c)) = self.ids[i].iter().find(|&&(o, _)| o == op) {
             return c;
         }
         let c = self.classes.len() as u32;
         self.classes.push((object, SyncOp(op)));
-        self.class_ids[i].push((op, c));
+        self.ids[i].push((op, c));
         c
     }
 }
@@ -239,7 +263,7 @@ impl Numbers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use retrace_trace::protocol::sync::SyncEncoder;
+    use retrace_trace::protocol::sync::{SyncCall, SyncEncoder};
 
     /// Hart events spelled as varints, each call `(at, op, place, object)`.
     fn events(calls: &[(u64, u8, u64, Option<u64>)]) -> Vec<u8> {
@@ -281,30 +305,43 @@ mod tests {
                 (8, 3, 4, Some(0x100)),
             ]),
         ];
-        let calls = decode(&harts).unwrap();
-        let got = |h: usize| -> Vec<(u64, u32, u32)> {
-            calls.harts[h]
+        let harts: Vec<HartCalls> = harts
+            .iter()
+            .enumerate()
+            .map(|(h, e)| decode_hart(h as u16, e).unwrap())
+            .collect();
+        let numbers = number(&harts);
+        let ranks = ranks(&harts, &numbers);
+        let got = |h: usize| -> Vec<(u64, u64, u32, u64)> {
+            harts[h]
                 .calls
                 .iter()
-                .map(|c| (c.before, c.class, c.rank))
+                .zip(&ranks[h])
+                .map(|(c, &r)| (c.before, c.place, numbers.of_hart[h][c.class as usize], r))
                 .collect()
         };
         let (send, recv, harts_call) = (0, 1, 2);
-        assert_eq!(got(0), [(5, send, 0), (9, send, 1)]);
-        assert_eq!(got(1), [(4, recv, 0), (6, harts_call, 0), (8, recv, 1)]);
-        assert_eq!(calls.objects, [(0x100, 1)]);
-        assert_eq!(calls.classes[recv as usize], (0, SyncOp(3)));
-        assert_eq!(calls.classes[harts_call as usize], (NONE, SyncOp(0)));
-        assert_eq!(place_of(1, &harts[1], 2).unwrap(), 4);
+        assert_eq!(got(0), [(5, 0, send, 0), (9, 3, send, 1)]);
+        assert_eq!(
+            got(1),
+            [(4, 1, recv, 0), (6, 2, harts_call, 0), (8, 4, recv, 1)]
+        );
+        assert_eq!(numbers.objects, [(0x100, 1)]);
+        assert_eq!(numbers.classes[recv as usize], (0, SyncOp(3)));
+        assert_eq!(numbers.classes[harts_call as usize], (NONE, SyncOp(0)));
     }
 
     #[test]
     fn two_calls_in_one_place_are_refused() {
-        let harts = [
-            events(&[(5, 2, 0, Some(0x100))]),
-            events(&[(4, 3, 0, Some(0x100))]),
-        ];
-        let e = decode(&harts).err().unwrap().to_string();
-        assert!(e.contains("two calls in place 0"), "{e}");
+        let mut places = Places::new(3);
+        places.meet(0, 1).unwrap();
+        places.meet(1, 0).unwrap();
+        let e = places.meet(1, 1).err().unwrap().to_string();
+        assert!(e.contains("two calls in place 1"), "{e}");
+        // Beyond the run's calls (a damaged trace lacks some): still one
+        // call a place.
+        places.meet(0, 1000).unwrap();
+        let e = places.meet(1, 1000).err().unwrap().to_string();
+        assert!(e.contains("two calls in place 1000"), "{e}");
     }
 }
