@@ -310,7 +310,9 @@ impl Profiler {
         let mut per_inst: FxHashMap<u64, InstructionCost> = FxHashMap::default();
         self.estimator.per_instruction(&mut per_inst);
         for (&pc, &c) in &self.traps {
-            per_inst.entry(pc).or_default().cycles += c;
+            let cost = per_inst.entry(pc).or_default();
+            cost.cycles += c;
+            cost.cpi.charge(retrace_timing::CpiPart::Trap, c);
         }
         let instructions: PerInstruction = per_inst.into_iter().collect();
         let penalty = u64::from(self.estimator.model().branch.mispredict_penalty);

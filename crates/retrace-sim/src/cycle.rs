@@ -109,6 +109,13 @@ impl CycleObserver {
         self
     }
 
+    /// Keep the core's CPI stack as it runs ([`CoreState::accounting`]),
+    /// at the cost of the accounting form of the timing rule.
+    pub fn accounting(mut self) -> CycleObserver {
+        self.core = self.core.accounting();
+        self
+    }
+
     /// Charge the core a trap now (a synchronisation call that blocked,
     /// as its `ecall` retires: [`crate::clocked`]).
     pub(crate) fn charge_trap(&mut self) {
