@@ -110,6 +110,19 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// The run's CPI stack: its instructions' stacks summed, and the
+    /// data-cache term of `estimate` (estimated for the whole run, charged
+    /// to no instruction) as its data-cache part; it sums to
+    /// `estimate.cycles`.
+    pub fn cpi_stack(&self, estimate: &crate::Estimate) -> retrace_timing::CpiStack {
+        let mut stack = retrace_timing::CpiStack::default();
+        for c in self.instructions.values() {
+            stack.add(&c.cpi);
+        }
+        stack.charge(retrace_timing::CpiPart::DCache, estimate.dcache_cycles);
+        stack
+    }
+
     /// The branches that mispredicted, the cycles their mispredictions
     /// cost first (then the most executed, then by address).
     pub fn costliest_branches(&self) -> Vec<BranchProfile> {

@@ -168,6 +168,18 @@ impl CpiStack {
     }
 }
 
+/// A stack serialises as a map from part name to cycles, in stack order.
+impl serde::Serialize for CpiStack {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(CPI_PARTS))?;
+        for (p, c) in self.parts() {
+            m.serialize_entry(p.name(), &c)?;
+        }
+        m.end()
+    }
+}
+
 /// What the accounting form of the timing rule keeps besides the stack:
 /// which registers were last written by a load, so that a wait for one of
 /// them is told apart as load-use. It does not change the timing, so it is
