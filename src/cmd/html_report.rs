@@ -200,7 +200,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         sets: args.sets.clone(),
         fidelity: args.fidelity,
     })?;
-    let profile = profile_report(&prof, args.top);
+    let profile = profile_report(&prof, args.top, false);
     let hottest_lines = hottest_lines(&prof, args.top);
     let sweep = if args.sweep.is_empty() {
         None
