@@ -239,7 +239,10 @@ pub fn stacked_bar_chart(id: &str, parts: &[&str], bars: &[(String, Vec<f64>)]) 
     }
     let top = 10.0 + row * bars.len() as f64;
     for (j, &k) in used.iter().enumerate() {
-        let (lx, ly) = (label_w + 100.0 * (j % 6) as f64, top + 20.0 * (j / 6) as f64);
+        let (lx, ly) = (
+            label_w + 100.0 * (j % 6) as f64,
+            top + 20.0 * (j / 6) as f64,
+        );
         let _ = write!(
             svg,
             "<rect x=\"{lx}\" y=\"{ly}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>",
@@ -403,9 +406,15 @@ mod tests {
         let svg = stacked_bar_chart(
             "s",
             &["base", "<x>"],
-            &[("rocket".into(), vec![3.0, 1.5]), ("ideal".into(), vec![2.0, 0.0])],
+            &[
+                ("rocket".into(), vec![3.0, 1.5]),
+                ("ideal".into(), vec![2.0, 0.0]),
+            ],
         );
-        assert!(svg.contains("data-part=\"&lt;x&gt;\" data-value=\"1.5\""), "{svg}");
+        assert!(
+            svg.contains("data-part=\"&lt;x&gt;\" data-value=\"1.5\""),
+            "{svg}"
+        );
         assert_eq!(svg.matches("data-value").count(), 4);
         let svg = line_chart(
             "l",

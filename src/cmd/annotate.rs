@@ -6,11 +6,11 @@
 use super::common::thousands;
 use super::profile::{cpi_table, csv_with_cpi, profiled, Profiled};
 use crate::report::{hex, print, FormatArgs, Report};
-use retrace_timing::CpiStack;
 use crate::status::{tag, Status};
 use anyhow::anyhow;
 use retrace_estimate::annotate::{annotate, AnnotatedFunction, Lines, SourceRef};
 use retrace_program::FunctionRanges;
+use retrace_timing::CpiStack;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt::Write as _;

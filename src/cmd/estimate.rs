@@ -674,7 +674,9 @@ fn cpi_main(
     ] {
         if given {
             return Err(tag(
-                anyhow!("--cpi does not combine with {what}: run the estimate without --cpi for it"),
+                anyhow!(
+                    "--cpi does not combine with {what}: run the estimate without --cpi for it"
+                ),
                 Status::BadInput,
             ));
         }

@@ -354,7 +354,10 @@ fn page(data: &ReportData) -> String {
     p.paragraph(
         "Why the cycles go: each core's cycles split by cause (docs/REPORTS.md, \"CPI stacks\"), the parts summing to its estimate.",
     );
-    let names: Vec<&str> = retrace_timing::CpiPart::ALL.iter().map(|p| p.name()).collect();
+    let names: Vec<&str> = retrace_timing::CpiPart::ALL
+        .iter()
+        .map(|p| p.name())
+        .collect();
     let stacks: Vec<(String, Vec<f64>)> = data
         .cpi
         .iter()

@@ -392,8 +392,9 @@ impl Estimator {
 
     /// Log what [`Estimator::per_instruction`] needs as the replay goes: the
     /// steps outside the node graph (those with I-cache misses, cut short
-    /// or last) and the traps. Costs nothing on the node graph's steps, so
-    /// a replay that does not ask runs as fast as before.
+    /// or last), the traps, and which registers in flight a load wrote
+    /// (for the CPI stacks' load-use part). A replay that does not ask
+    /// pays one test of a field per node step.
     pub fn attributing(mut self) -> Estimator {
         self.log = Some(Box::default());
         self
@@ -560,6 +561,10 @@ impl Estimator {
             Fidelity::Control => Frontend::new(model),
             Fidelity::Fast => Frontend::stateless(model),
         };
+        if let Some(log) = &mut self.log {
+            // The pipeline is idle again: nothing a load wrote is in flight.
+            log.loaded = 0;
+        }
         self.dcache_miss_rate = dcache_miss_rate;
         self.sig = SignatureId::IDLE;
         self.node = NO_NODE;

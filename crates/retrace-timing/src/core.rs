@@ -167,9 +167,10 @@ impl CoreState {
             None => self
                 .pipeline
                 .issue_op(&self.costs, &facts, pc, inst, flow, ev, &mut ()),
-            Some(a) => self
-                .pipeline
-                .issue_op(&self.costs, &facts, pc, inst, flow, ev, &mut **a),
+            Some(a) => {
+                self.pipeline
+                    .issue_op_accounting(&self.costs, &facts, pc, inst, flow, ev, a)
+            }
         }
         flow
     }

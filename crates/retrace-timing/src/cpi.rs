@@ -262,7 +262,11 @@ mod tests {
         s.charge(CpiPart::LoadUse, 3);
         s.charge(CpiPart::Base, 2);
         assert_eq!(s.total(), 5);
-        assert!(s.json().starts_with("{\"base\": 2, \"mul\": 0"), "{}", s.json());
+        assert!(
+            s.json().starts_with("{\"base\": 2, \"mul\": 0"),
+            "{}",
+            s.json()
+        );
         assert_eq!(CpiStack::csv_header().split(',').count(), CPI_PARTS);
         assert_eq!(s.csv_row().split(',').nth(5), Some("3"));
     }

@@ -67,6 +67,23 @@ impl Pipeline {
         self.issue_op(&costs, &facts, pc, inst, facts.flow(inst), ev, acct);
     }
 
+    /// [`Pipeline::issue_op`] keeping `acct`, out of line: the cycle-level
+    /// engine's loop then holds one copy of the rule, the plain one.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn issue_op_accounting(
+        &mut self,
+        costs: &Costs,
+        facts: &OpFacts,
+        pc: u64,
+        inst: &Inst,
+        flow: Flow,
+        ev: Events,
+        acct: &mut CpiAccount,
+    ) {
+        self.issue_op(costs, facts, pc, inst, flow, ev, acct);
+    }
+
     /// [`Pipeline::issue`] with the per-model and per-operation facts
     /// already looked up: the rule itself, which both the cycle-level engine
     /// (with facts tabulated once per core) and [`Pipeline::issue`] use.
@@ -145,7 +162,8 @@ impl Pipeline {
         if facts.writes_rd && inst.rd != 0 {
             self.ready[usize::from(inst.rd & 31)] = start + u64::from(facts.latency) + mem_stall;
         }
-        self.cycle = start + u64::from(facts.occupancy) + mem_stall + taken + mispredict + fallthrough;
+        self.cycle =
+            start + u64::from(facts.occupancy) + mem_stall + taken + mispredict + fallthrough;
     }
 
     /// Enter a trap handler (an exception, or an `ecall`/`ebreak` that
