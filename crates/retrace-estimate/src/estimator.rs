@@ -443,7 +443,7 @@ impl Estimator {
                     continue;
                 }
                 let apart = loaded.get(&(sig, pp, edge)).map_or(&[][..], |l| &l[..]);
-                let plain = v - apart.iter().map(|&(_, n)| n).sum::<u64>();
+                let plain = v.saturating_sub(apart.iter().map(|&(_, n)| n).sum::<u64>());
                 let end = EndOutcome {
                     taken: edge & 1 != 0,
                     mispredicted: edge & 2 != 0,
