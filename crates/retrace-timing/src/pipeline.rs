@@ -453,6 +453,59 @@ mod tests {
         assert_eq!(cycles(0x1002, &jal, taken(4)), 1);
     }
 
+    /// The accounting rule times as the plain one, its parts sum to the
+    /// cycles on every preset, and an operand wait is load-use exactly when
+    /// a load wrote the register waited for.
+    #[test]
+    fn accounting_splits_the_cycles_exactly() {
+        use crate::cpi::{CpiAccount, CpiPart};
+        use retrace_testkit::asm::inst;
+        let program = [
+            inst(Op::Lw, 5, 2, 0, 0),
+            inst(Op::Add, 6, 5, 1, 0),
+            inst(Op::Mul, 7, 6, 6, 0),
+            inst(Op::Add, 8, 7, 5, 0),
+            inst(Op::Div, 9, 8, 7, 0),
+            inst(Op::Beq, 0, 9, 8, 16),
+            inst(Op::Jal, 1, 0, 0, 64),
+            inst(Op::Jalr, 0, 1, 0, 0),
+        ];
+        for (name, _) in PRESETS {
+            let model = preset(name).unwrap();
+            for events in 0..16u8 {
+                let (mut plain, mut counted) = (Pipeline::new(), Pipeline::new());
+                let mut acct = CpiAccount::default();
+                for (k, i) in program.iter().enumerate() {
+                    let ev = Events {
+                        fetch_miss: events & 1 != 0 && k % 3 == 0,
+                        data_miss: events & 2 != 0,
+                        taken: events & 4 != 0,
+                        mispredict: events & 8 != 0,
+                        fallthrough_len: 4,
+                    };
+                    let pc = 0x1000 + 2 * k as u64;
+                    plain.issue(&model, pc, i, ev);
+                    counted.issue_accounting(&model, pc, i, ev, &mut acct);
+                }
+                plain.trap(&model);
+                counted.trap_accounting(&model, &mut acct);
+                assert_eq!(plain, counted, "{name}");
+                assert_eq!(acct.stack.total(), plain.cycle(), "{name} {events}");
+                assert_eq!(acct.stack.get(CpiPart::Base), program.len() as u64);
+            }
+        }
+        // inorder5: `add` waits a cycle for the load before it (load-use),
+        // and the second `add` for the multiply (another interlock).
+        let model = preset("inorder5").unwrap();
+        let mut p = Pipeline::new();
+        let mut acct = CpiAccount::default();
+        for i in &program[..4] {
+            p.issue_accounting(&model, 0x1000, i, Events::default(), &mut acct);
+        }
+        assert_eq!(acct.stack.get(CpiPart::LoadUse), 1);
+        assert_eq!(acct.stack.get(CpiPart::Interlock), 2);
+    }
+
     /// The tabulated facts agree with the instruction's own answers for
     /// every operation and a spread of operand values, x0 included.
     #[test]
