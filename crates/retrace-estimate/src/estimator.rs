@@ -178,10 +178,6 @@ struct PpFacts {
     /// the cycle-level engine reads it (0 = none there): picorv32 waits for
     /// its prefetch when the branch is taken ([`Events::fallthrough_len`]).
     fallthrough_len: u8,
-    /// How the whole path changes which registers were last written by a
-    /// load (attributing only): bits kept, bits set
-    /// ([`AttributionLog::loaded`]).
-    loads: (u32, u32),
     ready: bool,
 }
 
@@ -348,6 +344,10 @@ struct AttributionLog {
     /// Per signature id, the registers it has in flight (bit per register),
     /// filled as signatures are met.
     in_flight: Vec<u32>,
+    /// Per partial program, how its whole path changes `loaded`: bits
+    /// kept, bits set ([`path_loads`]). Here and not in the partial
+    /// programs' facts, which a plain replay reads at every step.
+    loads: FxHashMap<PpId, (u32, u32)>,
     /// Each partial program's instructions as they were when it first ran:
     /// the table decodes the code as it is now, and code written at run
     /// time may since have replaced them (the partial program retired).
@@ -537,11 +537,12 @@ impl Estimator {
     /// registers a load wrote in flight at its entry, apart; then follow
     /// which registers the path leaves written by a load.
     #[cold]
+    #[inline(never)]
     fn log_node_step(&mut self, pp: PpId, edge: usize) {
         let sig = self.nodes[self.node as usize].sig;
         let regs = self.loaded_in_flight(sig);
-        let loads = self.facts[pp.index()].loads;
         if let Some(log) = &mut self.log {
+            let loads = log.loads.get(&pp).copied().unwrap_or((u32::MAX, 0));
             if regs != 0 {
                 *log.loaded_steps.entry((sig, pp, edge, regs)).or_default() += 1;
             }
@@ -758,10 +759,10 @@ impl Estimator {
             }
             mem_ops += u32::from(inst.mem().is_some());
         }
-        let mut loads = (u32::MAX, 0);
         if let Some(log) = &mut self.log {
             let code: Box<[(Addr, Inst)]> = table.insts(pp).collect();
-            loads = path_loads(code.iter().map(|(_, i)| i));
+            log.loads
+                .insert(pp, path_loads(code.iter().map(|(_, i)| i)));
             log.code.insert(pp, code);
         }
         let p = table.get(pp);
@@ -785,7 +786,6 @@ impl Estimator {
             after,
             traps: p.end.traps(),
             fallthrough_len,
-            loads,
             ready: true,
         };
         &self.facts[i]
@@ -969,14 +969,15 @@ impl Estimator {
             let long = (self.facts[pp.index()].line_starts.len() > 64)
                 .then(|| self.long_misses.clone().into_boxed_slice());
             let loaded = self.loaded_in_flight(self.sig);
-            let loads = if n == self.facts[pp.index()].len {
-                self.facts[pp.index()].loads
-            } else {
-                let log = self.log.as_ref().expect("attributing");
-                let code = log.code.get(&pp).map_or(&[][..], |c| &c[..]);
-                path_loads(code.iter().take(n as usize).map(|(_, i)| i))
-            };
+            let whole = n == self.facts[pp.index()].len;
             let log = self.log.as_mut().expect("attributing");
+            let loads = match log.loads.get(&pp) {
+                Some(&l) if whole => l,
+                _ => {
+                    let code = log.code.get(&pp).map_or(&[][..], |c| &c[..]);
+                    path_loads(code.iter().take(n as usize).map(|(_, i)| i))
+                }
+            };
             *log.slow
                 .entry((self.sig, pp, n, end, misses, long, loaded))
                 .or_default() += 1;
@@ -1054,6 +1055,7 @@ impl Estimator {
         }
         let node = self.node as usize;
         if self.log.is_some() {
+            // Out of line: the plain replay's step stays as it was.
             self.log_node_step(pp, end.edge());
         }
         let edge = self.nodes[node].edges[end.edge()];
