@@ -6,6 +6,9 @@
 # programs in EXTRA_OPT are also built at -O0 and -Os. Output names:
 #   OUTDIR/<name>-rv32-O2.elf, OUTDIR/<name>-rv64-Os.elf, ...
 #
+# The floating-point programs, src/fp/*.c, are built for rv32imafc/ilp32f
+# and rv64gc/lp64d at -O2 into OUTDIR/fp/.
+#
 # The multi-hart programs, src/mp/*.c (docs/MULTIPROCESSOR.md), are built
 # twice per XLEN at -O2, against sync.h's two implementations:
 #   OUTDIR/mp/<name>-rv32-O2.elf         retrace's synchronisation ecalls
@@ -96,5 +99,19 @@ for src in src/mp/*.c; do
       n=$((n + 1))
     done
   done
+done
+# Floating-point programs, src/fp/*.c (programs/README.md, "Floating-point
+# programs"): single precision in hardware on RV32 (rv32imafc/ilp32f),
+# double on RV64 (rv64gc/lp64d); both multilibs come with picolibc. Kept
+# in their own directory: they need F or D, which a core model or a
+# simulator without them must refuse, while programs/bin/ runs everywhere.
+mkdir -p "$out/fp"
+for src in src/fp/*.c; do
+  name="$(basename "$src" .c)"
+  "$CC" -march=rv32imafc -mabi=ilp32f "${common[@]}" -O2 -Isrc \
+    -o "$out/fp/$name-rv32-O2.elf" "$src" -lm
+  "$CC" -march=rv64gc -mabi=lp64d -mcmodel=medany "${common[@]}" -O2 -Isrc \
+    -o "$out/fp/$name-rv64-O2.elf" "$src" -lm
+  n=$((n + 2))
 done
 echo "built $n programs into $out"

@@ -39,10 +39,11 @@ compare() { # built-dir committed-dir label
 }
 compare "$tmp/programs" "$here/bin" programs/bin
 compare "$tmp/programs/mp" "$here/bin/mp" programs/bin/mp
+compare "$tmp/programs/fp" "$here/bin/fp" programs/bin/fp
 compare "$tmp/isa" "$root/tests/isa/bin" tests/isa/bin
 
 if [ "$bad" -ne 0 ]; then
   echo "the committed ELFs are not current: run programs/build.sh and tests/isa/build.sh, then commit" >&2
   exit 1
 fi
-echo "programs/bin and tests/isa/bin are current ($(ls "$tmp/programs"/*.elf "$tmp/programs"/mp/*.elf | wc -l) programs, $(ls "$tmp/isa" | wc -l) ISA tests)"
+echo "programs/bin and tests/isa/bin are current ($(ls "$tmp/programs"/*.elf "$tmp/programs"/mp/*.elf "$tmp/programs"/fp/*.elf | wc -l) programs, $(ls "$tmp/isa" | wc -l) ISA tests)"

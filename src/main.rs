@@ -6,6 +6,7 @@
 
 mod cmd;
 mod html;
+mod progress;
 mod report;
 mod status;
 

@@ -41,8 +41,8 @@ fn exit_42() -> Vec<u32> {
 
 #[test]
 fn a_program_that_faults_early_is_not_a_comparison() {
-    // Three additions, then an FP instruction (fadd.s f0, f0, f0): the
-    // cores have no F extension, so the program faults there.
+    // Three additions, then an FP instruction (fadd.s f0, f0, f0) with
+    // mstatus.FS still Off, as at reset: the program faults there.
     let mut ws = vec![0x0015_0513u32; 3]; // addi a0, a0, 1
     ws.push(0x0000_0053);
     ws.extend(exit_42());

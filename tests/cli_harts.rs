@@ -241,20 +241,19 @@ fn harts_at_their_own_frequencies_estimate_as_they_run() {
     let zero = retrace(&["run", "--harts", "3", "--core", "ideal", "--mhz", "0", &elf]);
     assert_eq!(zero.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&zero.stderr).contains("not a frequency in MHz"));
-    // A trace of one hart has no timeline; there --mhz only shows time.
-    let one = scratch().join("one.rtrace");
-    record(&elf, &one, &[]);
+    // The cycle-level engine writes one hart's timeline, not several.
     refused(
         &retrace(&[
-            "estimate",
-            &elf,
-            one.to_str().unwrap(),
+            "run",
+            "--harts",
+            "3",
             "--core",
             "ideal",
             "--timeline",
             "x.json",
+            &elf,
         ]),
-        "--timeline applies to a trace of several harts",
+        "--timeline with --harts 3",
     );
 }
 

@@ -1,4 +1,4 @@
-//! `retrace clock …`: seed 002's clock correction — many processors' cycle
+//! `retrace clock …`: JP5267566B2's clock correction — many processors' cycle
 //! counters on one clock. The work is in `retrace-clock`; this module reads
 //! arguments and files, and renders typed reports (`crate::report`).
 //!
@@ -52,7 +52,7 @@ pub enum SummaryFormat {
 /// `--estimator`: how the rounds of one synchronisation combine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum EstimatorArg {
-    /// The seed's mean over every round.
+    /// The patent's mean over every round.
     Mean,
     /// The mean over the rounds with the smallest round trips.
     MinRtt,

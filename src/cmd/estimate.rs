@@ -5,6 +5,7 @@ use super::common::{
     analyse, check_trace, check_xlen, display, load_core_with, load_elf, replay_error, shell_word,
     thousands, FidelityArg,
 };
+use crate::progress::WatchedTrace;
 use crate::report::{csv_of, print, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
@@ -58,11 +59,13 @@ pub struct Args {
     /// are in the trace.
     #[arg(long, value_name = "MHZ", value_parser = super::common::parse_mhz)]
     pub mhz: Vec<u64>,
-    /// For a trace of several harts: also write a timeline of the
-    /// estimated run to FILE as Chrome Trace Event JSON (open it in
-    /// Perfetto, ui.perfetto.dev, or chrome://tracing): a track per hart
-    /// with the functions it runs and its waits, and its clock frequency,
-    /// on one time axis (docs/MULTIPROCESSOR.md, "Timeline").
+    /// Also write a timeline of the estimated run to FILE as Chrome Trace
+    /// Event JSON (open it in Perfetto, ui.perfetto.dev, or
+    /// chrome://tracing). For a trace of one hart: a process per core with
+    /// the call stack over estimated time, a slice per function call
+    /// (docs/REPORTS.md, "Timeline"). For a trace of several harts: a track
+    /// per hart with the functions it runs and its waits, and its clock
+    /// frequency, on one time axis (docs/MULTIPROCESSOR.md, "Timeline").
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
     /// Print each core's CPI stack instead: the cycles split by cause
@@ -72,6 +75,15 @@ pub struct Args {
     /// slower than the plain estimate.
     #[arg(long)]
     pub cpi: bool,
+    /// For a trace of one hart: keep about N of the longest calls in the
+    /// timeline (shorter ones are left out, and a note says how many).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 100_000,
+        requires = "timeline"
+    )]
+    pub timeline_spans: usize,
     /// Output format (csv: one row per core).
     #[command(flatten)]
     pub output: FormatArgs,
@@ -486,15 +498,6 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     if header.harts > 1 {
         return super::estimate_mp::main(&args, &elf, &shown, usize::from(header.harts));
     }
-    if args.timeline.is_some() {
-        return Err(tag(
-            anyhow!(
-                "--timeline applies to a trace of several harts; {} holds one",
-                args.trace.display()
-            ),
-            Status::BadInput,
-        ));
-    }
     let cores = args
         .cores
         .iter()
@@ -524,16 +527,21 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         return cpi_main(&args, &program, shown, &cores, fidelity);
     }
     let start = Instant::now();
+    let source = WatchedTrace::new(&args.trace, "replaying");
     let results = estimate_trace(
         &program.table,
         Addr(elf.entry),
-        &args.trace,
+        &source,
         &cores,
         fidelity,
         args.dcache_miss_rate,
     )
     .map_err(|e| replay_error(&args.trace, e))?;
+    source.finish();
     let seconds = start.elapsed().as_secs_f64();
+    if let Some(path) = &args.timeline {
+        write_timeline(&args, path, &program, &cores, &clocks, fidelity, &shown)?;
+    }
 
     let check = if args.check {
         // A lossy trace stores the replay's own instruction count.
@@ -671,6 +679,7 @@ fn cpi_main(
         (args.check, "--check"),
         (args.dcache_miss_rate.is_some(), "--dcache-miss-rate"),
         (!args.mhz.is_empty(), "--mhz"),
+        (args.timeline.is_some(), "--timeline"),
     ] {
         if given {
             return Err(tag(
@@ -700,6 +709,58 @@ fn cpi_main(
     };
     print(&report, args.output.get())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--timeline` for a trace of one hart: each core's replay, following
+/// its frames, as one process of the timeline.
+fn write_timeline(
+    args: &Args,
+    path: &std::path::Path,
+    program: &retrace_program::Program,
+    cores: &[retrace_timing::CoreModel],
+    clocks: &[Option<u64>],
+    fidelity: Fidelity,
+    shown: &str,
+) -> anyhow::Result<()> {
+    let what = retrace_estimate::Profiling {
+        per_instruction: false,
+        timeline: Some(args.timeline_spans),
+    };
+    let mut profiles = Vec::new();
+    for core in cores {
+        let source = WatchedTrace::new(&args.trace, &format!("timeline on {}", core.name));
+        let (profile, estimate) =
+            retrace_estimate::profile_trace_with(program, &source, core, fidelity, what)
+                .map_err(|e| replay_error(&args.trace, e))?;
+        source.finish();
+        profiles.push((
+            profile
+                .timeline
+                .unwrap_or_else(|| retrace_sim::functions::SpanLog::new(1)),
+            estimate.control_cycles,
+        ));
+    }
+    let runs: Vec<super::timeline::CoreRun> = cores
+        .iter()
+        .zip(&profiles)
+        .zip(clocks)
+        .map(|((core, (spans, cycles)), hz)| super::timeline::CoreRun {
+            core: &core.name,
+            hz: hz.unwrap_or(retrace_sim::frequency::DEFAULT_HZ),
+            spans,
+            cycles: *cycles,
+        })
+        .collect();
+    let names = retrace_program::FunctionRanges::of_program(program).names;
+    let title = format!("retrace estimate: {shown} ({fidelity})");
+    let events = super::timeline::one_hart_events(&title, &runs, &names)?;
+    super::timeline::write(path, &events)?;
+    for run in &runs {
+        if let Some(note) = super::timeline::left_out_note(run.core, run.spans) {
+            eprintln!("{note}");
+        }
+    }
+    Ok(())
 }
 
 /// The warning for cores whose data cache the trace has no miss rate for:

@@ -132,16 +132,18 @@ pub fn main(args: &Args, elf: &Elf, shown: &str, harts: usize) -> anyhow::Result
         .timeline
         .as_ref()
         .map(|_| FunctionRanges::of_program(&program));
+    let source = crate::progress::WatchedTrace::new(&args.trace, "replaying");
     let (est, lines) = estimate_system_timeline(
         &program.table,
         Addr(elf.entry),
-        &args.trace,
+        &source,
         &cores,
         &hz,
         fidelity,
         functions.as_ref().map(|f| &f.ranges[..]),
     )
     .map_err(|e| replay_error(&args.trace, e))?;
+    source.finish();
     if let (Some(path), Some(FunctionRanges { names, .. })) = (&args.timeline, &functions) {
         let names_of_cores: Vec<String> = cores.iter().map(|c| c.name.clone()).collect();
         let title = format!("retrace estimate: {shown} ({fidelity})");

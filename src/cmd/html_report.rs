@@ -181,15 +181,17 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let program = super::common::analyse(&elf, &shown)?;
     let fidelity = Fidelity::from(args.fidelity);
     let start = std::time::Instant::now();
+    let source = crate::progress::WatchedTrace::new(&trace, "replaying");
     let results = estimate_trace(
         &program.table,
         Addr(elf.entry),
-        &trace,
+        &source,
         &cores,
         fidelity,
         None,
     )
     .map_err(|e| super::common::replay_error(&trace, e))?;
+    source.finish();
     let seconds = start.elapsed().as_secs_f64();
     let estimates: Vec<EstimateRow> = cores
         .iter()

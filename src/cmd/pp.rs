@@ -249,7 +249,7 @@ impl PpRow {
         self.start_kinds.join("|")
     }
 
-    /// The seed's "end command": `branch(X)`, `callee:start @X`, …
+    /// The patent's "end command": `branch(X)`, `callee:start @X`, …
     fn end_text(&self) -> String {
         let at = &self.last_symbol;
         match self.end {

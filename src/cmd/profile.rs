@@ -1,4 +1,4 @@
-//! `retrace profile`: the by-products of a replay (seed 000, embodiment 1):
+//! `retrace profile`: the by-products of a replay (US patent 8,448,140, embodiment 1):
 //! cycles per function, call counts, branch probabilities, hottest partial
 //! programs — on a chosen core, from the trace alone.
 
@@ -432,8 +432,10 @@ pub fn profiled(args: &ProfiledArgs) -> anyhow::Result<Profiled> {
     check_xlen(&core, &elf, &shown)?;
     let analysed = analyse(&elf, &shown)?;
     let fidelity = Fidelity::from(fidelity);
-    let (profile, estimate) =
-        profile_trace(&analysed, trace, &core, fidelity).map_err(|err| replay_error(trace, err))?;
+    let source = crate::progress::WatchedTrace::new(trace, "replaying");
+    let (profile, estimate) = profile_trace(&analysed, &source, &core, fidelity)
+        .map_err(|err| replay_error(trace, err))?;
+    source.finish();
     Ok(Profiled {
         elf,
         bytes,

@@ -7,6 +7,7 @@ use super::common::{
     check_trace, hart_cores, host, load_core, load_elf, preset_dcaches, replay_error, thousands,
     ProgramArgs,
 };
+use crate::progress::{CountingWriter, Progress};
 use crate::report::{csv_of, print, Format, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
@@ -263,13 +264,24 @@ fn parse_geometry(text: &str) -> Result<retrace_timing::CacheModel, String> {
 
 /// Stops the run once a signal has asked for it: polled by the engine
 /// between blocks, so the recording ends within microseconds of Ctrl-C.
-struct StopOnSignal<'a>(&'a AtomicUsize);
+struct StopOnSignal<'a> {
+    signal: &'a AtomicUsize,
+    /// The recording's spinner, and the polls since it was last told.
+    progress: &'a Progress,
+    polls: u32,
+}
 
 impl Observer for StopOnSignal<'_> {
     // Only `keep_going`: no hook on any instruction.
     const RETIRE: bool = false;
     fn keep_going(&mut self) -> bool {
-        self.0.load(Ordering::Relaxed) == 0
+        // Polled between blocks: now and then, the spinner may show (the
+        // trace's bytes move it only once a megabyte).
+        self.polls = self.polls.wrapping_add(1);
+        if self.polls & 0xffff == 0 {
+            self.progress.poll();
+        }
+        self.signal.load(Ordering::Relaxed) == 0
     }
 }
 
@@ -389,6 +401,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     };
     let hz = super::common::hart_frequencies(&args.mhz, harts)?;
     let start = Instant::now();
+    let progress = Progress::spinner("recording");
     let rec = if harts > 1 || !schedule.is_empty() {
         let models: Vec<&retrace_timing::CoreModel> = match schedule.len() {
             0 => Vec::new(),
@@ -399,10 +412,17 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             host(&shown, &args.program_args.args),
             console,
             args.max_insns,
-            std::io::BufWriter::with_capacity(1 << 20, file),
+            std::io::BufWriter::with_capacity(
+                1 << 20,
+                CountingWriter::new(file, progress.clone(), "recording"),
+            ),
             header,
             &dcaches,
-            &mut StopOnSignal(&signal),
+            &mut StopOnSignal {
+                signal: &signal,
+                progress: &progress,
+                polls: 0,
+            },
             harts,
             (!schedule.is_empty()).then_some(Schedule {
                 cores: &models,
@@ -415,13 +435,21 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             host(&shown, &args.program_args.args),
             console,
             args.max_insns,
-            std::io::BufWriter::with_capacity(1 << 20, file),
+            std::io::BufWriter::with_capacity(
+                1 << 20,
+                CountingWriter::new(file, progress.clone(), "recording"),
+            ),
             header,
             &dcaches,
-            &mut StopOnSignal(&signal),
+            &mut StopOnSignal {
+                signal: &signal,
+                progress: &progress,
+                polls: 0,
+            },
             &built.plan,
         )
     };
+    progress.finish();
     let wall = start.elapsed().as_secs_f64();
     let signal = signal.load(Ordering::Relaxed);
     if signal != 0 {

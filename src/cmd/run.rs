@@ -97,6 +97,20 @@ pub struct Args {
     /// hart's time and frequency changes (docs/MULTIPROCESSOR.md).
     #[arg(long, value_name = "MHZ", value_parser = parse_mhz, requires = "core")]
     pub mhz: Vec<u64>,
+    /// With --core (one hart): also write the run's timeline to FILE as
+    /// Chrome Trace Event JSON for Perfetto — the call stack over the
+    /// core's cycles, a slice per function call, as `retrace estimate
+    /// --timeline` writes the replay's (docs/REPORTS.md, "Timeline").
+    #[arg(long, value_name = "FILE", requires = "core")]
+    pub timeline: Option<PathBuf>,
+    /// Keep about N of the longest calls in the timeline.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 100_000,
+        requires = "timeline"
+    )]
+    pub timeline_spans: usize,
     #[command(flatten)]
     pub sets: super::common::CoreSets,
     #[command(flatten)]
@@ -140,6 +154,12 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         )?,
     };
     let hz = hart_frequencies(&args.mhz, usize::from(args.harts))?;
+    if args.timeline.is_some() && args.harts > 1 {
+        return Err(tag(
+            anyhow!("--timeline with --harts {}: the cycle-level engine writes one hart's; record the run (`retrace record --harts {}`) and give the trace to `retrace estimate --timeline`", args.harts, args.harts),
+            Status::BadInput,
+        ));
+    }
     let timed = cores
         .first()
         .map(|core| (core.clone(), FunctionRanges::of(&elf)));
@@ -209,7 +229,13 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let mut cycle = timed
         .as_ref()
         .filter(|_| clocked.is_none())
-        .map(|(core, funcs)| CycleObserver::new(core, &funcs.ranges).reading_code(&elf));
+        .map(|(core, funcs)| {
+            let obs = CycleObserver::new(core, &funcs.ranges).reading_code(&elf);
+            match args.timeline {
+                Some(_) => obs.logging_spans(args.timeline_spans),
+                None => obs,
+            }
+        });
     let start = Instant::now();
     let result = match (&mut cycle, &mut clocked) {
         (_, Some(obs)) => run_by_clock(&mut machine, args.max_insns, obs),
@@ -237,6 +263,22 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
+    if let (Some(path), Some((core, funcs)), Some(obs)) = (&args.timeline, &timed, &cycle) {
+        let spans = obs.span_log().expect("asked for with --timeline");
+        let hz = args.mhz.first().copied().or(core.frequency_hz);
+        let run = super::timeline::CoreRun {
+            core: &core.name,
+            hz: hz.unwrap_or(retrace_sim::frequency::DEFAULT_HZ),
+            spans,
+            cycles: obs.core().cycles(),
+        };
+        let title = format!("retrace run: {shown}");
+        let events = super::timeline::one_hart_events(&title, &[run], &funcs.names)?;
+        super::timeline::write(path, &events)?;
+        if let Some(note) = super::timeline::left_out_note(&core.name, spans) {
+            eprintln!("{note}");
+        }
+    }
     let timed = match (&timed, &cycle) {
         (Some((core, funcs)), Some(obs)) => {
             let hz = args.mhz.first().copied().or(core.frequency_hz);
@@ -550,7 +592,7 @@ fn run_with_progress<O: Observer>(
         return machine.run(max, obs);
     }
     const SLICE: u64 = 200_000_000;
-    let mut shown = false;
+    let spinner = crate::progress::Progress::spinner("running");
     loop {
         let done = machine
             .harts
@@ -563,24 +605,18 @@ fn run_with_progress<O: Observer>(
         let ended =
             !matches!(r.stop, StopReason::Runaway { .. }) || left.is_some_and(|l| l <= SLICE);
         if ended {
-            if shown {
-                eprint!("\r\x1b[K");
-            }
+            spinner.finish();
             if let (StopReason::Runaway { limit }, Some(m)) = (&mut r.stop, max) {
                 *limit = m;
             }
             return r;
         }
         let secs = start.elapsed().as_secs_f64();
-        if secs > 0.5 {
-            shown = true;
-            eprint!(
-                "\rretrace: {} M instructions, {:.1} s, {:.0} MIPS",
-                r.instructions / 1_000_000,
-                secs,
-                r.instructions as f64 / secs / 1e6
-            );
-        }
+        spinner.message(format!(
+            "running: {} M instructions, {:.0} MIPS",
+            r.instructions / 1_000_000,
+            r.instructions as f64 / secs.max(1e-9) / 1e6
+        ));
     }
 }
 

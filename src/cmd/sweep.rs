@@ -428,15 +428,18 @@ pub fn estimate_grid(
     }
     let program = analyse(&elf, &shown)?;
     let start = Instant::now();
+    let source =
+        crate::progress::WatchedTrace::new(trace, &format!("estimating {} points", cores.len()));
     let results = estimate_trace(
         &program.table,
         Addr(elf.entry),
-        trace,
+        &source,
         &cores,
         fidelity,
         None,
     )
     .map_err(|e| replay_error(trace, e))?;
+    source.finish();
     let seconds = start.elapsed().as_secs_f64();
     let mut rows: Vec<EstimateRow> = cores
         .iter()

@@ -1,9 +1,16 @@
-//! `retrace estimate --timeline FILE` for a trace of several harts: the
-//! estimated run as Chrome Trace Event JSON, which Perfetto and
-//! `chrome://tracing` open. One process, the system; a thread track per
-//! hart with a slice for each stretch of one function and each wait in a
-//! synchronisation call, an instant for each call, and a counter track per
-//! hart with its clock frequency.
+//! `retrace estimate --timeline FILE`: the estimated run as Chrome Trace
+//! Event JSON, which Perfetto and `chrome://tracing` open.
+//!
+//! For a trace of several harts: one process, the system; a thread track
+//! per hart with a slice for each stretch of one function and each wait in
+//! a synchronisation call, an instant for each call, and a counter track
+//! per hart with its clock frequency.
+//!
+//! For a trace of one hart (and for `retrace run --core --timeline`, the
+//! cycle-level engine's own): a process per core, whose one track holds
+//! the call stack over time — a slice for each frame of a function, from
+//! the call that opened it to the return that closed it, nested as the
+//! calls were ([`retrace_sim::functions::FrameSpan`]).
 //!
 //! The replay counts each hart's time in its own cycles; every timestamp
 //! here is that counter put through `retrace-clock`'s virtual time (a
@@ -16,6 +23,7 @@ use anyhow::anyhow;
 use retrace_clock::{FrequencyHistory, Hz, ProcessorId};
 use retrace_estimate::system::{Doing, HartTimeline, SystemEstimate};
 use retrace_sim::frequency::HartClock;
+use retrace_sim::functions::SpanLog;
 use retrace_sim::sync::SyncOp;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -98,6 +106,65 @@ pub fn events(
         }
     }
     Ok(json!({ "traceEvents": events, "displayTimeUnit": "ns" }))
+}
+
+/// One core's run for a one-hart timeline.
+pub struct CoreRun<'a> {
+    /// The core's name.
+    pub core: &'a str,
+    /// Its clock, in hertz.
+    pub hz: u64,
+    /// Its frames' lives, in its cycles.
+    pub spans: &'a SpanLog,
+    /// The run's cycles on it (the timeline's end).
+    pub cycles: u64,
+}
+
+/// The one-hart timeline: a process per core in `runs`, its frames nested
+/// on one track, in virtual time at the core's clock. `names[f]` names
+/// function `f`.
+pub fn one_hart_events(title: &str, runs: &[CoreRun], names: &[String]) -> anyhow::Result<Value> {
+    let mut events = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        let pid = i + 1;
+        let hz = Hz::new(run.hz).ok_or_else(|| anyhow!("core {} runs at 0 Hz", run.core))?;
+        let history = FrequencyHistory::new(ProcessorId(0), 0, hz);
+        events.push(json!({
+            "ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+            "args": { "name": format!("{title} on {}", run.core) },
+        }));
+        events.push(json!({
+            "ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
+            "args": { "sort_index": i },
+        }));
+        events.push(json!({
+            "ph": "M", "name": "thread_name", "pid": pid, "tid": 0,
+            "args": { "name": format!("hart 0 ({}, {} cycles)", run.core, run.cycles) },
+        }));
+        for s in run.spans.spans() {
+            let ts = micros(&history, s.start)?;
+            events.push(json!({
+                "ph": "X", "cat": "function", "pid": pid, "tid": 0, "ts": ts,
+                "dur": micros(&history, s.end)? - ts,
+                "name": names.get(s.function).map_or("(unknown function)", String::as_str),
+                "args": { "cycles": s.end - s.start, "first_cycle": s.start, "depth": s.depth },
+            }));
+        }
+    }
+    Ok(json!({ "traceEvents": events, "displayTimeUnit": "ns" }))
+}
+
+/// The note for spans a timeline left out, if any: how many, the shortest
+/// kept, and the option that keeps more.
+pub fn left_out_note(core: &str, spans: &SpanLog) -> Option<String> {
+    (spans.left_out() > 0).then(|| {
+        format!(
+            "retrace: note: the timeline on {core} keeps the {} frames of at least {} cycles; {} shorter ones are left out (--timeline-spans N keeps about N)",
+            spans.kept(),
+            spans.min_cycles(),
+            spans.left_out()
+        )
+    })
 }
 
 /// Write the timeline to `path`.

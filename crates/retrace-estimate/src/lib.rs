@@ -40,7 +40,10 @@ mod walk;
 pub use estimator::{Estimate, Estimator, Fidelity};
 pub use machine::{TraceHistory, INVALID};
 pub use profile::{BranchProfile, CallEdge, FunctionProfile, PpProfile, Profile, Profiler};
-pub use run::{estimate_trace, estimate_trace_stepwise, profile_trace, read_totals, replay_check};
+pub use run::{
+    estimate_trace, estimate_trace_stepwise, profile_trace, profile_trace_with, read_totals,
+    replay_check, Profiling,
+};
 pub use source::{read_totals_from, TraceSource};
 pub use span::SpanStats;
 pub use static_pp::{PpCost, StaticCycles};

@@ -18,7 +18,7 @@ use crate::estimator::Estimator;
 use crate::walk::{Leave, Visit};
 use retrace_program::{FunctionRanges, PpId, PpTable, Program};
 use retrace_sim::attribution::{InstructionCost, PerInstruction};
-use retrace_sim::functions::{FrameTracker, FunctionMap};
+use retrace_sim::functions::{FrameTracker, FunctionMap, SpanLog};
 use retrace_timing::SignatureId;
 use rustc_hash::FxHashMap;
 
@@ -107,6 +107,9 @@ pub struct Profile {
     /// The call graph: per call site and function called, the calls and
     /// their inclusive cost; by site, then callee.
     pub calls: Vec<CallEdge>,
+    /// The frames' lives on estimated cycles, when
+    /// [`Profiler::logging_spans`] asked for them: the timeline of the run.
+    pub timeline: Option<SpanLog>,
 }
 
 impl Profile {
@@ -192,6 +195,14 @@ impl Profiler {
             call_stack: Vec::new(),
             edges: FxHashMap::default(),
         }
+    }
+
+    /// Also keep the timeline of the run's frames, about `max` of the
+    /// longest ([`SpanLog`]), as the cycle-level engine's
+    /// `CycleObserver::logging_spans` does.
+    pub fn logging_spans(mut self, max: usize) -> Profiler {
+        self.tracker = self.tracker.logging_spans(max);
+        self
     }
 
     /// The function of the code at `pp`'s start.
@@ -389,6 +400,7 @@ impl Profiler {
                 hottest,
                 instructions,
                 calls,
+                timeline: self.tracker.span_log().cloned(),
             },
             self.estimator,
         )

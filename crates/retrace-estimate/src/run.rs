@@ -405,12 +405,37 @@ pub fn replay_check<S: TraceSource + ?Sized>(
 }
 
 /// Replay `trace` on one core and profile it (functions, branches, hottest
-/// partial programs).
+/// partial programs, each instruction's cost).
 pub fn profile_trace<S: TraceSource + ?Sized>(
     program: &retrace_program::Program,
     trace: &S,
     core: &CoreModel,
     fidelity: Fidelity,
+) -> Result<(crate::profile::Profile, Estimate), ReplayError> {
+    let costs = Profiling {
+        per_instruction: true,
+        timeline: None,
+    };
+    profile_trace_with(program, trace, core, fidelity, costs)
+}
+
+/// What a profile holds beyond functions, branches and partial programs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Profiling {
+    /// Each instruction's cost ([`Estimator::attributing`]).
+    pub per_instruction: bool,
+    /// The frames' timeline, about this many of the longest spans
+    /// ([`crate::profile::Profiler::logging_spans`]).
+    pub timeline: Option<usize>,
+}
+
+/// [`profile_trace`], with what to profile beyond the functions.
+pub fn profile_trace_with<S: TraceSource + ?Sized>(
+    program: &retrace_program::Program,
+    trace: &S,
+    core: &CoreModel,
+    fidelity: Fidelity,
+    what: Profiling,
 ) -> Result<(crate::profile::Profile, Estimate), ReplayError> {
     // A lossy trace's walk is not the run (fixed ways, collapsed regions):
     // per-function cycles from it would be wrong, and quietly so.
@@ -420,8 +445,14 @@ pub fn profile_trace<S: TraceSource + ?Sized>(
         ));
     }
     let mut table = program.table.clone();
-    let mut prof =
-        crate::profile::Profiler::new(Estimator::new(core, fidelity, 0.0).attributing(), program);
+    let mut est = Estimator::new(core, fidelity, 0.0);
+    if what.per_instruction {
+        est = est.attributing();
+    }
+    let mut prof = crate::profile::Profiler::new(est, program);
+    if let Some(max) = what.timeline {
+        prof = prof.logging_spans(max);
+    }
     let (_, _, measured, _) = replay(&mut table, program.entry, trace, &mut prof)?;
     let (profile, mut est) = prof.finish(&table);
     let mut measured_rate = false;

@@ -542,15 +542,29 @@ impl<'a> Matcher<'a> {
         let insn = self.w.code.insns[w];
         let kind = Kind::of(insn.flow).ok_or(Why::NoCounterpart)?;
         if self.w.key(w, 0) == NO_KEY {
-            return Err(Why::NoLine);
+            return match kind {
+                Kind::IndirectJump => self
+                    .unkeyed_dispatch(w)
+                    .map(|at| Counterpart {
+                        at,
+                        inverted: false,
+                        how: Match::Ambiguous,
+                        copies: None,
+                        group: None,
+                    })
+                    .ok_or(Why::NoLine),
+                _ => Err(Why::NoLine),
+            };
         }
         let mut cands: Vec<usize> = Vec::new();
         let mut rank: Box<dyn Fn(usize) -> f64> = Box::new(|_| 0.0);
         let mut w_copies = 1;
+        let mut w_same: &[usize] = &[];
         for level in 0..LEVELS {
             let key = (kind, level, self.w.key(w, level));
             if let Some(c) = self.index.get(&key) {
                 cands = c.clone();
+                w_same = &self.w_index[&key];
                 let name = self.w_name(w);
                 w_copies = self.w_index[&key]
                     .iter()
@@ -567,14 +581,15 @@ impl<'a> Matcher<'a> {
                 break;
             }
         }
+        let lost = || {
+            if kind == Kind::Conditional && self.a_selects.contains(&self.w.key(w, 2)) {
+                Why::IfConverted
+            } else {
+                Why::NoCounterpart
+            }
+        };
         if cands.is_empty() {
-            return Err(
-                if kind == Kind::Conditional && self.a_selects.contains(&self.w.key(w, 2)) {
-                    Why::IfConverted
-                } else {
-                    Why::NoCounterpart
-                },
-            );
+            return Err(lost());
         }
         // The same function symbol (a clone such as foo.constprop.0 holds
         // the same source keys as foo), then for calls the same callee.
@@ -585,6 +600,44 @@ impl<'a> Matcher<'a> {
         };
         let name = self.w_name(w);
         narrow(&mut cands, &|c| self.a_name(c) == name);
+        // The tests of one `switch` (its range checks, its tests of single
+        // values) share a source line; what tells them apart is the
+        // constant each compares with. A constant that both builds' tests
+        // of the line compare with pairs those tests with each other only;
+        // a test whose constant the analysed build's tests of the line
+        // lack was compiled without a branch there (if-converted), and
+        // mapping it onto another test would add its executions to a
+        // branch that did not run them.
+        if kind == Kind::Conditional {
+            let constant = |side: &Side<'_>, i: usize| {
+                side.code.compared.get(&side.code.insns[i].addr).copied()
+            };
+            let w_copies_all: Vec<usize> = w_same
+                .iter()
+                .copied()
+                .filter(|&o| self.w_name(o) == name)
+                .collect();
+            let a_constants: FxHashSet<i64> =
+                cands.iter().filter_map(|&c| constant(&self.a, c)).collect();
+            let w_constants: FxHashSet<i64> = w_copies_all
+                .iter()
+                .filter_map(|&o| constant(&self.w, o))
+                .collect();
+            let shared =
+                |k: Option<i64>| k.filter(|k| a_constants.contains(k) && w_constants.contains(k));
+            let mine = shared(constant(&self.w, w));
+            let before = cands.len();
+            cands.retain(|&c| shared(constant(&self.a, c)) == mine);
+            if cands.is_empty() {
+                return Err(lost());
+            }
+            if cands.len() < before {
+                w_copies = w_copies_all
+                    .iter()
+                    .filter(|&&o| shared(constant(&self.w, o)) == mine)
+                    .count();
+            }
+        }
         if kind == Kind::Call {
             let callee = Self::callee(&self.w, w);
             narrow(&mut cands, &|c| Self::callee(&self.a, c) == callee);
@@ -636,6 +689,35 @@ impl<'a> Matcher<'a> {
             copies,
             group,
         })
+    }
+
+    /// The counterpart of the writer's indirect jump `w` when it has no
+    /// source line (clang gives a `switch`'s dispatch line 0): the jump
+    /// through a jump table at the same place, in address order, among the
+    /// table jumps of the analysed function of the same name — when both
+    /// functions have as many. Its targets then map by the code they lead
+    /// to, as any jump table's do.
+    fn unkeyed_dispatch(&self, w: usize) -> Option<usize> {
+        let insn = self.w.code.insns[w];
+        let func = self.a_function(insn.addr)?;
+        let dispatches = |code: &Code, func: u32| -> Vec<usize> {
+            code.insns
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| {
+                    i.func == func
+                        && i.flow == Flow::JumpIndirect
+                        && code.tables.contains_key(&i.addr)
+                })
+                .map(|(k, _)| k)
+                .collect()
+        };
+        let (ws, ays) = (
+            dispatches(self.w.code, insn.func),
+            dispatches(self.a.code, func),
+        );
+        let nth = ws.iter().position(|&x| x == w)?;
+        (ws.len() == ays.len()).then(|| ays[nth])
     }
 
     /// How alike the writer conditional `w`'s successors are to those of
@@ -1535,6 +1617,122 @@ mod tests {
         let (exec, cond) = a.propagate(FxHashMap::default(), &share, &FxHashMap::default(), &entry);
         assert_eq!(cond[&1], (2, 6));
         assert_eq!(exec[3], 6, "the jump after the fall-through");
+    }
+
+    /// A `switch`'s tests, all on one source line: the writer branches
+    /// on each; the analysed build computes the last (`'|'`) with a
+    /// conditional move.
+    const W_SWITCH: &str = "\
+0000000000001000 <apply>:
+    1000:\tcmp    $0x5e,%bl
+    1003:\tjg     1020 <apply+0x20>
+    1005:\tcmp    $0x24,%bl
+    1008:\tjle    1030 <apply+0x30>
+    100a:\tcmp    $0x39,%bl
+    100d:\tja     1030 <apply+0x30>
+    100f:\tjmp    *%rax
+    1020:\tcmp    $0x7c,%bl
+    1023:\tjne    1030 <apply+0x30>
+    1030:\tret
+";
+    const A_SWITCH: &str = "\
+0000000000002000 <apply>:
+    2000:\tcmp    $0x5e,%dil
+    2004:\tjg     2020 <apply+0x20>
+    2006:\tcmp    $0x24,%dil
+    200a:\tjle    2030 <apply+0x30>
+    200c:\tcmp    $0x39,%dil
+    2010:\tja     2030 <apply+0x30>
+    2012:\tjmp    *%rax
+    2020:\tcmp    $0x7c,%dil
+    2024:\tcmove  %esi,%edi
+    2027:\tret
+    2030:\tret
+";
+
+    #[test]
+    fn the_tests_of_a_switch_pair_by_the_constant_they_compare_with() {
+        let (w, a) = (Code::parse(W_SWITCH), Code::parse(A_SWITCH));
+        // Every instruction on one line: only the machine code tells the
+        // tests apart.
+        let keys = |code: &Code| SourceKeys {
+            keys: vec![[7; LEVELS]; code.insns.len()],
+        };
+        let (wk, ak) = (keys(&w), keys(&a));
+        let m = Matcher::new(
+            Side {
+                code: &w,
+                keys: &wk,
+            },
+            Side {
+                code: &a,
+                keys: &ak,
+            },
+        );
+        let at = |code: &Code, addr: u64| code.at[&addr];
+        for (wa, aa) in [(0x1003, 0x2004), (0x1008, 0x200a), (0x100d, 0x2010)] {
+            let c = m.counterpart(at(&w, wa)).unwrap();
+            assert_eq!(a.insns[c.at].addr, aa, "{wa:x}");
+        }
+        // The '|' test has no branch in the analysed build: not mapped onto
+        // one of the others.
+        assert_eq!(m.counterpart(at(&w, 0x1023)).err(), Some(Why::IfConverted));
+    }
+
+    /// A dispatch through a jump table (base in `%rdx`, two entries) in
+    /// function `next` at `base`, its table at `base + 0x2000`.
+    fn dispatch(base: u64) -> Code {
+        let text = format!(
+            "\
+{base:016x} <next>:
+    {:x}:\tlea    0x0(%rip),%rdx        # {:x} <tbl>
+    {:x}:\tmovslq (%rdx,%rax,4),%rax
+    {:x}:\tadd    %rdx,%rax
+    {:x}:\tjmp    *%rax
+    {:x}:\tret
+    {:x}:\tret
+",
+            base,
+            base + 0x2000,
+            base + 7,
+            base + 0xb,
+            base + 0xe,
+            base + 0x10,
+            base + 0x11
+        );
+        let table = base + 0x2000;
+        Code::parse_with_data(&text, &|addr, len| {
+            let k = addr.checked_sub(table)? / 4;
+            let to = *[base + 0x10, base + 0x11].get(k as usize)?;
+            let off = (to as i64 - table as i64) as i32;
+            (len == 4).then(|| off.to_le_bytes().to_vec())
+        })
+    }
+
+    #[test]
+    fn a_dispatch_without_a_line_maps_to_the_table_jump_at_the_same_place() {
+        let (w, a) = (dispatch(0x1000), dispatch(0x5000));
+        assert_eq!(w.tables[&0x100e], vec![0x1010, 0x1011]);
+        // clang gives a switch's dispatch line 0: no key on either side.
+        let keys = |code: &Code| SourceKeys {
+            keys: vec![[NO_KEY; LEVELS]; code.insns.len()],
+        };
+        let (wk, ak) = (keys(&w), keys(&a));
+        let m = Matcher::new(
+            Side {
+                code: &w,
+                keys: &wk,
+            },
+            Side {
+                code: &a,
+                keys: &ak,
+            },
+        );
+        let c = m.counterpart(w.at[&0x100e]).unwrap();
+        assert_eq!(a.insns[c.at].addr, 0x500e);
+        assert_eq!(c.how, Match::Ambiguous);
+        // Other branches without a line stay unmapped.
+        assert_eq!(m.counterpart(w.at[&0x1010]).err(), Some(Why::NoLine));
     }
 
     #[test]

@@ -74,6 +74,11 @@ pub struct Code {
     /// Conditional moves and sets (`cmov…`, `set…`): where a build
     /// computes a condition without branching on it.
     pub selects: rustc_hash::FxHashSet<u64>,
+    /// The constant each conditional jump's condition compares with, by
+    /// jump address, where a `cmp $IMM,…` in the jump's own block sets its
+    /// flags: the tests of one `switch` share a source line but not their
+    /// constants, so this tells them apart across two builds.
+    pub compared: FxHashMap<u64, i64>,
 }
 
 fn parse_hex(s: &str) -> Option<u64> {
@@ -163,6 +168,7 @@ impl Code {
     pub fn parse_with_data(text: &str, read: &dyn Fn(u64, usize) -> Option<Vec<u8>>) -> Code {
         let mut code = Code::default();
         let mut hints: Vec<(Option<u64>, String)> = Vec::new();
+        let mut mnemonics: Vec<String> = Vec::new();
         for line in text.lines() {
             // "0000000000001150 <main>:"
             if let Some(head) = line.strip_suffix(">:") {
@@ -199,6 +205,7 @@ impl Code {
             }
             hints.push((named, operands.to_string()));
             let m = mnemonic.split_whitespace().last().unwrap_or("");
+            mnemonics.push(m.to_string());
             if m.starts_with("cmov") || m.starts_with("set") {
                 code.selects.insert(addr);
             }
@@ -215,6 +222,7 @@ impl Code {
             code.at.insert(insn.addr, i);
         }
         code.find_jump_tables(&hints, read);
+        code.find_compared(&hints, &mnemonics);
         code.callback = code
             .functions
             .iter()
@@ -294,6 +302,40 @@ impl Code {
                 targets.sort_unstable();
                 targets.dedup();
                 self.tables.insert(insn.addr, targets);
+            }
+        }
+    }
+
+    /// Fill [`Code::compared`]: walking back from each conditional jump over
+    /// instructions that leave the flags alone (moves, `lea`, no-ops), the
+    /// first other one, if it is `cmp $IMM,…`, gives the constant. Anything
+    /// else (another flag-setter, a branch, the function's start) gives
+    /// none.
+    fn find_compared(&mut self, hints: &[(Option<u64>, String)], mnemonics: &[String]) {
+        let keeps_flags = |m: &str| m.starts_with("mov") || m == "lea" || m.starts_with("nop");
+        for (i, insn) in self.insns.iter().enumerate() {
+            if !matches!(insn.flow, Flow::Cond(_)) {
+                continue;
+            }
+            let setter = (0..i)
+                .rev()
+                .take_while(|&j| {
+                    self.insns[j].func == insn.func && self.insns[j].flow == Flow::Next
+                })
+                .find(|&j| !keeps_flags(&mnemonics[j]));
+            let Some(j) = setter.filter(|&j| mnemonics[j].starts_with("cmp")) else {
+                continue;
+            };
+            let imm = hints[j]
+                .1
+                .strip_prefix('$')
+                .and_then(|r| r.split(',').next())
+                .and_then(|v| match v.strip_prefix('-') {
+                    Some(neg) => parse_hex(neg).map(|n| (n as i64).wrapping_neg()),
+                    None => parse_hex(v).map(|n| n as i64),
+                });
+            if let Some(imm) = imm {
+                self.compared.insert(insn.addr, imm);
             }
         }
     }
@@ -384,6 +426,37 @@ mod tests {
     1c00:\tpush   %r12
     1c02:\tret
 ";
+
+    #[test]
+    fn the_constant_a_conditional_jump_compares_with() {
+        let c = Code::parse(
+            "\
+0000000000001560 <apply>:
+    1560:\tcmp    $0x5e,%dil
+    1564:\tmov    %edx,%ecx
+    1566:\tjg     1598 <apply+0x38>
+    1568:\tcmp    $0xffffffffffffffff,%ecx
+    156c:\tjle    1590 <apply+0x30>
+    156e:\tsub    $0x25,%edi
+    1571:\tjb     1590 <apply+0x30>
+    1573:\tcmp    %ecx,%edx
+    1575:\tja     1590 <apply+0x30>
+    1577:\tcmp    $0x3,%eax
+    157a:\tjmp    1580 <apply+0x20>
+    1580:\tje     1590 <apply+0x30>
+    1590:\tret
+",
+        );
+        let got = |a: u64| c.compared.get(&a).copied();
+        // Moves between the compare and the jump leave the flags alone.
+        assert_eq!(got(0x1566), Some(0x5e));
+        assert_eq!(got(0x156c), Some(-1));
+        // Another flag-setter, a compare of two registers, or a compare in
+        // another block: no constant.
+        assert_eq!(got(0x1571), None);
+        assert_eq!(got(0x1575), None);
+        assert_eq!(got(0x1580), None);
+    }
 
     #[test]
     fn objdump_text_becomes_flows() {

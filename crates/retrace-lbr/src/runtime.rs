@@ -31,12 +31,16 @@ pub fn links(args: &[OsString]) -> bool {
 
 /// Compile the runtime with `compiler` into `dir/retrace_lbr_rt.o`
 /// (optimised, position-independent, without coverage instrumentation).
+/// Its debugging information is DWARF 4: clang-14's default DWARF 5 uses
+/// forms that Debian 12's valgrind cannot read, and one such object in a
+/// writer makes valgrind give up on the whole binary, whatever DWARF
+/// version the user's own files have.
 pub fn compile(compiler: &OsStr, dir: &Path) -> Result<PathBuf, Error> {
     let src = dir.join("retrace_lbr_rt.c");
     std::fs::write(&src, SOURCE).map_err(|e| Error::io(&src, e))?;
     let obj = dir.join("retrace_lbr_rt.o");
     let out = Command::new(compiler)
-        .args(["-O2", "-fPIC", "-g", "-c"])
+        .args(["-O2", "-fPIC", "-g", "-gdwarf-4", "-c"])
         .arg(&src)
         .arg("-o")
         .arg(&obj)

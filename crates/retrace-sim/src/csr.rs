@@ -75,8 +75,12 @@ pub(crate) mod mstatus {
     pub const MPP: u64 = 3 << 11;
     pub const MPRV: u64 = 1 << 17;
     pub const TW: u64 = 1 << 21;
-    /// Writable bits; the rest read as zero (no S-mode, no F/V state).
-    pub const WRITABLE: u64 = MIE | MPIE | MPP | MPRV | TW;
+    /// The FP unit's state: Off (0; F/D instructions and the FP CSRs are
+    /// illegal), Initial, Clean, Dirty (3). Off at reset, as on QEMU's virt
+    /// machine with `-bios none`; picolibc's start-up code sets Initial.
+    pub const FS: u64 = 3 << 13;
+    /// Writable bits; the rest read as zero (no S-mode, no V state).
+    pub const WRITABLE: u64 = MIE | MPIE | MPP | FS | MPRV | TW;
     /// `UXL` = 2 (64-bit U-mode), read-only, RV64 only.
     pub const UXL64: u64 = 2 << 32;
 }

@@ -116,6 +116,19 @@ impl CycleObserver {
         self
     }
 
+    /// Also keep the timeline of the run's frames, about `max` of the
+    /// longest ([`crate::functions::SpanLog`]; needs functions).
+    pub fn logging_spans(mut self, max: usize) -> CycleObserver {
+        self.tracker = self.tracker.logging_spans(max);
+        self
+    }
+
+    /// The frames' lives, when [`CycleObserver::logging_spans`] asked for
+    /// them (complete after [`CycleObserver::finish`]).
+    pub fn span_log(&self) -> Option<&crate::functions::SpanLog> {
+        self.tracker.span_log()
+    }
+
     /// Charge the core a trap now (a synchronisation call that blocked,
     /// as its `ecall` retires: [`crate::clocked`]).
     pub(crate) fn charge_trap(&mut self) {

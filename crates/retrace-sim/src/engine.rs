@@ -18,6 +18,7 @@
 //!   `mret`, `fence.i`), with the exact retired count at hand.
 
 use crate::csr::{mstatus, Cause, Priv};
+use crate::fpu;
 use crate::hart::Hart;
 use crate::memory::{Memory, Reservation};
 use crate::observer::{Observer, Retired, TrapEvent};
@@ -101,15 +102,11 @@ impl BlockCache {
         let mut a = pc;
         while self.insts.len() - first < MAX_BLOCK {
             let Some(bits) = fetch(mem, a) else { break };
-            // F and D decode but are not executed yet: they
-            // trap as illegal instructions, exactly as when they did not
-            // decode.
             let inst = match decode(bits, xlen) {
-                Ok(i) if !i.op.is_fp() => i,
-                other => {
+                Ok(i) => i,
+                Err(e) => {
                     if a == pc {
-                        let bits = other.map_or_else(|e| e.bits(), |i| i.raw);
-                        return Err(Fetch::Illegal(bits));
+                        return Err(Fetch::Illegal(e.bits()));
                     }
                     break;
                 }
@@ -178,10 +175,10 @@ const fn block_end(op: Op) -> BlockEnd {
         Jal | Jalr | Beq | Bne | Blt | Bge | Bltu | Bgeu => BlockEnd::Transfer,
         Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma | FenceI | Csrrw | Csrrs | Csrrc
         | Csrrwi | Csrrsi | Csrrci => BlockEnd::Slow,
-        // F and D are not executed yet: the block builder never
-        // admits them (they trap like an undecodable word), and were one
-        // handed over, the slow path raises illegal instruction.
-        retrace_isa::fp_ops!() => BlockEnd::Slow,
+        // F and D run in the block: whether they may (`mstatus.FS`, `frm`)
+        // can change only at a CSR write or a trap, both of which end a
+        // block, and an illegal one leaves it as any exception does.
+        retrace_isa::fp_ops!() => BlockEnd::No,
         Lui | Auipc | Lb | Lh | Lw | Ld | Lbu | Lhu | Lwu | Sb | Sh | Sw | Sd | Addi | Slti
         | Sltiu | Xori | Ori | Andi | Slli | Srli | Srai | Add | Sub | Sll | Slt | Sltu | Xor
         | Srl | Sra | Or | And | Addiw | Slliw | Srliw | Sraiw | Addw | Subw | Sllw | Srlw
@@ -297,10 +294,14 @@ fn exec<const RV64: bool, O: Observer>(
             }};
         }
         macro_rules! load {
-            ($n:literal, $conv:expr) => {{
+            ($n:literal, $conv:expr) => {
+                load!($n, $conv, x)
+            };
+            // `$regs`: the register file loaded into.
+            ($n:literal, $conv:expr, $regs:ident) => {{
                 let at = ea::<RV64>(a.wrapping_add(imm));
                 match mem.read::<$n>(at) {
-                    Some(v) => x[rd] = $conv(v),
+                    Some(v) => $regs[rd] = $conv(v),
                     None => {
                         hart.pc = pc;
                         return (i, BlockExit::Trap(Cause::LOAD_ACCESS, at));
@@ -313,7 +314,11 @@ fn exec<const RV64: bool, O: Observer>(
             }};
         }
         macro_rules! store {
-            ($n:literal, $v:expr) => {{
+            ($n:literal, $v:expr) => {
+                store!($n, $v, b)
+            };
+            // `$whole`: the register stored, which `tohost` reads.
+            ($n:literal, $v:expr, $whole:expr) => {{
                 let at = ea::<RV64>(a.wrapping_add(imm));
                 if !mem.write::<$n>(h, at, $v) {
                     hart.pc = pc;
@@ -324,8 +329,9 @@ fn exec<const RV64: bool, O: Observer>(
                     note_address!(at);
                 }
                 if at == htif.addr || mem.code_written {
-                    if at == htif.addr && b & 1 != 0 {
-                        htif.exit = Some((ea::<RV64>(b) >> 1) as u32);
+                    let whole: u64 = $whole;
+                    if at == htif.addr && whole & 1 != 0 {
+                        htif.exit = Some((ea::<RV64>(whole) >> 1) as u32);
                     }
                     if htif.exit.is_some() || mem.code_written {
                         leave_after_store!();
@@ -560,10 +566,42 @@ fn exec<const RV64: bool, O: Observer>(
                 hart.pc = pc;
                 return (i, BlockExit::Slow);
             }
-            // F and D: see `block_end`.
-            retrace_isa::fp_ops!() => {
+            // F and D. The loads and stores are the integer ones with the
+            // FP register file; everything else is `fpu::execute`, out of
+            // line. Either traps as illegal when `mstatus.FS` is Off.
+            Op::Flw | Op::Fld | Op::Fsw | Op::Fsd if !fpu::enabled(hart.csr.mstatus) => {
                 hart.pc = pc;
-                return (i, BlockExit::Slow);
+                return (
+                    i,
+                    BlockExit::Trap(Cause::ILLEGAL_INSTRUCTION, u64::from(inst.raw)),
+                );
+            }
+            Op::Flw => {
+                let f = &mut hart.fp.f;
+                load!(4, |v| fpu::box_s(u32::from_le_bytes(v)), f);
+                fpu::dirty(&mut hart.csr.mstatus);
+            }
+            Op::Fld => {
+                let f = &mut hart.fp.f;
+                load!(8, u64::from_le_bytes, f);
+                fpu::dirty(&mut hart.csr.mstatus);
+            }
+            Op::Fsw => {
+                let v = hart.fp.f[(inst.rs2 & 31) as usize];
+                store!(4, (v as u32).to_le_bytes(), v)
+            }
+            Op::Fsd => {
+                let v = hart.fp.f[(inst.rs2 & 31) as usize];
+                store!(8, v.to_le_bytes(), v)
+            }
+            retrace_isa::fp_ops!() => {
+                if fpu::execute::<RV64>(inst, &mut hart.fp, x, &mut hart.csr.mstatus).is_err() {
+                    hart.pc = pc;
+                    return (
+                        i,
+                        BlockExit::Trap(Cause::ILLEGAL_INSTRUCTION, u64::from(inst.raw)),
+                    );
+                }
             }
         }
         x[0] = 0;
@@ -1281,14 +1319,24 @@ fn read_csr<const RV64: bool>(hart: &Hart, csr: Csr) -> Result<u64, ()> {
         | Csr(MHPMEVENT3..=MHPMEVENT31) => 0,
         Csr(HPMCOUNTER3H..=HPMCOUNTER31H) | Csr(MHPMCOUNTER3H..=MHPMCOUNTER31H) if !RV64 => 0,
         csr::SATP => 0,
+        csr::FFLAGS | csr::FRM | csr::FCSR if !fpu::enabled(c.mstatus) => return Err(()),
+        csr::FFLAGS => u64::from(hart.fp.fflags),
+        csr::FRM => u64::from(hart.fp.frm),
+        csr::FCSR => u64::from(hart.fp.frm) << 5 | u64::from(hart.fp.fflags),
         csr::MSTATUS => {
             let uxl = if RV64 { mstatus::UXL64 } else { 0 };
-            c.mstatus | uxl
+            // SD, the top bit, summarises FS = Dirty.
+            let sd = if c.mstatus & mstatus::FS == mstatus::FS {
+                1 << (if RV64 { 63 } else { 31 })
+            } else {
+                0
+            };
+            c.mstatus | uxl | sd
         }
         csr::MSTATUSH if !RV64 => 0,
         csr::MISA => {
-            // I, M, A, C and U; MXL in the top two bits.
-            let ext = 1 << 8 | 1 << 12 | 1 | 1 << 2 | 1 << 20;
+            // I, M, A, F, D, C and U; MXL in the top two bits.
+            let ext = 1 << 8 | 1 << 12 | 1 | 1 << 5 | 1 << 3 | 1 << 2 | 1 << 20;
             if RV64 {
                 2 << 62 | ext
             } else {
@@ -1324,6 +1372,19 @@ fn read_csr<const RV64: bool>(hart: &Hart, csr: Csr) -> Result<u64, ()> {
 
 fn write_csr<const RV64: bool>(hart: &mut Hart, csr: Csr, v: u64) -> Result<(), ()> {
     let v = if RV64 { v } else { v & 0xffff_ffff };
+    if matches!(csr, csr::FFLAGS | csr::FRM | csr::FCSR) {
+        let fp = &mut hart.fp;
+        match csr {
+            csr::FFLAGS => fp.fflags = (v & 0x1f) as u8,
+            csr::FRM => fp.frm = (v & 7) as u8,
+            _ => {
+                fp.fflags = (v & 0x1f) as u8;
+                fp.frm = (v >> 5 & 7) as u8;
+            }
+        }
+        fpu::dirty(&mut hart.csr.mstatus);
+        return Ok(());
+    }
     let instret = hart.stats.instructions;
     let c = &mut hart.csr;
     // The write happens as the instruction retires, and suppresses that
@@ -1444,6 +1505,8 @@ mod tests {
             let mut hart = Hart::new(0, 0x1000);
             // An aligned address inside memory for loads, stores and AMOs.
             hart.x[11] = 0x1800;
+            // The FP unit on, as the C run-time's start-up code leaves it.
+            hart.csr.mstatus |= mstatus::FS;
             let mut mem = Memory::new(0x1000, 0x1000, 1);
             let mut htif = Htif {
                 addr: u64::MAX,

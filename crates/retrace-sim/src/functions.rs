@@ -31,6 +31,12 @@
 //! The top frame always belongs to the function executing, so every cycle
 //! charged exclusively to `f` falls inside one of `f`'s frames: exclusive ≤
 //! inclusive for every function.
+//!
+//! A tracker can also keep each frame's life as a [`FrameSpan`] (function,
+//! depth, first cycle, one past the last): the timeline of a run that
+//! `retrace run --core --timeline` and `retrace estimate --timeline` write.
+//! Both engines feed it the same events, so on a core the replay times
+//! exactly their timelines are the same; [`SpanLog`] bounds its memory.
 
 use std::collections::VecDeque;
 
@@ -100,14 +106,96 @@ impl FunctionMap {
 /// still open in a younger frame keeps counting from its outermost entry.
 pub const MAX_FRAMES: usize = 1 << 16;
 
+/// One frame's life: a function from the call (or other entry) that opened
+/// the frame to the return (or other exit) that closed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FrameSpan {
+    /// The function, an index into the tracker's functions.
+    pub function: usize,
+    /// Frames open below it when it opened (0: outermost).
+    pub depth: u32,
+    /// The cycle at which it opened.
+    pub start: u64,
+    /// The cycle at which it closed (after `start`: empty frames are not
+    /// kept).
+    pub end: u64,
+}
+
+/// The frames' lives kept in bounded memory: every span of at least
+/// [`SpanLog::min_cycles`] cycles. When more than twice `max` are held, the
+/// bound doubles and the shorter ones go, so the log ends holding exactly
+/// the spans at or above its final bound (fed the same spans in the same
+/// order, two logs agree), and at most `2 × max` of them at any time.
+#[derive(Clone, Debug)]
+pub struct SpanLog {
+    spans: Vec<FrameSpan>,
+    max: usize,
+    min_cycles: u64,
+    left_out: u64,
+}
+
+impl SpanLog {
+    /// A log that keeps about `max` spans (at least one).
+    pub fn new(max: usize) -> SpanLog {
+        SpanLog {
+            spans: Vec::new(),
+            max: max.max(1),
+            min_cycles: 1,
+            left_out: 0,
+        }
+    }
+
+    fn push(&mut self, span: FrameSpan) {
+        if span.end - span.start < self.min_cycles {
+            self.left_out += 1;
+            return;
+        }
+        self.spans.push(span);
+        if self.spans.len() > 2 * self.max {
+            while self.spans.len() > self.max {
+                self.min_cycles = self.min_cycles.saturating_mul(2);
+                let min = self.min_cycles;
+                let before = self.spans.len();
+                self.spans.retain(|s| s.end - s.start >= min);
+                self.left_out += (before - self.spans.len()) as u64;
+            }
+        }
+    }
+
+    /// The spans kept, by first cycle (outer before inner at one cycle).
+    pub fn spans(&self) -> Vec<FrameSpan> {
+        let mut v = self.spans.clone();
+        v.sort_by_key(|s| (s.start, s.depth, std::cmp::Reverse(s.end)));
+        v
+    }
+
+    /// How many spans are kept.
+    pub fn kept(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// The shortest span kept: shorter ones were left out.
+    pub fn min_cycles(&self) -> u64 {
+        self.min_cycles
+    }
+
+    /// Spans left out for being shorter than the bound (empty frames are
+    /// not counted).
+    pub fn left_out(&self) -> u64 {
+        self.left_out
+    }
+}
+
 /// Attributes cycles to functions from a stream of function changes, calls
 /// and returns (see the module docs for the rule).
 #[derive(Clone, Debug)]
 pub struct FrameTracker {
     per_function: Vec<FunctionCycles>,
     /// Open frames, innermost last: each one's function (none for code
-    /// outside every function).
-    frames: VecDeque<Option<usize>>,
+    /// outside every function) and the cycle it opened at.
+    frames: VecDeque<(Option<usize>, u64)>,
+    /// With a timeline: the frames' lives.
+    log: Option<SpanLog>,
     /// Open frames per function, and when the outermost opened: inclusive
     /// counts from there to when the last closes (recursion once).
     active: Vec<u32>,
@@ -125,12 +213,26 @@ impl FrameTracker {
         FrameTracker {
             per_function: vec![FunctionCycles::default(); functions],
             frames: VecDeque::new(),
+            log: None,
             active: vec![0; functions],
             outer_start: vec![0; functions],
             current: None,
             since_cycles: 0,
             since_insns: 0,
         }
+    }
+
+    /// Also keep the frames' lives, about `max` of the longest
+    /// ([`SpanLog`]).
+    pub fn logging_spans(mut self, max: usize) -> FrameTracker {
+        self.log = Some(SpanLog::new(max));
+        self
+    }
+
+    /// The frames' lives, when [`FrameTracker::logging_spans`] asked for
+    /// them (complete after [`FrameTracker::finish`]).
+    pub fn span_log(&self) -> Option<&SpanLog> {
+        self.log.as_ref()
     }
 
     /// The figures so far (complete after [`FrameTracker::finish`]).
@@ -154,7 +256,7 @@ impl FrameTracker {
         self.current = func;
         let Some(g) = func else { return };
         match self.frames.back() {
-            Some(&top) if top == Some(g) => {}
+            Some(&(top, _)) if top == Some(g) => {}
             Some(_) => {
                 // Moved to another function without a call or return (a tail
                 // call): the frame left ends, `g`'s begins.
@@ -182,7 +284,7 @@ impl FrameTracker {
         }
         let Some(g) = to else { return };
         match self.frames.back() {
-            Some(&top) if top == Some(g) => {}
+            Some(&(top, _)) if top == Some(g) => {}
             Some(_) => {
                 let top = self.frames.pop_back().expect("a top frame");
                 self.close(top, cycles);
@@ -224,15 +326,33 @@ impl FrameTracker {
             }
             self.active[f] += 1;
         }
-        self.frames.push_back(func);
+        self.frames.push_back((func, cycles));
         if self.frames.len() > MAX_FRAMES {
-            let oldest = self.frames.pop_front().expect("frames beyond the bound");
-            self.close(oldest, cycles);
+            let (oldest, _) = self.frames.pop_front().expect("frames beyond the bound");
+            // Not a span: the frames above it stay open, so it would not
+            // nest on a timeline.
+            self.close_frame(oldest, cycles);
         }
     }
 
+    /// Close `frame`, just popped off the top of the stack, at `cycles`.
     #[inline]
-    fn close(&mut self, frame: Option<usize>, cycles: u64) {
+    fn close(&mut self, frame: (Option<usize>, u64), cycles: u64) {
+        if let (Some(log), (Some(function), start)) = (&mut self.log, frame) {
+            if cycles > start {
+                log.push(FrameSpan {
+                    function,
+                    depth: self.frames.len() as u32,
+                    start,
+                    end: cycles,
+                });
+            }
+        }
+        self.close_frame(frame.0, cycles);
+    }
+
+    #[inline]
+    fn close_frame(&mut self, frame: Option<usize>, cycles: u64) {
         if let Some(f) = frame {
             self.active[f] -= 1;
             if self.active[f] == 0 {
@@ -298,6 +418,62 @@ mod tests {
             }
         );
         check_exclusive_within_inclusive(&t);
+    }
+
+    /// The span log sees every frame's life: the tail call `j h` ends g's
+    /// frame and opens h's at one depth; spans nest in time.
+    #[test]
+    fn frames_lives_are_logged_and_nest() {
+        let mut t = FrameTracker::new(3).logging_spans(100);
+        t.enter(F, 0, 0);
+        t.call(G, 10);
+        t.enter(G, 10, 5);
+        t.enter(H, 14, 7);
+        t.ret(F, 20);
+        t.enter(F, 20, 10);
+        t.finish(25, 12);
+        let span = |function, depth, start, end| FrameSpan {
+            function,
+            depth,
+            start,
+            end,
+        };
+        let log = t.span_log().expect("asked for");
+        assert_eq!(
+            log.spans(),
+            vec![span(0, 0, 0, 25), span(1, 1, 10, 14), span(2, 1, 14, 20)]
+        );
+        assert_eq!((log.min_cycles(), log.left_out()), (1, 0));
+    }
+
+    /// Past twice its size the log doubles its bound until it holds at
+    /// most its size: it ends with exactly the spans at or above the
+    /// bound.
+    #[test]
+    fn the_span_log_keeps_the_longest_spans_in_bounded_memory() {
+        let lengths: Vec<u64> = (1..=100).map(|i| (i * 37) % 101).collect();
+        let run = |order: &[u64]| {
+            let mut log = SpanLog::new(10);
+            let mut at = 0;
+            for &n in order {
+                log.push(FrameSpan {
+                    function: n as usize,
+                    depth: 0,
+                    start: at,
+                    end: at + n,
+                });
+                at += n;
+                assert!(log.spans.len() <= 20);
+            }
+            let mut kept: Vec<u64> = log.spans().iter().map(|s| s.end - s.start).collect();
+            kept.sort_unstable();
+            (kept, log.min_cycles(), log.left_out())
+        };
+        let (kept, min, left_out) = run(&lengths);
+        assert!(min > 1 && kept.len() <= 20);
+        let want: Vec<u64> = (min..=100).filter(|n| lengths.contains(n)).collect();
+        assert_eq!(kept, want);
+        assert_eq!(left_out, 100 - kept.len() as u64);
     }
 
     /// Recursion counts the outermost frame once; calls count every frame.

@@ -6,6 +6,7 @@
 //! addresses are taken from the low 32 bits.
 
 use crate::csr::{Csrs, Priv};
+use crate::fpu::FpState;
 
 /// Counters of one hart's run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -34,6 +35,8 @@ pub struct Hart {
     pub id: usize,
     /// Integer registers; `x[0]` is always 0.
     pub x: [u64; 32],
+    /// Floating-point registers and `fcsr`.
+    pub fp: FpState,
     /// Address of the next instruction.
     pub pc: u64,
     /// Current privilege mode.
@@ -56,6 +59,7 @@ impl Hart {
         Hart {
             id,
             x: [0; 32],
+            fp: FpState::default(),
             pc,
             privilege: Priv::Machine,
             csr: Csrs::default(),

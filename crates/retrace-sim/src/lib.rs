@@ -34,6 +34,7 @@ pub mod clocked;
 pub mod csr;
 pub mod cycle;
 mod engine;
+pub mod fpu;
 pub mod frequency;
 pub mod functions;
 pub mod hart;
@@ -138,10 +139,26 @@ impl fmt::Display for Fault {
         match cause {
             Cause::ILLEGAL_INSTRUCTION => {
                 let width = if tval & 3 == 3 { 8 } else { 4 };
+                let word = tval as u32;
                 write!(
                     f,
                     "illegal instruction 0x{tval:0width$x} at pc {pc:#x} on hart {hart}"
-                )
+                )?;
+                if let Some(text) = fpu::disabled_instruction(word) {
+                    write!(
+                        f,
+                        ": floating-point `{text}` with mstatus.FS Off (the start-up code \
+                         must enable the FP unit) or a reserved rounding mode in frm"
+                    )
+                } else if let Some(ext) = fpu::unimplemented_extension(word) {
+                    write!(
+                        f,
+                        ": it needs the {ext}, which retrace does not simulate; \
+                         build with -march=rv32imafc or -march=rv64gc"
+                    )
+                } else {
+                    Ok(())
+                }
             }
             Cause::FETCH_ACCESS => write!(
                 f,

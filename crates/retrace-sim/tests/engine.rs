@@ -168,10 +168,10 @@ fn traps_go_to_the_handler_or_stop_the_run() {
     }
 }
 
-/// F and D decode but are not executed: an FP word, at the
-/// start of a block or after other instructions, compressed or not, stops
-/// the run with an illegal-instruction fault carrying the word, exactly as
-/// when retrace-isa did not decode it.
+/// `mstatus.FS` is Off at reset (as on QEMU with `-bios none`): until
+/// the program enables the FP unit, an FP word, at the start of a block or
+/// after other instructions, compressed or not, stops the run with an
+/// illegal-instruction fault carrying the word.
 #[test]
 fn fp_instructions_trap_as_illegal() {
     // flw fa0, 0(a0); fadd.s fa0, fa0, fa1; fmadd.d; c.fld fa0, 0(a0) (+ c.nop)

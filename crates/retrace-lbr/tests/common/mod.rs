@@ -98,9 +98,13 @@ pub fn stress_driver(cc: &str, dir: &Path) -> PathBuf {
 /// (source, destination) → executions of the binary's own conditional and
 /// direct jumps, from `callgrind --collect-jumps=yes --dump-instr=yes`:
 /// a `jcnd=TAKEN/EXECUTED TARGET` or `jump=TAKEN TARGET` line, then the
-/// source instruction's position line. A conditional jump's fall-through is
-/// the edge to the next instruction. Only jumps whose source instruction
-/// `keep` accepts count.
+/// source instruction's position line, gives the taken edges. A conditional
+/// jump's fall-through (the edge to the next instruction) is its execution
+/// count — the `Ir` of its own cost lines, summed over every context —
+/// less its taken count: callgrind keeps costs per calling context (and per
+/// recursion level), and writes no `jcnd` line in a context where the jump
+/// was never taken, so the `jcnd` lines alone miss those fall-throughs.
+/// Only jumps whose source instruction `keep` accepts count.
 pub fn callgrind_edges(
     binary: &Path,
     args: &[&str],
@@ -130,44 +134,68 @@ pub fn callgrind_edges(
     let me = std::fs::canonicalize(binary).unwrap();
     let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
     let mut edges = FxHashMap::default();
+    // Executions of each instruction, and taken executions of each jump.
+    let mut executed: FxHashMap<u64, u64> = FxHashMap::default();
+    let mut taken_from: FxHashMap<u64, u64> = FxHashMap::default();
     let mut in_binary = false;
-    let mut pending: Option<(u64, u64, u64)> = None; // taken, executed, target
+    // A jump line's (taken, target), waiting for its position line.
+    let mut pending: Option<(u64, u64)> = None;
+    // The cost line after `calls=` is the call's inclusive cost, not the
+    // call instruction's own execution count.
+    let mut after_call = false;
     for line in text.lines() {
         if let Some(ob) = line.strip_prefix("ob=") {
             in_binary = std::fs::canonicalize(ob.trim()).ok().as_deref() == Some(me.as_path());
             continue;
         }
-        if let Some((taken, executed, target)) = pending.take() {
-            let src = hex(line.split_whitespace().next().unwrap());
-            let Some(insn) = code.insn(src) else { continue };
-            if !keep(insn) {
-                continue;
-            }
-            if taken > 0 {
-                *edges.entry((src, target)).or_insert(0) += taken;
-            }
-            if let Flow::Cond(_) = insn.flow {
-                if executed > taken {
-                    *edges.entry((src, insn.next)).or_insert(0) += executed - taken;
-                }
-            }
-            continue;
-        }
         if !in_binary {
             continue;
         }
-        let (counts, target) = if let Some(rest) = line.strip_prefix("jcnd=") {
-            let (c, t) = rest.split_once(' ').unwrap();
-            let (taken, executed) = c.split_once('/').unwrap();
-            ((taken.parse().unwrap(), executed.parse().unwrap()), t)
-        } else if let Some(rest) = line.strip_prefix("jump=") {
-            let (c, t) = rest.split_once(' ').unwrap();
-            let n: u64 = c.parse().unwrap();
-            ((n, n), t)
-        } else {
+        if line.starts_with("calls=") {
+            after_call = true;
+            continue;
+        }
+        let Some(first) = line.split_whitespace().next() else {
             continue;
         };
-        pending = Some((counts.0, counts.1, hex(target.trim())));
+        if !first.starts_with("0x") {
+            if let Some(rest) = line.strip_prefix("jcnd=") {
+                let (c, t) = rest.split_once(' ').unwrap();
+                let (taken, _executed) = c.split_once('/').unwrap();
+                pending = Some((taken.parse().unwrap(), hex(t.trim())));
+            } else if let Some(rest) = line.strip_prefix("jump=") {
+                let (c, t) = rest.split_once(' ').unwrap();
+                pending = Some((c.parse().unwrap(), hex(t.trim())));
+            }
+            continue;
+        }
+        let src = hex(first);
+        if let Some((taken, target)) = pending.take() {
+            if taken > 0 && code.insn(src).is_some_and(keep) {
+                *edges.entry((src, target)).or_insert(0) += taken;
+                *taken_from.entry(src).or_insert(0) += taken;
+            }
+            continue;
+        }
+        if std::mem::take(&mut after_call) {
+            continue;
+        }
+        let ir: u64 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        *executed.entry(src).or_insert(0) += ir;
+    }
+    for (&src, &n) in &executed {
+        let Some(insn) = code.insn(src) else { continue };
+        if !matches!(insn.flow, Flow::Cond(_)) || !keep(insn) {
+            continue;
+        }
+        let taken = taken_from.get(&src).copied().unwrap_or(0);
+        if n > taken {
+            *edges.entry((src, insn.next)).or_insert(0) += n - taken;
+        }
     }
     edges
 }
