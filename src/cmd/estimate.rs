@@ -495,6 +495,16 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let elf = load_elf(&args.program)?;
     let shown = args.program.display().to_string();
     let header = check_trace(&args.trace, &elf, &shown)?;
+    if header.harts > 1 && args.cpi {
+        return Err(tag(
+            anyhow!(
+                "--cpi applies to a trace of one hart; {} holds {}",
+                args.trace.display(),
+                header.harts
+            ),
+            Status::BadInput,
+        ));
+    }
     if header.harts > 1 {
         return super::estimate_mp::main(&args, &elf, &shown, usize::from(header.harts));
     }
