@@ -26,9 +26,9 @@ pub fn escape(text: &str) -> String {
 
 /// The colours of series and stack parts, in order (readable on white,
 /// distinguishable in grey).
-pub const PALETTE: [&str; 10] = [
+pub const PALETTE: [&str; 13] = [
     "#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6", "#dd4477", "#66aa00",
-    "#b82e2e", "#316395",
+    "#b82e2e", "#316395", "#994499", "#22aa99", "#aaaa11",
 ];
 
 /// A table cell: what it shows, and the exact value behind it.
@@ -186,6 +186,76 @@ pub fn bar_chart(id: &str, unit: &str, bars: &[(String, f64)]) -> String {
     svg
 }
 
+/// Horizontal stacked bars, one per label: `(label, value per part)`, the
+/// parts named by `parts` in order and coloured by [`PALETTE`] in that
+/// order, with a legend of the parts any bar has. Each segment carries its
+/// exact value (`data-value`) and its part (`data-part`); each bar its
+/// label (`data-bar`). Bars share one scale, so their lengths compare.
+pub fn stacked_bar_chart(id: &str, parts: &[&str], bars: &[(String, Vec<f64>)]) -> String {
+    let width = 720.0;
+    let label_w = 120.0;
+    let row = 26.0;
+    let used: Vec<usize> = (0..parts.len())
+        .filter(|&k| bars.iter().any(|(_, v)| v.get(k).is_some_and(|&x| x > 0.0)))
+        .collect();
+    let legend_rows = used.len().div_ceil(6) as f64;
+    let height = row * bars.len() as f64 + 20.0 * legend_rows + 16.0;
+    let max = bars
+        .iter()
+        .map(|(_, v)| v.iter().sum::<f64>())
+        .fold(0.0_f64, f64::max)
+        .max(1e-300);
+    let scale = (width - label_w - 20.0) / max;
+    let mut svg = format!(
+        "<svg data-chart=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" role=\"img\">",
+        escape(id)
+    );
+    for (i, (label, values)) in bars.iter().enumerate() {
+        let y = 5.0 + row * i as f64;
+        let _ = write!(
+            svg,
+            "<g data-bar=\"{}\"><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            escape(label),
+            label_w - 6.0,
+            y + 15.0,
+            escape(label)
+        );
+        let mut x = label_w;
+        for (k, (part, &v)) in parts.iter().zip(values).enumerate() {
+            let w = v * scale;
+            let _ = write!(
+                svg,
+                "<rect x=\"{x:.2}\" y=\"{}\" width=\"{w:.2}\" height=\"{}\" fill=\"{}\" data-part=\"{}\" data-value=\"{v}\"><title>{}: {}</title></rect>",
+                y + 3.0,
+                row - 8.0,
+                PALETTE[k % PALETTE.len()],
+                escape(part),
+                escape(part),
+                thousands_f(v)
+            );
+            x += w;
+        }
+        svg += "</g>";
+    }
+    let top = 10.0 + row * bars.len() as f64;
+    for (j, &k) in used.iter().enumerate() {
+        let (lx, ly) = (
+            label_w + 100.0 * (j % 6) as f64,
+            top + 20.0 * (j / 6) as f64,
+        );
+        let _ = write!(
+            svg,
+            "<rect x=\"{lx}\" y=\"{ly}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>",
+            PALETTE[k % PALETTE.len()],
+            lx + 16.0,
+            ly + 11.0,
+            escape(parts[k])
+        );
+    }
+    svg += "</svg>";
+    svg
+}
+
 /// A line chart: x values (shown as their labels, evenly spaced), one
 /// series per `(name, y values)`.
 pub fn line_chart(
@@ -333,6 +403,19 @@ mod tests {
             &[("rocket".into(), 12.0), ("ideal".into(), 6.0)],
         );
         assert!(svg.contains("data-value=\"12\"") && svg.contains("data-value=\"6\""));
+        let svg = stacked_bar_chart(
+            "s",
+            &["base", "<x>"],
+            &[
+                ("rocket".into(), vec![3.0, 1.5]),
+                ("ideal".into(), vec![2.0, 0.0]),
+            ],
+        );
+        assert!(
+            svg.contains("data-part=\"&lt;x&gt;\" data-value=\"1.5\""),
+            "{svg}"
+        );
+        assert_eq!(svg.matches("data-value").count(), 4);
         let svg = line_chart(
             "l",
             "x",

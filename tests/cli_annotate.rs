@@ -4,7 +4,9 @@
 //! text view interleaves the C source (read from `programs/src`) with the
 //! disassembly; `-O2` code inlined into `main` shows the inlined function's
 //! line; CSV has a row per instruction; a function that does not exist is
-//! one line of error.
+//! one line of error. With `--cpi`, every instruction's, line's and
+//! function's stack sums to its cycles, in `annotate` and `profile` alike,
+//! and `estimate --cpi` gives each core's stack summing to its estimate.
 
 mod common;
 use common::{retrace_in as retrace, succeeded as stdout};
@@ -175,4 +177,63 @@ fn pp_and_cfg_name_source_lines() {
         blocks.iter().all(|l| l.contains("  (src/sort.c:")),
         "{text}"
     );
+}
+
+/// The sum of a JSON CPI stack's parts.
+fn stack_sum(cpi: &Value) -> u64 {
+    let parts = cpi.as_object().unwrap_or_else(|| panic!("no stack: {cpi}"));
+    assert_eq!(parts.len(), 13, "{cpi}");
+    parts.values().map(u).sum()
+}
+
+#[test]
+fn cpi_stacks_sum_to_their_cycles_everywhere() {
+    let (dir, elf) = scratch("cpi");
+    let e = elf.to_str().unwrap();
+    let annotated = json(&dir, "annotate", &elf, &["--top", "3", "--cpi"]);
+    for f in annotated["functions"].as_array().unwrap() {
+        assert_eq!(stack_sum(&f["cpi"]), u(&f["cycles"]), "{}", f["name"]);
+        for l in f["lines"].as_array().unwrap() {
+            assert_eq!(stack_sum(&l["cpi"]), u(&l["cycles"]), "{l}");
+        }
+        for i in f["code"].as_array().unwrap() {
+            assert_eq!(stack_sum(&i["cpi"]), u(&i["cycles"]), "{i}");
+        }
+    }
+    let profile = json(&dir, "profile", &elf, &["--top", "3", "--cpi"]);
+    for f in profile["functions"].as_array().unwrap() {
+        assert_eq!(stack_sum(&f["cpi"]), u(&f["exclusive_cycles"]), "{f}");
+    }
+    // Without --cpi, no stacks.
+    let plain = json(&dir, "profile", &elf, &["--top", "3"]);
+    assert!(plain["functions"][0].get("cpi").is_none(), "{plain}");
+
+    let args = [
+        "estimate", e, "p.rtrace", "--core", "rocket", "--core", "inorder5", "--format",
+    ];
+    let csv = stdout(&retrace(&dir, &[&args[..], &["csv", "--cpi"]].concat()));
+    let plain: Value =
+        serde_json::from_str(&stdout(&retrace(&dir, &[&args[..], &["json"]].concat()))).unwrap();
+    let mut lines = csv.lines();
+    assert!(lines
+        .next()
+        .unwrap()
+        .starts_with("core,fidelity,cycles,instructions,base,mul,div,"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    for (row, est) in rows.iter().zip(plain["estimates"].as_array().unwrap()) {
+        let parts: u64 = row[4..].iter().map(|v| v.parse::<u64>().unwrap()).sum();
+        assert_eq!(row[2].parse::<u64>().unwrap(), parts, "{csv}");
+        assert_eq!(parts, u(&est["cycles"]), "{csv}");
+    }
+    let out = retrace(
+        &dir,
+        &[
+            "estimate", e, "p.rtrace", "--core", "rocket", "--cpi", "--check",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--cpi does not combine with --check"), "{err}");
 }

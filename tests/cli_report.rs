@@ -35,6 +35,33 @@ fn column(dom: &str, table: &str, key: &str) -> Vec<String> {
         .collect()
 }
 
+/// The segments of the CPI chart: per bar, its label and each segment's
+/// `(part, value)`, by part name (as JSON objects come back).
+fn cpi_bars(dom: &str) -> Vec<(String, Vec<(String, String)>)> {
+    let start = dom.find("data-chart=\"cpi\"").expect("no CPI chart");
+    let end = start + dom[start..].find("</svg>").unwrap();
+    let attr = |s: &str, name: &str| -> String {
+        let needle = format!("{name}=\"");
+        let i = s.find(&needle).unwrap() + needle.len();
+        s[i..i + s[i..].find('"').unwrap()].to_string()
+    };
+    dom[start..end]
+        .split("<g data-bar=")
+        .skip(1)
+        .map(|bar| {
+            let label = attr(&format!("data-bar={bar}"), "data-bar");
+            let mut segments: Vec<(String, String)> = bar
+                .split("<rect ")
+                .skip(1)
+                .filter(|r| r.contains("data-part="))
+                .map(|r| (attr(r, "data-part"), attr(r, "data-value")))
+                .collect();
+            segments.sort();
+            (label, segments)
+        })
+        .collect()
+}
+
 fn chromium(args: &[&str], page: &Path) -> Output {
     Command::new("chromium")
         .args(["--headless=new", "--no-sandbox", "--disable-gpu"])
@@ -169,7 +196,29 @@ fn the_page_loads_cleanly_and_shows_the_json_figures() {
         "{}",
         json["hottest_lines"][0]
     );
+    // Each core's CPI stack: the parts sum to the estimate.
+    let stacks = json["cpi"].as_array().unwrap();
+    assert_eq!(stacks.len(), 2);
+    for (s, e) in stacks.iter().zip(json["estimates"].as_array().unwrap()) {
+        let parts = s["cpi"].as_object().unwrap();
+        let sum: u64 = parts.values().map(|v| v.as_u64().unwrap()).sum();
+        assert_eq!(sum, e["cycles"].as_u64().unwrap(), "{s}");
+        assert_eq!(s["cycles"], e["cycles"], "{s}");
+    }
+    let want_bars: Vec<(String, Vec<(String, String)>)> = stacks
+        .iter()
+        .map(|s| {
+            let parts = s["cpi"].as_object().unwrap();
+            let mut segments: Vec<(String, String)> = parts
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_string()))
+                .collect();
+            segments.sort();
+            (s["core"].as_str().unwrap().to_string(), segments)
+        })
+        .collect();
     for (from, dom) in doms {
+        assert_eq!(cpi_bars(&dom), want_bars, "{from}");
         assert_eq!(column(&dom, "estimates", "cycles"), cycles, "{from}");
         assert_eq!(column(&dom, "sweep", "cycles"), sweep_cycles, "{from}");
         assert_eq!(

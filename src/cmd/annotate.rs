@@ -4,12 +4,13 @@
 //! `objdump -S` and `perf annotate` show it.
 
 use super::common::thousands;
-use super::profile::{profiled, Profiled};
-use crate::report::{csv_of, hex, print, FormatArgs, Report};
+use super::profile::{cpi_table, csv_with_cpi, profiled, Profiled};
+use crate::report::{hex, print, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
 use retrace_estimate::annotate::{annotate, AnnotatedFunction, Lines, SourceRef};
 use retrace_program::FunctionRanges;
+use retrace_timing::CpiStack;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -30,7 +31,8 @@ use std::process::ExitCode;
     Examples:\n  \
     retrace annotate prog.elf prog.rtrace --core rocket\n  \
     retrace annotate prog.elf prog.rtrace --core rocket --function quick_sort\n  \
-    retrace annotate prog.elf prog.rtrace --core picorv32 --fidelity fast --format csv"
+    retrace annotate prog.elf prog.rtrace --core picorv32 --fidelity fast --format csv\n  \
+    retrace annotate prog.elf prog.rtrace --core inorder5 --cpi"
 )]
 pub struct Args {
     /// The program, its trace, the core and the fidelity.
@@ -42,6 +44,11 @@ pub struct Args {
     /// How many of the hottest functions (by exclusive cycles).
     #[arg(long, default_value_t = 3)]
     pub top: usize,
+    /// Also split the cycles of each function, source line and instruction
+    /// by cause, their CPI stacks (docs/REPORTS.md): a table per function
+    /// in text, a `cpi` object in JSON, a column per part in CSV.
+    #[arg(long)]
+    pub cpi: bool,
     /// Also look for source files under DIR (repeatable).
     #[arg(long, value_name = "DIR")]
     pub source_dir: Vec<PathBuf>,
@@ -51,7 +58,7 @@ pub struct Args {
 }
 
 /// One instruction's row.
-#[derive(Serialize)]
+#[derive(Clone, Serialize)]
 pub struct InstructionRow {
     /// The function it lies in.
     pub function: String,
@@ -70,6 +77,9 @@ pub struct InstructionRow {
     pub icache_misses: u64,
     /// objdump's text of it.
     pub instruction: String,
+    /// Its cycles by cause (with `--cpi`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpi: Option<CpiStack>,
 }
 
 /// One source line's share of a function.
@@ -85,6 +95,9 @@ pub struct LineRow {
     pub mispredicts: u64,
     /// I-cache misses fetching it.
     pub icache_misses: u64,
+    /// Its cycles by cause (with `--cpi`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpi: Option<CpiStack>,
 }
 
 /// One annotated function.
@@ -99,6 +112,9 @@ pub struct FunctionAnnotation {
     pub cycles: u64,
     /// Its instructions executed.
     pub instructions: u64,
+    /// Its exclusive cycles by cause (with `--cpi`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpi: Option<CpiStack>,
     /// Its source lines with any cost, most cycles first.
     pub lines: Vec<LineRow>,
     /// Its instructions, in address order.
@@ -188,6 +204,15 @@ impl Report for AnnotateReport {
                     thousands(l.icache_misses)
                 );
             }
+            if let Some(total) = f.cpi {
+                let mut rows = vec![("(the function)".to_string(), total)];
+                rows.extend(f.lines.iter().take(10).filter_map(|l| {
+                    let name = l.source.as_deref().unwrap_or("(no line)").to_string();
+                    Some((name, l.cpi?))
+                }));
+                let _ = writeln!(o, "\n  CPI stacks (% of each row's cycles)");
+                cpi_table(&mut o, "source line", &rows);
+            }
             let _ = writeln!(
                 o,
                 "\n{:>12} {:>7} {:>11} {:>7} {:>6} |",
@@ -236,8 +261,12 @@ impl Report for AnnotateReport {
     }
 
     fn csv(&self) -> anyhow::Result<String> {
-        let rows: Vec<&InstructionRow> = self.functions.iter().flat_map(|f| &f.code).collect();
-        csv_of(&rows)
+        let rows: Vec<InstructionRow> = self
+            .functions
+            .iter()
+            .flat_map(|f| f.code.iter().cloned())
+            .collect();
+        csv_with_cpi(&rows, |r| &mut r.cpi)
     }
 }
 
@@ -341,7 +370,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let mut sources = SourceFiles::new(&args.run.program, &args.source_dir);
     let functions = annotated
         .into_iter()
-        .map(|f| function_rows(f, &mut sources))
+        .map(|f| function_rows(f, &mut sources, args.cpi))
         .collect();
     let e = &p.estimate;
     let report = AnnotateReport {
@@ -359,7 +388,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// A function's rows, with the text of its source lines.
-fn function_rows(f: AnnotatedFunction, sources: &mut SourceFiles) -> FunctionAnnotation {
+fn function_rows(f: AnnotatedFunction, sources: &mut SourceFiles, cpi: bool) -> FunctionAnnotation {
     let mut text = HashMap::new();
     for i in &f.instructions {
         if let Some(r) = &i.source {
@@ -375,6 +404,7 @@ fn function_rows(f: AnnotatedFunction, sources: &mut SourceFiles) -> FunctionAnn
         entry: f.entry,
         cycles: f.cost.cycles,
         instructions: f.cost.executions,
+        cpi: cpi.then_some(f.cost.cpi),
         lines: f
             .lines
             .iter()
@@ -384,6 +414,7 @@ fn function_rows(f: AnnotatedFunction, sources: &mut SourceFiles) -> FunctionAnn
                 instructions: l.cost.executions,
                 mispredicts: l.cost.mispredicts,
                 icache_misses: l.cost.icache_misses,
+                cpi: cpi.then_some(l.cost.cpi),
             })
             .collect(),
         code: f
@@ -398,6 +429,7 @@ fn function_rows(f: AnnotatedFunction, sources: &mut SourceFiles) -> FunctionAnn
                 mispredicts: i.cost.mispredicts,
                 icache_misses: i.cost.icache_misses,
                 instruction: i.text.clone(),
+                cpi: cpi.then_some(i.cost.cpi),
             })
             .collect(),
         text,

@@ -24,6 +24,7 @@ use std::time::Instant;
     retrace estimate prog.elf prog.rtrace --core ideal --core picorv32 --core inorder5 --fidelity fast\n  \
     retrace estimate prog.elf prog.rtrace --core my-core.toml --format json\n  \
     retrace estimate prog.elf prog.rtrace --core rocket --check\n  \
+    retrace estimate prog.elf prog.rtrace --core rocket --core inorder5 --cpi --format csv\n  \
     retrace estimate workq.elf workq.rtrace --core inorder5 --core picorv32 --fidelity fast  (a trace of 2 harts)")]
 pub struct Args {
     /// The program the trace was recorded from.
@@ -67,6 +68,13 @@ pub struct Args {
     /// frequency, on one time axis (docs/MULTIPROCESSOR.md, "Timeline").
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
+    /// Print each core's CPI stack instead: the cycles split by cause
+    /// (issue, multi-cycle operations, operand waits, cache misses,
+    /// branch penalties, traps; docs/REPORTS.md), the parts summing to
+    /// the estimate. The replay then charges every instruction, which is
+    /// slower than the plain estimate.
+    #[arg(long)]
+    pub cpi: bool,
     /// For a trace of one hart: keep about N of the longest calls in the
     /// timeline (shorter ones are left out, and a note says how many).
     #[arg(
@@ -487,6 +495,16 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let elf = load_elf(&args.program)?;
     let shown = args.program.display().to_string();
     let header = check_trace(&args.trace, &elf, &shown)?;
+    if header.harts > 1 && args.cpi {
+        return Err(tag(
+            anyhow!(
+                "--cpi applies to a trace of one hart; {} holds {}",
+                args.trace.display(),
+                header.harts
+            ),
+            Status::BadInput,
+        ));
+    }
     if header.harts > 1 {
         return super::estimate_mp::main(&args, &elf, &shown, usize::from(header.harts));
     }
@@ -515,6 +533,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     };
     let program = analyse(&elf, &shown)?;
     let fidelity = Fidelity::from(args.fidelity);
+    if args.cpi {
+        return cpi_main(&args, &program, shown, &cores, fidelity);
+    }
     let start = Instant::now();
     let source = WatchedTrace::new(&args.trace, "replaying");
     let results = estimate_trace(
@@ -579,6 +600,124 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     if format == crate::report::Format::Text {
         eprint!("{}", report.notes());
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One core's CPI stack (`retrace estimate --cpi`).
+#[derive(Serialize)]
+pub struct CpiRow {
+    /// The core's name.
+    pub core: String,
+    /// The fidelity of the replay.
+    pub fidelity: String,
+    /// Estimated cycles: the sum of the parts.
+    pub cycles: u64,
+    /// Instructions replayed.
+    pub instructions: u64,
+    /// Cycles per part, in stack order.
+    pub cpi: retrace_timing::CpiStack,
+}
+
+/// What `retrace estimate --cpi` reports.
+#[derive(Serialize)]
+pub struct CpiReport {
+    /// The program as given.
+    pub program: String,
+    /// The trace as given.
+    pub trace: String,
+    /// One stack per core, in the order given.
+    pub cores: Vec<CpiRow>,
+}
+
+impl Report for CpiReport {
+    fn text(&self) -> String {
+        let mut o = format!("{} ({}): CPI stacks\n", self.program, self.trace);
+        o.push_str(&format!("{:<12}", "part"));
+        for c in &self.cores {
+            o.push_str(&format!(" {:>28}", format!("{} ({})", c.core, c.fidelity)));
+        }
+        o.push('\n');
+        let row = |o: &mut String, name: &str, cycles: &dyn Fn(&CpiRow) -> u64| {
+            o.push_str(&format!("{name:<12}"));
+            for c in &self.cores {
+                let n = cycles(c);
+                let cpi = n as f64 / c.instructions.max(1) as f64;
+                let pct = n as f64 * 100.0 / c.cycles.max(1) as f64;
+                o.push_str(&format!(" {:>14} {cpi:>6.3} {pct:>5.1}%", thousands(n)));
+            }
+            o.push('\n');
+        };
+        for part in retrace_timing::CpiPart::ALL {
+            row(&mut o, part.name(), &|c| c.cpi.get(part));
+        }
+        row(&mut o, "total", &|c| c.cycles);
+        o.push_str("(cycles, cycles per instruction, share of the total)\n");
+        o
+    }
+
+    fn csv(&self) -> anyhow::Result<String> {
+        let mut o = format!(
+            "core,fidelity,cycles,instructions,{}\n",
+            retrace_timing::CpiStack::csv_header()
+        );
+        for c in &self.cores {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record([&c.core, &c.fidelity])?;
+            let quoted = String::from_utf8(w.into_inner()?)?;
+            o.push_str(&format!(
+                "{},{},{},{}\n",
+                quoted.trim_end(),
+                c.cycles,
+                c.instructions,
+                c.cpi.csv_row()
+            ));
+        }
+        Ok(o)
+    }
+}
+
+/// `retrace estimate --cpi`: each core's CPI stack, from a replay that
+/// charges every instruction.
+fn cpi_main(
+    args: &Args,
+    program: &retrace_program::Program,
+    shown: String,
+    cores: &[retrace_timing::CoreModel],
+    fidelity: Fidelity,
+) -> anyhow::Result<ExitCode> {
+    for (given, what) in [
+        (args.check, "--check"),
+        (args.dcache_miss_rate.is_some(), "--dcache-miss-rate"),
+        (!args.mhz.is_empty(), "--mhz"),
+        (args.timeline.is_some(), "--timeline"),
+    ] {
+        if given {
+            return Err(tag(
+                anyhow!(
+                    "--cpi does not combine with {what}: run the estimate without --cpi for it"
+                ),
+                Status::BadInput,
+            ));
+        }
+    }
+    let mut rows = Vec::new();
+    for core in cores {
+        let (profile, e) = retrace_estimate::profile_trace(program, &args.trace, core, fidelity)
+            .map_err(|err| replay_error(&args.trace, err))?;
+        rows.push(CpiRow {
+            core: core.name.clone(),
+            fidelity: fidelity.to_string(),
+            cycles: e.cycles,
+            instructions: e.instructions,
+            cpi: profile.cpi_stack(&e),
+        });
+    }
+    let report = CpiReport {
+        program: shown,
+        trace: args.trace.display().to_string(),
+        cores: rows,
+    };
+    print(&report, args.output.get())?;
     Ok(ExitCode::SUCCESS)
 }
 

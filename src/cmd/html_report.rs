@@ -5,10 +5,10 @@
 //! figures as JSON with `--format json`, from the same values.
 
 use super::common::{duration_text, load_core_with, thousands, FidelityArg};
-use super::estimate::EstimateRow;
+use super::estimate::{CpiRow, EstimateRow};
 use super::profile::{profile_report, profiled, ProfileReport, Profiled, ProfiledArgs};
 use super::sweep::{estimate_grid, Grid, SweepReport};
-use crate::html::{bar_chart, line_chart, Cell, Page};
+use crate::html::{bar_chart, line_chart, stacked_bar_chart, Cell, Page};
 use crate::status::{tag, Status};
 use anyhow::{anyhow, Context};
 use retrace_estimate::annotate::Lines;
@@ -80,6 +80,9 @@ pub struct ReportData {
     pub hottest_lines: Vec<LineRow>,
     /// The sweep of the first core, with --sweep.
     pub sweep: Option<SweepReport>,
+    /// Each core's CPI stack, in the order given (`retrace estimate
+    /// --cpi`'s rows).
+    pub cpi: Vec<CpiRow>,
 }
 
 /// One source line's cost over the whole run on the first core.
@@ -202,7 +205,26 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         sets: args.sets.clone(),
         fidelity: args.fidelity,
     })?;
-    let profile = profile_report(&prof, args.top);
+    let profile = profile_report(&prof, args.top, false);
+    // The first core's profile has its stack; the others are replayed
+    // again, charging every instruction.
+    let mut cpi = Vec::new();
+    for (i, core) in cores.iter().enumerate() {
+        let stack_row = |p: &retrace_estimate::Profile, e: &retrace_estimate::Estimate| CpiRow {
+            core: core.name.clone(),
+            fidelity: fidelity.to_string(),
+            cycles: e.cycles,
+            instructions: e.instructions,
+            cpi: p.cpi_stack(e),
+        };
+        if i == 0 {
+            cpi.push(stack_row(&prof.profile, &prof.estimate));
+        } else {
+            let (p, e) = retrace_estimate::profile_trace(&program, &trace, core, fidelity)
+                .map_err(|e| super::common::replay_error(&trace, e))?;
+            cpi.push(stack_row(&p, &e));
+        }
+    }
     let hottest_lines = hottest_lines(&prof, args.top);
     let sweep = if args.sweep.is_empty() {
         None
@@ -220,6 +242,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         profile,
         hottest_lines,
         sweep,
+        cpi,
     };
     if let Some(out) = &args.output {
         std::fs::write(out, page(&data)).map_err(|e| {
@@ -328,6 +351,21 @@ fn page(data: &ReportData) -> String {
         .map(|e| (e.core.clone(), e.cycles as f64))
         .collect();
     p.raw(&bar_chart("cycles", "cycles", &bars));
+
+    p.heading(2, "CPI stack per core", "cpi");
+    p.paragraph(
+        "Why the cycles go: each core's cycles split by cause (docs/REPORTS.md, \"CPI stacks\"), the parts summing to its estimate.",
+    );
+    let names: Vec<&str> = retrace_timing::CpiPart::ALL
+        .iter()
+        .map(|p| p.name())
+        .collect();
+    let stacks: Vec<(String, Vec<f64>)> = data
+        .cpi
+        .iter()
+        .map(|c| (c.core.clone(), c.cpi.0.iter().map(|&v| v as f64).collect()))
+        .collect();
+    p.raw(&stacked_bar_chart("cpi", &names, &stacks));
 
     profile_sections(&mut p, data);
     if let Some(s) = &data.sweep {

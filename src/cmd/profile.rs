@@ -13,6 +13,7 @@ use retrace_estimate::annotate::Lines;
 use retrace_estimate::callgrind::{callgrind, Header as CallgrindHeader};
 use retrace_estimate::sample_profile::sample_profile;
 use retrace_estimate::{profile_trace, Fidelity};
+use retrace_timing::{CpiPart, CpiStack};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -37,6 +38,7 @@ use std::process::ExitCode;
     Examples:\n  \
     retrace profile prog.elf prog.rtrace\n  \
     retrace profile prog.elf prog.rtrace --core rocket --top 20 --format json\n  \
+    retrace profile prog.elf prog.rtrace --core inorder5 --cpi\n  \
     retrace profile prog.elf prog.rtrace --core rocket --format callgrind -o callgrind.out.1\n  \
     retrace profile prog.elf prog.rtrace --sample-profile prog.prof   (for clang -fprofile-sample-use)"
 )]
@@ -60,6 +62,11 @@ pub struct Args {
     /// line and instruction, and the call graph; docs/REPORTS.md).
     #[arg(long, value_enum, default_value_t = ProfileFormat::Text, value_name = "FORMAT")]
     pub format: ProfileFormat,
+    /// Also split each function's exclusive cycles by cause, its CPI stack
+    /// (docs/REPORTS.md): a table in text, a `cpi` object per function in
+    /// JSON, a column per part in CSV.
+    #[arg(long)]
+    pub cpi: bool,
     /// The same as --format json (kept for existing scripts).
     #[arg(long, hide = true)]
     pub json: bool,
@@ -83,7 +90,7 @@ pub enum ProfileFormat {
 }
 
 /// One function's cycles.
-#[derive(Serialize)]
+#[derive(Clone, Serialize)]
 pub struct FunctionRow {
     /// The function's name.
     pub name: String,
@@ -95,6 +102,9 @@ pub struct FunctionRow {
     pub calls: u64,
     /// Instructions executed in the function itself.
     pub instructions: u64,
+    /// Its exclusive cycles by cause (with `--cpi`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpi: Option<CpiStack>,
 }
 
 /// One conditional branch.
@@ -234,6 +244,15 @@ impl Report for ProfileReport {
                 thousands(f.calls)
             );
         }
+        let stacks: Vec<(String, CpiStack)> = self
+            .functions
+            .iter()
+            .filter_map(|f| Some((f.name.clone(), f.cpi?)))
+            .collect();
+        if !stacks.is_empty() {
+            let _ = writeln!(o, "\nCPI stacks of exclusive cycles (% of the function's)");
+            cpi_table(&mut o, "function", &stacks);
+        }
         let _ = writeln!(
             o,
             "\n{:<34} {:>14} {:>8}  source",
@@ -288,8 +307,73 @@ impl Report for ProfileReport {
     }
 
     fn csv(&self) -> anyhow::Result<String> {
-        csv_of(&self.functions)
+        csv_with_cpi(&self.functions, |f| &mut f.cpi)
     }
+}
+
+/// Rows as CSV ([`csv_of`]) and, when they carry a CPI stack (`cpi` gives
+/// it), a column per part after their own.
+pub fn csv_with_cpi<T: Serialize + Clone>(
+    rows: &[T],
+    cpi: impl Fn(&mut T) -> &mut Option<CpiStack>,
+) -> anyhow::Result<String> {
+    let mut plain = rows.to_vec();
+    let stacks: Vec<Option<CpiStack>> = plain.iter_mut().map(|r| cpi(r).take()).collect();
+    let text = csv_of(&plain)?;
+    if stacks.iter().all(Option::is_none) {
+        return Ok(text);
+    }
+    // Read the rows back (quoting and all) and write them again, longer.
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> = reader.headers()?.iter().map(str::to_string).collect();
+    header.extend(CpiPart::ALL.iter().map(|p| p.name().to_string()));
+    w.write_record(&header)?;
+    for (record, stack) in reader.records().zip(&stacks) {
+        let mut fields: Vec<String> = record?.iter().map(str::to_string).collect();
+        fields.extend(stack.unwrap_or_default().0.iter().map(u64::to_string));
+        w.write_record(&fields)?;
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+/// A table of CPI stacks, one row per `(name, stack)`: each part with any
+/// cycles in some row, as a share of the row's total.
+pub fn cpi_table(o: &mut String, what: &str, rows: &[(String, CpiStack)]) {
+    let parts: Vec<CpiPart> = CpiPart::ALL
+        .into_iter()
+        .filter(|&p| rows.iter().any(|(_, s)| s.get(p) > 0))
+        .collect();
+    let _ = write!(o, "{what:<28} {:>14}", "cycles");
+    for p in &parts {
+        let _ = write!(o, " {:>10}", p.name());
+    }
+    o.push('\n');
+    for (name, s) in rows {
+        let total = s.total();
+        let _ = write!(o, "{name:<28} {:>14}", thousands(total));
+        for &p in &parts {
+            let pct = s.get(p) as f64 * 100.0 / total.max(1) as f64;
+            let _ = write!(o, " {pct:>9.1}%");
+        }
+        o.push('\n');
+    }
+}
+
+/// Each function's exclusive CPI stack, by the address ranges the profile
+/// charges to it, indexed like `ranges`.
+pub fn function_stacks(
+    profile: &retrace_estimate::Profile,
+    ranges: &retrace_program::FunctionRanges,
+) -> Vec<CpiStack> {
+    let map = retrace_sim::functions::FunctionMap::new(&ranges.ranges);
+    let mut out = vec![CpiStack::default(); ranges.ranges.len()];
+    for (&pc, c) in &profile.instructions {
+        if let Some(f) = map.lookup(pc) {
+            out[f].add(&c.cpi);
+        }
+    }
+    out
 }
 
 /// A program profiled on one core from its trace: what `profile` and
@@ -367,7 +451,7 @@ pub fn profiled(args: &ProfiledArgs) -> anyhow::Result<Profiled> {
 /// The report of a profiled run: its `top` hottest functions, most
 /// executed and costliest branches and hottest partial programs, with
 /// their source lines. `profile` prints it; `report` draws it.
-pub fn profile_report(prof: &Profiled, top: usize) -> ProfileReport {
+pub fn profile_report(prof: &Profiled, top: usize, cpi: bool) -> ProfileReport {
     let Profiled {
         elf,
         bytes,
@@ -388,6 +472,16 @@ pub fn profile_report(prof: &Profiled, top: usize) -> ProfileReport {
         .collect();
     let lines = Lines::of(bytes, &shown_addrs);
     let source = |pc: u64| lines.get(pc).map(ToString::to_string);
+    let ranges = retrace_program::FunctionRanges::of_program(&prof.program);
+    let stacks = if cpi {
+        function_stacks(p, &ranges)
+    } else {
+        Vec::new()
+    };
+    let stack_of = |entry: u64| {
+        let i = ranges.ranges.iter().position(|r| r.0 == entry)?;
+        stacks.get(i).copied()
+    };
     ProfileReport {
         program: shown.clone(),
         core: core.name.clone(),
@@ -406,6 +500,7 @@ pub fn profile_report(prof: &Profiled, top: usize) -> ProfileReport {
                 inclusive_cycles: f.inclusive,
                 calls: f.calls,
                 instructions: f.instructions,
+                cpi: stack_of(f.entry),
             })
             .collect(),
         branches: p
@@ -478,7 +573,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             )
         })?;
     }
-    let report = profile_report(&prof, args.top);
+    let report = profile_report(&prof, args.top, args.cpi);
     let format = match (args.json, args.format) {
         (true, _) | (_, ProfileFormat::Json) => Format::Json,
         (_, ProfileFormat::Text) => Format::Text,

@@ -33,7 +33,9 @@
 use crate::walk::{Graph, Leave, Visit};
 use retrace_isa::{Flow, Inst};
 use retrace_program::{Addr, PpId, PpTable};
-use retrace_timing::{CoreModel, Events, Frontend, PathTimer, SignatureId};
+use retrace_timing::{
+    loaded_after, CoreModel, CpiAccount, CpiStack, Events, Frontend, PathTimer, SignatureId,
+};
 use rustc_hash::FxHashMap;
 
 /// How much of the core's behaviour the replay simulates.
@@ -307,8 +309,21 @@ pub(crate) struct Ecall {
 
 /// A step outside the node graph, as far as its per-instruction costs
 /// depend on it: entry signature, partial program, instructions run, end
-/// outcome, fetch-miss mask, and a long path's misses (`long_misses`).
-type SlowKey = (SignatureId, PpId, u32, EndOutcome, u64, Option<Box<[u64]>>);
+/// outcome, fetch-miss mask, a long path's misses (`long_misses`), and the
+/// registers in flight at entry that a load wrote.
+type SlowKey = (
+    SignatureId,
+    PpId,
+    u32,
+    EndOutcome,
+    u64,
+    Option<Box<[u64]>>,
+    u32,
+);
+
+/// A node step whose entry had registers in flight that a load wrote:
+/// entry signature, partial program, end edge, those registers.
+type LoadedKey = (SignatureId, PpId, usize, u32);
 
 /// The steps of a replay that the node graph does not count, logged for
 /// [`Estimator::per_instruction`].
@@ -318,6 +333,21 @@ struct AttributionLog {
     slow: FxHashMap<SlowKey, u64>,
     /// Cycles of traps (exceptions) not yet charged to an instruction.
     pending_trap: u64,
+    /// Node steps entered with registers in flight that a load wrote, with
+    /// how often each happened: their CPI stacks tell a wait for such a
+    /// register as load-use, which the signature does not say (it holds
+    /// what the timing needs, and the timing does not care).
+    loaded_steps: FxHashMap<LoadedKey, u64>,
+    /// Registers last written by a load, as the replay goes (bit per
+    /// register); only those in flight at a step's entry matter.
+    loaded: u32,
+    /// Per signature id, the registers it has in flight (bit per register),
+    /// filled as signatures are met.
+    in_flight: Vec<u32>,
+    /// Per partial program, how its whole path changes `loaded`: bits
+    /// kept, bits set ([`path_loads`]). Here and not in the partial
+    /// programs' facts, which a plain replay reads at every step.
+    loads: FxHashMap<PpId, (u32, u32)>,
     /// Each partial program's instructions as they were when it first ran:
     /// the table decodes the code as it is now, and code written at run
     /// time may since have replaced them (the partial program retired).
@@ -362,8 +392,9 @@ impl Estimator {
 
     /// Log what [`Estimator::per_instruction`] needs as the replay goes: the
     /// steps outside the node graph (those with I-cache misses, cut short
-    /// or last) and the traps. Costs nothing on the node graph's steps, so
-    /// a replay that does not ask runs as fast as before.
+    /// or last), the traps, and which registers in flight a load wrote
+    /// (for the CPI stacks' load-use part). A replay that does not ask
+    /// pays one test of a field per node step.
     pub fn attributing(mut self) -> Estimator {
         self.log = Some(Box::default());
         self
@@ -399,11 +430,20 @@ impl Estimator {
             .filter(|n| n.pp != crate::machine::INVALID)
             .map(|n| (n.sig, n.pp, n.edges.map(|e| e.visits)))
             .collect();
+        // A node's visits entered with registers a load wrote in flight
+        // are charged apart, with those registers; the rest with none.
+        let mut loaded: FxHashMap<(SignatureId, PpId, usize), Vec<(u32, u64)>> =
+            FxHashMap::default();
+        for (&(sig, pp, edge, regs), &v) in &log.loaded_steps {
+            loaded.entry((sig, pp, edge)).or_default().push((regs, v));
+        }
         for (sig, pp, visits) in nodes {
             for (edge, &v) in visits.iter().enumerate() {
                 if v == 0 {
                     continue;
                 }
+                let apart = loaded.get(&(sig, pp, edge)).map_or(&[][..], |l| &l[..]);
+                let plain = v.saturating_sub(apart.iter().map(|&(_, n)| n).sum::<u64>());
                 let end = EndOutcome {
                     taken: edge & 1 != 0,
                     mispredicted: edge & 2 != 0,
@@ -413,31 +453,31 @@ impl Estimator {
                 let lines = self.facts[pp.index()].line_starts.len();
                 self.long_misses.clear();
                 self.long_misses.resize(lines.div_ceil(64), 0);
-                self.charge_path(&log, sig, pp, len, end, 0, v, out);
+                for (regs, v) in [(0, plain)].into_iter().chain(apart.iter().copied()) {
+                    if v != 0 {
+                        self.charge_path(&log, (sig, pp, len, end, 0, regs), v, out);
+                    }
+                }
             }
         }
-        for ((sig, pp, n, end, mask, long), &v) in &log.slow {
+        for ((sig, pp, n, end, mask, long, regs), &v) in &log.slow {
             if let Some(long) = long {
                 self.long_misses.clear();
                 self.long_misses.extend_from_slice(long);
             }
-            self.charge_path(&log, *sig, *pp, *n, *end, *mask, v, out);
+            self.charge_path(&log, (*sig, *pp, *n, *end, *mask, *regs), v, out);
         }
         self.log = Some(log);
     }
 
     /// Add `visits` times the per-instruction costs of `n` instructions of
     /// `pp` entered with signature `sig`, ending `end`, with the fetch
-    /// misses `mask` (and `long_misses`), to `out`.
-    #[allow(clippy::too_many_arguments)]
+    /// misses `mask` (and `long_misses`) and the registers in flight that a
+    /// load wrote `regs`, to `out`.
     fn charge_path(
         &mut self,
         log: &AttributionLog,
-        sig: SignatureId,
-        pp: PpId,
-        n: u32,
-        end: EndOutcome,
-        mask: u64,
+        (sig, pp, n, end, mask, regs): (SignatureId, PpId, u32, EndOutcome, u64, u32),
         visits: u64,
         out: &mut FxHashMap<u64, retrace_sim::attribution::InstructionCost>,
     ) {
@@ -445,14 +485,17 @@ impl Estimator {
         self.events_of(insts.iter().copied(), pp, n, end, mask);
         let model = self.timer.model();
         let mut pipeline = retrace_timing::Pipeline::from_signature(self.timer.signature(sig));
+        let mut acct = CpiAccount::with_loaded(regs);
         let mut before = 0;
         for (pc, inst, ev) in &self.scratch {
-            pipeline.issue(model, *pc, inst, *ev);
+            acct.stack = CpiStack::default();
+            pipeline.issue_accounting(model, *pc, inst, *ev, &mut acct);
             let c = out.entry(*pc).or_default();
             c.executions += visits;
             c.cycles += (pipeline.cycle() - before) * visits;
             c.mispredicts += u64::from(ev.mispredict) * visits;
             c.icache_misses += u64::from(ev.fetch_miss) * visits;
+            c.cpi.add_times(&acct.stack, visits);
             before = pipeline.cycle();
         }
         // A path that ends by trapping (an `ecall`) includes the trap, which
@@ -460,9 +503,50 @@ impl Estimator {
         let f = &self.facts[pp.index()];
         if n == f.len && f.traps {
             if let Some((pc, _, _)) = self.scratch.last() {
-                pipeline.trap(model);
-                out.entry(*pc).or_default().cycles += (pipeline.cycle() - before) * visits;
+                acct.stack = CpiStack::default();
+                pipeline.trap_accounting(model, &mut acct);
+                let c = out.entry(*pc).or_default();
+                c.cycles += (pipeline.cycle() - before) * visits;
+                c.cpi.add_times(&acct.stack, visits);
             }
+        }
+    }
+
+    /// The registers in flight at signature `sig` that a load wrote, as the
+    /// replay has it now (attributing only).
+    fn loaded_in_flight(&mut self, sig: SignatureId) -> u32 {
+        let Some(log) = &mut self.log else {
+            return 0;
+        };
+        let i = sig.0 as usize;
+        if i >= log.in_flight.len() {
+            let timer = &self.timer;
+            let from = log.in_flight.len();
+            log.in_flight.extend((from..=i).map(|k| {
+                timer
+                    .signature(SignatureId(k as u32))
+                    .0
+                    .iter()
+                    .fold(0u32, |m, &(r, _)| m | 1 << (r & 31))
+            }));
+        }
+        log.loaded & log.in_flight[i]
+    }
+
+    /// Log a node step of `pp` left by `edge` (attributing only): with
+    /// registers a load wrote in flight at its entry, apart; then follow
+    /// which registers the path leaves written by a load.
+    #[cold]
+    #[inline(never)]
+    fn log_node_step(&mut self, pp: PpId, edge: usize) {
+        let sig = self.nodes[self.node as usize].sig;
+        let regs = self.loaded_in_flight(sig);
+        if let Some(log) = &mut self.log {
+            let loads = log.loads.get(&pp).copied().unwrap_or((u32::MAX, 0));
+            if regs != 0 {
+                *log.loaded_steps.entry((sig, pp, edge, regs)).or_default() += 1;
+            }
+            log.loaded = log.loaded & loads.0 | loads.1;
         }
     }
 
@@ -478,6 +562,10 @@ impl Estimator {
             Fidelity::Control => Frontend::new(model),
             Fidelity::Fast => Frontend::stateless(model),
         };
+        if let Some(log) = &mut self.log {
+            // The pipeline is idle again: nothing a load wrote is in flight.
+            log.loaded = 0;
+        }
         self.dcache_miss_rate = dcache_miss_rate;
         self.sig = SignatureId::IDLE;
         self.node = NO_NODE;
@@ -672,7 +760,10 @@ impl Estimator {
             mem_ops += u32::from(inst.mem().is_some());
         }
         if let Some(log) = &mut self.log {
-            log.code.insert(pp, table.insts(pp).collect());
+            let code: Box<[(Addr, Inst)]> = table.insts(pp).collect();
+            log.loads
+                .insert(pp, path_loads(code.iter().map(|(_, i)| i)));
+            log.code.insert(pp, code);
         }
         let p = table.get(pp);
         let end = table.end_inst(pp);
@@ -874,12 +965,23 @@ impl Estimator {
     /// A step outside the node graph (I-cache misses, or the last partial
     /// program): counted per partial program.
     fn slow_step(&mut self, table: &PpTable, pp: PpId, n: u32, end: EndOutcome, misses: u64) {
-        if let Some(log) = &mut self.log {
+        if self.log.is_some() {
             let long = (self.facts[pp.index()].line_starts.len() > 64)
                 .then(|| self.long_misses.clone().into_boxed_slice());
+            let loaded = self.loaded_in_flight(self.sig);
+            let whole = n == self.facts[pp.index()].len;
+            let log = self.log.as_mut().expect("attributing");
+            let loads = match log.loads.get(&pp) {
+                Some(&l) if whole => l,
+                _ => {
+                    let code = log.code.get(&pp).map_or(&[][..], |c| &c[..]);
+                    path_loads(code.iter().take(n as usize).map(|(_, i)| i))
+                }
+            };
             *log.slow
-                .entry((self.sig, pp, n, end, misses, long))
+                .entry((self.sig, pp, n, end, misses, long, loaded))
                 .or_default() += 1;
+            log.loaded = log.loaded & loads.0 | loads.1;
         }
         let c = self.time_path(table, pp, n, end, misses);
         self.cycles += c;
@@ -952,6 +1054,10 @@ impl Estimator {
             self.node = self.node_for(pp);
         }
         let node = self.node as usize;
+        if self.log.is_some() {
+            // Out of line: the plain replay's step stays as it was.
+            self.log_node_step(pp, end.edge());
+        }
         let edge = self.nodes[node].edges[end.edge()];
         if edge.next != NO_NODE {
             let next_node = if edge.next_pp == next {
@@ -1037,6 +1143,9 @@ impl Visit<PpTable> for Estimator {
         self.cycles += c;
         if let Some(log) = &mut self.log {
             log.pending_trap += c;
+            // Nothing is in flight after a trap: which register a load
+            // wrote no longer matters.
+            log.loaded = 0;
         }
         if let Some(e) = self.extra.get_mut(pp.index()) {
             e.1 += c;
@@ -1126,4 +1235,14 @@ impl Estimator {
         }
         c
     }
+}
+
+/// How a path changes which registers were last written by a load, as
+/// `(kept, set)`: after it, `loaded & kept | set`. Each bit is either
+/// untouched by the path or fixed by its last write, so the two masks are
+/// the bookkeeping applied to none and to all registers.
+fn path_loads<'a>(insts: impl Iterator<Item = &'a Inst> + Clone) -> (u32, u32) {
+    let set = loaded_after(0, insts.clone());
+    let all = loaded_after(u32::MAX, insts);
+    (all & !set, set)
 }

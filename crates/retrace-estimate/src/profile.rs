@@ -113,6 +113,19 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// The run's CPI stack: its instructions' stacks summed, and the
+    /// data-cache term of `estimate` (estimated for the whole run, charged
+    /// to no instruction) as its data-cache part; it sums to
+    /// `estimate.cycles`.
+    pub fn cpi_stack(&self, estimate: &crate::Estimate) -> retrace_timing::CpiStack {
+        let mut stack = retrace_timing::CpiStack::default();
+        for c in self.instructions.values() {
+            stack.add(&c.cpi);
+        }
+        stack.charge(retrace_timing::CpiPart::DCache, estimate.dcache_cycles);
+        stack
+    }
+
     /// The branches that mispredicted, the cycles their mispredictions
     /// cost first (then the most executed, then by address).
     pub fn costliest_branches(&self) -> Vec<BranchProfile> {
@@ -321,7 +334,9 @@ impl Profiler {
         let mut per_inst: FxHashMap<u64, InstructionCost> = FxHashMap::default();
         self.estimator.per_instruction(&mut per_inst);
         for (&pc, &c) in &self.traps {
-            per_inst.entry(pc).or_default().cycles += c;
+            let cost = per_inst.entry(pc).or_default();
+            cost.cycles += c;
+            cost.cpi.charge(retrace_timing::CpiPart::Trap, c);
         }
         let instructions: PerInstruction = per_inst.into_iter().collect();
         let penalty = u64::from(self.estimator.model().branch.mispredict_penalty);

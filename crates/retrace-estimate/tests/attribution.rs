@@ -3,9 +3,13 @@
 //! the profile's cost of every instruction address — executions, cycles,
 //! mispredictions, I-cache misses — equals the cycle-level engine's
 //! (`retrace_sim::attribution`), and the cycles sum to the run's total.
+//! The cost includes the instruction's CPI stack, so the stacks are equal
+//! address by address too; grouped by function (`annotate`), the
+//! functions' stacks are equal and each sums to the function's cycles.
 //! One test per program: a compressed `-Os` build (picorv32's split
 //! fetches), recursion, and code written at run time.
 
+use retrace_estimate::annotate::{annotate, Lines};
 use retrace_estimate::{profile_trace, Fidelity};
 use retrace_program::{Elf, FunctionRanges, Program};
 use retrace_sim::attribution::{AttributingObserver, PerInstruction};
@@ -90,6 +94,35 @@ fn replay_equals_engine(name: &str) {
         bad.extend(differ.take(8));
         // The test can fail: the replay's costs are not all in one place.
         assert!(got.values().filter(|c| c.cycles > 0).count() > 10, "{row}");
+        let all: Vec<usize> = (0..functions.names.len()).collect();
+        let lines = Lines::of(&[], &[]);
+        let by_function = |costs: &PerInstruction| {
+            annotate(&program, &elf, &lines, &functions, &all, costs)
+                .into_iter()
+                .map(|f| (f.name, f.cost))
+                .collect::<Vec<_>>()
+        };
+        let (want_f, got_f) = (by_function(&want), by_function(got));
+        for ((name, w), (_, g)) in want_f.iter().zip(&got_f) {
+            if w.cpi != g.cpi || g.cpi.total() != g.cycles {
+                bad.push(format!(
+                    "{row}: {name} engine {} ({} cycles), replay {} ({} cycles)",
+                    w.cpi.json(),
+                    w.cycles,
+                    g.cpi.json(),
+                    g.cycles
+                ));
+            }
+        }
+        // Some function waits on a load, or the split is not tested.
+        if core.name == "inorder5" {
+            let load_use = |f: &[(String, retrace_sim::attribution::InstructionCost)]| {
+                f.iter()
+                    .map(|(_, c)| c.cpi.get(retrace_timing::CpiPart::LoadUse))
+                    .sum::<u64>()
+            };
+            assert!(load_use(&got_f) > 0, "{row}: no load-use cycles");
+        }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }

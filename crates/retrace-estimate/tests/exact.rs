@@ -14,7 +14,9 @@
 //!   `picorv32` and `inorder5` also the memoised `fast` replay against the
 //!   step-by-step one; on the exact rows, the profile's cycles per function
 //!   (exclusive, inclusive, calls, instructions) against the cycle-level
-//!   engine's, function by function, with exclusive ≤ inclusive;
+//!   engine's, function by function, with exclusive ≤ inclusive, and the
+//!   profile's CPI stack (the sum of its instructions' stacks) against the
+//!   engine's, part by part, both summing to the cycles;
 //! - `exact::tail-calls`: the sweep covers functions entered by a tail
 //!   call (`j`), which count as entered and hold their cycles;
 //! - `exact::PROG::memo-rocket`: the same on rocket, whose `fast` estimate
@@ -38,7 +40,7 @@ use retrace_sim::record::record_run_watched;
 use retrace_sim::{Console, HostConfig};
 use retrace_testkit::programs::{example_programs, ExampleProgram};
 use retrace_testkit::trials::{self, all_ok, Failed, Trial};
-use retrace_timing::{preset, CoreModel};
+use retrace_timing::{preset, CoreModel, CpiStack};
 use retrace_trace::PcSequence;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -82,6 +84,9 @@ struct Pass {
     /// The cycle-level engine's cycles per function, for each row's core
     /// (as `cycles`).
     per_function: Vec<Option<Vec<FunctionCycles>>>,
+    /// The cycle-level engine's CPI stack for each row's core (as
+    /// `cycles`).
+    cpi: Vec<Option<CpiStack>>,
 }
 
 fn host(path: &Path) -> HostConfig {
@@ -116,7 +121,11 @@ impl Case {
                     .iter()
                     .zip(&runs)
                     .filter(|(_, &runs)| runs)
-                    .map(|(r, _)| CycleObserver::new(&r.core, &functions.ranges).reading_code(&elf))
+                    .map(|(r, _)| {
+                        CycleObserver::new(&r.core, &functions.ranges)
+                            .reading_code(&elf)
+                            .accounting()
+                    })
                     .collect::<Vec<_>>(),
             );
             let mut trace = Vec::new();
@@ -136,14 +145,19 @@ impl Case {
                 c.finish();
             }
             let mut each = cores.iter();
+            let mut cpi = Vec::new();
             let (cycles, per_function) = runs
                 .iter()
                 .map(|&runs| match runs {
                     true => {
                         let c = each.next().unwrap();
+                        cpi.push(c.core().cpi().copied());
                         (Some(c.core().cycles()), Some(c.per_function().to_vec()))
                     }
-                    false => (None, None),
+                    false => {
+                        cpi.push(None);
+                        (None, None)
+                    }
                 })
                 .unzip();
             Pass {
@@ -155,6 +169,7 @@ impl Case {
                 cycles,
                 functions,
                 per_function,
+                cpi,
             }
         })
     }
@@ -315,6 +330,22 @@ fn functions_match(case: &Case, row: usize) -> Result<(), Failed> {
                 core.name, c.exclusive, c.inclusive
             ));
         }
+    }
+    let mut stack = CpiStack::default();
+    for c in profile.instructions.values() {
+        stack.add(&c.cpi);
+    }
+    let engine = r.cpi[row].expect("a row that ran keeps a CPI stack");
+    if stack != engine || stack.total() != est.cycles || engine.total() != est.cycles {
+        bad.push(format!(
+            "{name} on {}: CPI stack {} (sum {}), cycle-level {} (sum {}), cycles {}",
+            core.name,
+            stack.json(),
+            stack.total(),
+            engine.json(),
+            engine.total(),
+            est.cycles
+        ));
     }
     bad.truncate(12);
     all_ok(bad)

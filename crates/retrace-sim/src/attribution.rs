@@ -11,11 +11,17 @@
 //! last instruction issued before it: the `ecall` itself, or the
 //! instruction before one that faulted. The parts so sum to the run's
 //! cycles exactly.
+//!
+//! Each instruction's cycles are also split by cause, as the accounting
+//! form of the timing rule splits them (`retrace_timing::CpiStack`): so
+//! the stacks of functions and lines are sums of instructions' stacks,
+//! and sum to their cycles.
 
 use crate::cycle::CycleObserver;
 use crate::observer::{Observer, Retired, TrapEvent};
 use crate::sync::SyncEvent;
 use retrace_isa::Inst;
+use retrace_timing::CpiStack;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
@@ -31,6 +37,8 @@ pub struct InstructionCost {
     pub mispredicts: u64,
     /// Times its fetch missed the instruction cache.
     pub icache_misses: u64,
+    /// Its cycles by cause; the parts sum to `cycles`.
+    pub cpi: CpiStack,
 }
 
 impl InstructionCost {
@@ -40,6 +48,7 @@ impl InstructionCost {
         self.cycles += other.cycles;
         self.mispredicts += other.mispredicts;
         self.icache_misses += other.icache_misses;
+        self.cpi.add(&other.cpi);
     }
 }
 
@@ -57,16 +66,20 @@ pub struct AttributingObserver {
     /// Cycles, mispredictions and I-cache misses when the last charge was
     /// made.
     seen: (u64, u64, u64),
+    /// The core's CPI stack when the last charge was made.
+    seen_cpi: CpiStack,
 }
 
 impl AttributingObserver {
-    /// Watch a run with `inner`, charging each instruction its part.
+    /// Watch a run with `inner` (not yet run), charging each instruction
+    /// its part; its core keeps a CPI stack from now on.
     pub fn new(inner: CycleObserver) -> AttributingObserver {
         AttributingObserver {
-            inner,
+            inner: inner.accounting(),
             costs: FxHashMap::default(),
             last_pc: None,
             seen: (0, 0, 0),
+            seen_cpi: CpiStack::default(),
         }
     }
 
@@ -99,7 +112,10 @@ impl AttributingObserver {
         c.cycles += now.0 - self.seen.0;
         c.mispredicts += now.1 - self.seen.1;
         c.icache_misses += now.2 - self.seen.2;
+        let cpi = core.cpi().copied().unwrap_or_default();
+        c.cpi.add(&cpi.since(&self.seen_cpi));
         self.seen = now;
+        self.seen_cpi = cpi;
     }
 
     /// Charge a trap's cycles to the last instruction issued.

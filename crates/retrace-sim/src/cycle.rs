@@ -109,6 +109,13 @@ impl CycleObserver {
         self
     }
 
+    /// Keep the core's CPI stack as it runs ([`CoreState::accounting`]),
+    /// at the cost of the accounting form of the timing rule.
+    pub fn accounting(mut self) -> CycleObserver {
+        self.core = self.core.accounting();
+        self
+    }
+
     /// Also keep the timeline of the run's frames, about `max` of the
     /// longest ([`crate::functions::SpanLog`]; needs functions).
     pub fn logging_spans(mut self, max: usize) -> CycleObserver {

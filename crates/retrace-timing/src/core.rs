@@ -3,6 +3,7 @@
 //! cycle-level engine drives.
 
 use crate::cache::Cache;
+use crate::cpi::{CpiAccount, CpiStack};
 use crate::frontend::Frontend;
 use crate::model::CoreModel;
 use crate::path::Events;
@@ -72,6 +73,8 @@ pub struct CoreState {
     /// does not re-derive timing class, register use and flow.
     ops: OpTable,
     costs: Costs,
+    /// The CPI stack so far, when asked for ([`CoreState::accounting`]).
+    account: Option<Box<CpiAccount>>,
 }
 
 impl CoreState {
@@ -85,7 +88,20 @@ impl CoreState {
             stats: CoreStats::default(),
             ops: OpTable::new(model),
             costs: Costs::of(model),
+            account: None,
         }
+    }
+
+    /// Keep a CPI stack as the core runs ([`CoreState::cpi`]): each step
+    /// then takes the accounting form of the timing rule.
+    pub fn accounting(mut self) -> CoreState {
+        self.account = Some(Box::default());
+        self
+    }
+
+    /// The CPI stack so far (`None` unless [`CoreState::accounting`]).
+    pub fn cpi(&self) -> Option<&CpiStack> {
+        self.account.as_ref().map(|a| &a.stack)
     }
 
     /// The model this core follows.
@@ -147,8 +163,15 @@ impl CoreState {
             _ => {}
         }
         self.stats.instructions += 1;
-        self.pipeline
-            .issue_op(&self.costs, &facts, pc, inst, flow, ev);
+        match &mut self.account {
+            None => self
+                .pipeline
+                .issue_op(&self.costs, &facts, pc, inst, flow, ev, &mut ()),
+            Some(a) => {
+                self.pipeline
+                    .issue_op_accounting(&self.costs, &facts, pc, inst, flow, ev, a)
+            }
+        }
         flow
     }
 
@@ -159,6 +182,9 @@ impl CoreState {
     /// fetched like any other.
     pub fn trap(&mut self) {
         self.stats.traps += 1;
-        self.pipeline.trap_op(&self.costs);
+        match &mut self.account {
+            None => self.pipeline.trap_op(&self.costs, &mut ()),
+            Some(a) => self.pipeline.trap_op(&self.costs, &mut **a),
+        }
     }
 }

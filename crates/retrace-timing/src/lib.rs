@@ -32,6 +32,7 @@
 
 mod cache;
 mod core;
+mod cpi;
 mod frontend;
 mod model;
 mod overrides;
@@ -42,6 +43,7 @@ mod presets;
 
 pub use crate::core::{CoreState, CoreStats, Resolved};
 pub use cache::Cache;
+pub use cpi::{loaded_after, CpiAccount, CpiPart, CpiStack, CPI_PARTS};
 pub use frontend::Frontend;
 pub use model::{
     BranchModel, CacheModel, ClassTable, CoreModel, FetchModel, FloatUnit, ModelError,

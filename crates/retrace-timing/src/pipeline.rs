@@ -2,6 +2,7 @@
 //! clock. [`Pipeline::issue`] is *the* timing rule of retrace — the
 //! cycle-level engine and the replay's path timing both end here.
 
+use crate::cpi::{CpiAccount, CpiPart};
 use crate::model::{BranchModel, CoreModel, FetchModel};
 use crate::path::{Events, Signature};
 use retrace_isa::{Flow, Inst, Op};
@@ -47,14 +48,30 @@ impl Pipeline {
     pub fn issue(&mut self, model: &CoreModel, pc: u64, inst: &Inst, ev: Events) {
         let costs = Costs::of(model);
         let facts = OpFacts::of(model, inst.op);
-        self.issue_op(&costs, &facts, pc, inst, facts.flow(inst), ev);
+        self.issue_op(&costs, &facts, pc, inst, facts.flow(inst), ev, &mut ());
     }
 
-    /// [`Pipeline::issue`] with the per-model and per-operation facts
-    /// already looked up: the rule itself, which both the cycle-level engine
-    /// (with facts tabulated once per core) and [`Pipeline::issue`] use.
-    #[inline(always)]
-    pub(crate) fn issue_op(
+    /// [`Pipeline::issue`] that also adds each term it adds to the clock to
+    /// its part of `acct`'s stack ([`crate::cpi`]): the same rule, so the
+    /// parts sum to the cycles the instruction took.
+    pub fn issue_accounting(
+        &mut self,
+        model: &CoreModel,
+        pc: u64,
+        inst: &Inst,
+        ev: Events,
+        acct: &mut CpiAccount,
+    ) {
+        let costs = Costs::of(model);
+        let facts = OpFacts::of(model, inst.op);
+        self.issue_op(&costs, &facts, pc, inst, facts.flow(inst), ev, acct);
+    }
+
+    /// [`Pipeline::issue_op`] keeping `acct`, out of line: the cycle-level
+    /// engine's loop then holds one copy of the rule, the plain one.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn issue_op_accounting(
         &mut self,
         costs: &Costs,
         facts: &OpFacts,
@@ -62,6 +79,28 @@ impl Pipeline {
         inst: &Inst,
         flow: Flow,
         ev: Events,
+        acct: &mut CpiAccount,
+    ) {
+        self.issue_op(costs, facts, pc, inst, flow, ev, acct);
+    }
+
+    /// [`Pipeline::issue`] with the per-model and per-operation facts
+    /// already looked up: the rule itself, which both the cycle-level engine
+    /// (with facts tabulated once per core) and [`Pipeline::issue`] use.
+    /// With a [`Ledger`] that keeps no account (`()`) the accounting
+    /// compiles away, so the plain rule costs what it did before there was
+    /// one.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn issue_op<L: Ledger>(
+        &mut self,
+        costs: &Costs,
+        facts: &OpFacts,
+        pc: u64,
+        inst: &Inst,
+        flow: Flow,
+        ev: Events,
+        ledger: &mut L,
     ) {
         let mut start = self.cycle;
         if ev.fetch_miss {
@@ -69,26 +108,62 @@ impl Pipeline {
         }
         // The second fetch of an instruction that spans two words comes
         // before it can start (picorv32 with compressed code).
-        if costs.fetch.split_penalty != 0 && costs.fetch.splits(pc, inst.len) {
-            start += u64::from(costs.fetch.split_penalty);
-        }
+        let split = if costs.fetch.split_penalty != 0 && costs.fetch.splits(pc, inst.len) {
+            u64::from(costs.fetch.split_penalty)
+        } else {
+            0
+        };
+        start += split;
+        let free = start;
         // x0 is never written (see below), so `ready[0]` stays 0 and reading
         // it never delays; the facts say which fields are really registers.
+        let rs1 = usize::from(inst.rs1 & 31);
         if facts.reads_rs1 {
-            start = start.max(self.ready[usize::from(inst.rs1 & 31)]);
+            start = start.max(self.ready[rs1]);
         }
         if facts.reads_rs2 {
             start = start.max(self.ready[usize::from(inst.rs2 & 31)]);
         }
         let mem_stall = if ev.data_miss { costs.data_miss } else { 0 };
+        let (taken, mispredict) = control_penalty(&costs.branch, flow, ev);
+        let fallthrough = taken_split_fallthrough(&costs.fetch, pc, inst, flow, ev);
+        if let Some(a) = ledger.account() {
+            let s = &mut a.stack;
+            if ev.fetch_miss {
+                s.charge(CpiPart::ICache, costs.fetch_miss);
+            }
+            s.charge(CpiPart::Fetch, split + fallthrough);
+            if start > free {
+                // The operand waited for is the one ready last (rs1 on a
+                // tie): before this instruction overwrites either.
+                let r = if facts.reads_rs1 && self.ready[rs1] == start {
+                    inst.rs1
+                } else {
+                    inst.rs2
+                };
+                let part = if a.is_loaded(r) {
+                    CpiPart::LoadUse
+                } else {
+                    CpiPart::Interlock
+                };
+                a.stack.charge(part, start - free);
+            }
+            let occupancy = u64::from(facts.occupancy);
+            let s = &mut a.stack;
+            s.charge(CpiPart::Base, occupancy.min(1));
+            s.charge(facts.occupancy_part, occupancy.saturating_sub(1));
+            s.charge(CpiPart::DCache, mem_stall);
+            s.charge(CpiPart::Taken, taken);
+            s.charge(CpiPart::Mispredict, mispredict);
+            if facts.writes_rd && inst.rd != 0 {
+                a.wrote(inst.rd, facts.mem);
+            }
+        }
         if facts.writes_rd && inst.rd != 0 {
             self.ready[usize::from(inst.rd & 31)] = start + u64::from(facts.latency) + mem_stall;
         }
-        self.cycle = start
-            + u64::from(facts.occupancy)
-            + mem_stall
-            + control_penalty(&costs.branch, flow, ev)
-            + taken_split_fallthrough(&costs.fetch, pc, inst, flow, ev);
+        self.cycle =
+            start + u64::from(facts.occupancy) + mem_stall + taken + mispredict + fallthrough;
     }
 
     /// Enter a trap handler (an exception, or an `ecall`/`ebreak` that
@@ -101,14 +176,23 @@ impl Pipeline {
     /// it does not retire).
     #[inline]
     pub fn trap(&mut self, model: &CoreModel) {
-        self.trap_op(&Costs::of(model));
+        self.trap_op(&Costs::of(model), &mut ());
+    }
+
+    /// [`Pipeline::trap`] that adds its cycles to `acct`'s trap part.
+    pub fn trap_accounting(&mut self, model: &CoreModel, acct: &mut CpiAccount) {
+        self.trap_op(&Costs::of(model), acct);
     }
 
     /// [`Pipeline::trap`] with the core's costs looked up.
     #[inline]
-    pub(crate) fn trap_op(&mut self, costs: &Costs) {
+    pub(crate) fn trap_op<L: Ledger>(&mut self, costs: &Costs, ledger: &mut L) {
         let drained = self.ready.iter().copied().fold(self.cycle, u64::max);
-        self.cycle = drained + costs.trap;
+        let after = drained + costs.trap;
+        if let Some(a) = ledger.account() {
+            a.stack.charge(CpiPart::Trap, after - self.cycle);
+        }
+        self.cycle = after;
         self.ready = [0; 32];
     }
 
@@ -179,6 +263,8 @@ pub(crate) struct OpFacts {
     pub writes_rd: bool,
     /// It accesses data memory (load, store, LR/SC, AMO).
     pub mem: bool,
+    /// The CPI part its occupancy beyond the first cycle goes to.
+    pub occupancy_part: CpiPart,
     /// `jal`/`jalr`: the flow depends on the registers linked and used.
     operand_flow: bool,
     /// The flow, when it does not depend on operands.
@@ -210,6 +296,7 @@ impl OpFacts {
             reads_rs2: reads.contains(&Some(2)),
             writes_rd: probe.writes() == Some(3),
             mem: op.mem().is_some(),
+            occupancy_part: CpiPart::occupancy_of(class),
             operand_flow,
             flow: (!operand_flow).then(|| probe.flow()),
         }
@@ -269,31 +356,54 @@ fn taken_split_fallthrough(
     }
 }
 
-/// Extra cycles that control flow costs after an instruction issues.
+/// Extra cycles that control flow costs after an instruction issues: the
+/// penalty of going where it went (a taken branch, a jump, a return) and
+/// that of a misprediction, apart for the CPI stack.
 #[inline]
-fn control_penalty(b: &BranchModel, flow: Flow, ev: Events) -> u64 {
+fn control_penalty(b: &BranchModel, flow: Flow, ev: Events) -> (u64, u64) {
     // In u64: a sum of two u32 penalties cannot wrap there.
-    let penalty = match flow {
-        Flow::CondBranch => {
-            return u64::from(if ev.taken { b.taken_penalty } else { 0 })
-                + u64::from(if ev.mispredict {
-                    b.mispredict_penalty
-                } else {
-                    0
-                })
-        }
-        Flow::Jump | Flow::Call => b.jal_penalty,
-        Flow::Return if b.ras_depth > 0 => {
+    let (taken, mispredict) = match flow {
+        Flow::CondBranch => (
+            if ev.taken { b.taken_penalty } else { 0 },
             if ev.mispredict {
                 b.mispredict_penalty
             } else {
-                b.return_penalty
+                0
+            },
+        ),
+        Flow::Jump | Flow::Call => (b.jal_penalty, 0),
+        Flow::Return if b.ras_depth > 0 => {
+            if ev.mispredict {
+                (0, b.mispredict_penalty)
+            } else {
+                (b.return_penalty, 0)
             }
         }
-        Flow::Return | Flow::IndirectJump | Flow::IndirectCall => b.jalr_penalty,
-        _ => 0,
+        Flow::Return | Flow::IndirectJump | Flow::IndirectCall => (b.jalr_penalty, 0),
+        _ => (0, 0),
     };
-    u64::from(penalty)
+    (u64::from(taken), u64::from(mispredict))
+}
+
+/// Where the accounting form of the timing rule keeps its account: `()`
+/// keeps none (the plain rule), a [`CpiAccount`] its own.
+pub(crate) trait Ledger {
+    /// The account to charge, if any.
+    fn account(&mut self) -> Option<&mut CpiAccount>;
+}
+
+impl Ledger for () {
+    #[inline(always)]
+    fn account(&mut self) -> Option<&mut CpiAccount> {
+        None
+    }
+}
+
+impl Ledger for CpiAccount {
+    #[inline(always)]
+    fn account(&mut self) -> Option<&mut CpiAccount> {
+        Some(self)
+    }
 }
 
 #[cfg(test)]
@@ -341,6 +451,59 @@ mod tests {
         // A jump does not prefetch its fall-through.
         let jal = retrace_testkit::asm::inst(Op::Jal, 0, 0, 0, 64);
         assert_eq!(cycles(0x1002, &jal, taken(4)), 1);
+    }
+
+    /// The accounting rule times as the plain one, its parts sum to the
+    /// cycles on every preset, and an operand wait is load-use exactly when
+    /// a load wrote the register waited for.
+    #[test]
+    fn accounting_splits_the_cycles_exactly() {
+        use crate::cpi::{CpiAccount, CpiPart};
+        use retrace_testkit::asm::inst;
+        let program = [
+            inst(Op::Lw, 5, 2, 0, 0),
+            inst(Op::Add, 6, 5, 1, 0),
+            inst(Op::Mul, 7, 6, 6, 0),
+            inst(Op::Add, 8, 7, 5, 0),
+            inst(Op::Div, 9, 8, 7, 0),
+            inst(Op::Beq, 0, 9, 8, 16),
+            inst(Op::Jal, 1, 0, 0, 64),
+            inst(Op::Jalr, 0, 1, 0, 0),
+        ];
+        for (name, _) in PRESETS {
+            let model = preset(name).unwrap();
+            for events in 0..16u8 {
+                let (mut plain, mut counted) = (Pipeline::new(), Pipeline::new());
+                let mut acct = CpiAccount::default();
+                for (k, i) in program.iter().enumerate() {
+                    let ev = Events {
+                        fetch_miss: events & 1 != 0 && k % 3 == 0,
+                        data_miss: events & 2 != 0,
+                        taken: events & 4 != 0,
+                        mispredict: events & 8 != 0,
+                        fallthrough_len: 4,
+                    };
+                    let pc = 0x1000 + 2 * k as u64;
+                    plain.issue(&model, pc, i, ev);
+                    counted.issue_accounting(&model, pc, i, ev, &mut acct);
+                }
+                plain.trap(&model);
+                counted.trap_accounting(&model, &mut acct);
+                assert_eq!(plain, counted, "{name}");
+                assert_eq!(acct.stack.total(), plain.cycle(), "{name} {events}");
+                assert_eq!(acct.stack.get(CpiPart::Base), program.len() as u64);
+            }
+        }
+        // inorder5: `add` waits a cycle for the load before it (load-use),
+        // and the second `add` for the multiply (another interlock).
+        let model = preset("inorder5").unwrap();
+        let mut p = Pipeline::new();
+        let mut acct = CpiAccount::default();
+        for i in &program[..4] {
+            p.issue_accounting(&model, 0x1000, i, Events::default(), &mut acct);
+        }
+        assert_eq!(acct.stack.get(CpiPart::LoadUse), 1);
+        assert_eq!(acct.stack.get(CpiPart::Interlock), 2);
     }
 
     /// The tabulated facts agree with the instruction's own answers for
