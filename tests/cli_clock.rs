@@ -92,7 +92,7 @@ fn seed_histories_give_three_seconds_and_the_same_instant() {
 
 #[test]
 fn seed_sync_round_moves_the_responder_by_fifty() {
-    // At 1 Hz a tick is a second, so virtual time is the seed's arithmetic.
+    // At 1 Hz a tick is a second, so virtual time is the patent's arithmetic.
     let dir = scratch("seed-sync");
     let history = write(&dir, "h.csv", "processor,counter,hz\n1,0,1\n2,0,1\n");
     let sync = write(

@@ -1,4 +1,4 @@
-//! The QEMU oracle (issue 2's acceptance): every example program in
+//! The QEMU oracle: every example program in
 //! `programs/bin/` — both XLENs, all optimisation levels, discovered by
 //! listing the directory — prints byte-identical output and exits with the
 //! same code under `retrace run` as under QEMU, and matches the expected

@@ -269,7 +269,7 @@ mod tests {
     #[test]
     fn seed_offset_in_virtual_time() {
         // Both counters at 1 Hz: a tick is a second and virtual time is the
-        // seed's arithmetic on counter values.
+        // patent's arithmetic on counter values.
         let one_hz = Hz::new(1).unwrap();
         let mut histories = Histories::new();
         histories.insert(FrequencyHistory::new(ProcessorId(1), 0, one_hz));

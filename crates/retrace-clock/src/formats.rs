@@ -1033,7 +1033,7 @@ mod tests {
 
     #[test]
     fn csv_history_with_comments_and_units() {
-        let text = "# seed 002\nprocessor,counter,mhz\n1,0,100\n1,100000000,50\n\n1,150000000,150\n2,0,25\n";
+        let text = "# JP5267566B2\nprocessor,counter,mhz\n1,0,100\n1,100000000,50\n\n1,150000000,150\n2,0,25\n";
         let parsed = parse_history(text, &file(), ReadOptions::default()).unwrap();
         let p1 = parsed.histories.get(ProcessorId(1)).unwrap();
         assert_eq!(p1.changes(), 2);

@@ -1,12 +1,12 @@
 //! Frequency histories: from a processor's counter value to virtual time.
 //!
 //! A history starts at a counter value with a default frequency; each change
-//! is `(counter value at the change, new frequency)`. Seed 002 defines the
+//! is `(counter value at the change, new frequency)`. JP5267566B2 defines the
 //! virtual time of a counter value as the sum, over the intervals before it,
 //! of `cycles / frequency`, plus the cycles since the last change divided by
 //! the current frequency; before the first change the default frequency
 //! applies from counter zero. A [`FrequencyHistory`] keeps that sum at every
-//! change (the seed's "running sum" variant), so a lookup is one binary
+//! change (the patent's "running sum" variant), so a lookup is one binary
 //! search and one division, and a [`Cursor`] walks a sorted batch in one pass.
 //!
 //! The origin — counter zero at the default frequency — is a convention: if

@@ -1,6 +1,6 @@
 //! # retrace-clock
 //!
-//! Puts the cycle counters of many processors on one clock (seed 002).
+//! Puts the cycle counters of many processors on one clock (JP5267566B2).
 //! Each processor's counter advances at its own, changing frequency and
 //! started at its own moment; a trace stamped with those counters is not
 //! comparable across processors until both are corrected:
@@ -8,7 +8,7 @@
 //! - [`history`]: a processor's frequency changes turn a counter value into
 //!   *virtual time* — seconds, at one rate for every processor — exactly,
 //!   by binary search over running sums;
-//! - [`sync`]: rounds of the seed's two-way exchange measure the start offset
+//! - [`sync`]: rounds of the patent's two-way exchange measure the start offset
 //!   between a responder and the reference, with an error bound, several
 //!   estimators and drift across re-synchronisations;
 //! - [`correct`]: events `(processor, counter value, payload)` onto the
@@ -18,7 +18,7 @@
 //! - [`simulate`]: a ground-truth simulation that measures each estimator's
 //!   error; [`probe`]: the same exchange between two CPUs of this host.
 //!
-//! The seed's worked example, end to end:
+//! The patent's worked example, end to end:
 //!
 //! ```
 //! use retrace_clock::{FrequencyHistory, Hz, ProcessorId, VirtualTime};

@@ -1,4 +1,4 @@
-//! The host probe: the seed's exchange between two CPUs of this machine.
+//! The host probe: the patent's exchange between two CPUs of this machine.
 //!
 //! Two threads, each pinned to one CPU, pass a sequence number through one
 //! shared cache line and read the time-stamp counter (`rdtscp` on x86-64;

@@ -1,6 +1,6 @@
 //! Offset synchronisation: how far a responder's clock is behind the reference's.
 //!
-//! A round is the seed's exchange. The reference reads **A**, signals the
+//! A round is the patent's exchange. The reference reads **A**, signals the
 //! responder, which reads **B** and replies; the reference reads **C**. Then
 //! the roles swap: the responder reads **a**, the reference **b**, the
 //! responder **c**. The offset to add to the responder's times is
@@ -22,14 +22,14 @@
 //! down to its tick, which adds at most one tick to the bound.
 //!
 //! Values are plain integers in any one unit: counter ticks when both
-//! processors count at one fixed rate (the seed's setting), attoseconds of
+//! processors count at one fixed rate (the patent's setting), attoseconds of
 //! virtual time otherwise (see [`crate::correct`]).
 
 use crate::error::{Error, Result};
 use crate::time::div_round;
 use serde::Serialize;
 
-/// One synchronisation round: the six reads of the seed's exchange, all in
+/// One synchronisation round: the six reads of the patent's exchange, all in
 /// one unit (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct SyncRound {
@@ -51,7 +51,7 @@ pub struct SyncRound {
 }
 
 impl SyncRound {
-    /// A round from the seed's letters `[A, B, C, a, b, c]`, exact values.
+    /// A round from the patent's letters `[A, B, C, a, b, c]`, exact values.
     pub fn from_letters([a_up, b_up, c_up, a, b, c]: [i128; 6]) -> SyncRound {
         SyncRound {
             reference_asks: a_up,
@@ -109,7 +109,7 @@ impl SyncRound {
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum OffsetEstimator {
-    /// The seed's method: the average of `d` over all rounds.
+    /// The patent's method: the average of `d` over all rounds.
     Mean,
     /// The average over the rounds with the smallest round trips (the
     /// fastest eighth, at least one): a round delayed by an interrupt or a

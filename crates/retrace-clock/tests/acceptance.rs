@@ -1,4 +1,4 @@
-//! Acceptance tests of issue 6: the seed's worked examples, the simulation
+//! Acceptance tests of clock correction (JP5267566B2): the patent's worked examples, the simulation
 //! properties, and parsers that never panic on garbage.
 
 use retrace_clock::formats::{parse_events, parse_history, parse_sync, BadRows, ReadOptions};
@@ -11,7 +11,7 @@ fn mhz(m: u64) -> Hz {
     Hz::from_mhz(m).unwrap()
 }
 
-/// Seed 002, part 1: 1.0 + 1.0 + 1.0 s at 300 M cycles, and processor 2
+/// JP5267566B2, part 1: 1.0 + 1.0 + 1.0 s at 300 M cycles, and processor 2
 /// reads 50 M at the instant processor 1 reads 150 M.
 #[test]
 fn seed_vector_virtual_time() {
@@ -30,7 +30,7 @@ fn seed_vector_virtual_time() {
     assert_eq!(p2.virtual_time(50_000_000).unwrap(), t1);
 }
 
-/// Seed 002, part 2: d = 50; the responder's 875 becomes 925, the reference's 825 stays.
+/// JP5267566B2, part 2: d = 50; the responder's 875 becomes 925, the reference's 825 stays.
 #[test]
 fn seed_vector_offset() {
     let round = SyncRound::from_letters([75, 125, 225, 275, 425, 425]);
@@ -139,7 +139,7 @@ fn symmetric_delays_stay_within_bounds_in_1000_trials() {
 }
 
 /// With a slower return path and outliers, min-rtt is more accurate than the
-/// seed's mean (the numbers are tabulated in docs/CLOCK.md).
+/// patent's mean (the numbers are tabulated in docs/CLOCK.md).
 #[test]
 fn min_rtt_beats_mean_with_asymmetric_delays_and_outliers() {
     let summary = run(&Scenario::asymmetric(3), 1, 50, DriftModel::Constant).unwrap();

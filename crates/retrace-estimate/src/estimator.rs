@@ -1,6 +1,6 @@
 //! Cycle estimation during replay, at two fidelities:
 //!
-//! - [`Fidelity::Fast`] — seed 000's method: the sum of partial-program
+//! - [`Fidelity::Fast`] — US patent 8,448,140's method: the sum of partial-program
 //!   times, each taken from a memo keyed by (pipeline signature at entry,
 //!   partial program, outcome of its end), so interlocks that span
 //!   boundaries are counted exactly. Branches cost what the core's *static*
@@ -217,7 +217,7 @@ pub struct Estimate {
     /// calls nested deeper): when not 0, `max_depth` is the bound, not the
     /// run's deepest nesting.
     pub stack_dropped: u64,
-    /// Cycles added for fixed if-else sites (lossy aggregation, seed 000's
+    /// Cycles added for fixed if-else sites (lossy aggregation, US patent 8,448,140's
     /// embodiment 3): per visit, the probability-weighted time of the two
     /// ways less the time of the way the replay took; included in
     /// `cycles`. 0 for a trace without fixed sites.

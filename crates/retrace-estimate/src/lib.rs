@@ -1,11 +1,11 @@
 //! # retrace-estimate
 //!
-//! Seed 000's estimator: replay a recorded branch history over the
+//! US patent 8,448,140's estimator: replay a recorded branch history over the
 //! partial-program table and sum the target core's time of each executed
 //! partial program — without running the program again.
 //!
 //! - [`walk`] is the replay itself, generic over the graph (the machine-level
-//!   [`retrace_program::PpTable`], or the seed's symbolic table in the
+//!   [`retrace_program::PpTable`], or the patent's symbolic table in the
 //!   tests), the history ([`TraceHistory`] over a `.rtrace` file) and what is
 //!   done with each executed partial program ([`Visit`]).
 //! - [`Estimator`] is the visitor that times them for one core at a

@@ -1,4 +1,4 @@
-//! The seed's by-products of a replay (embodiment 1, step 5): cycles per
+//! The patent's by-products of a replay (embodiment 1, step 5): cycles per
 //! function, inclusive and exclusive, call counts, each branch's taken
 //! probability, and the hottest partial programs — for one core; and, for
 //! `retrace annotate` and callgrind's format, each instruction's cost

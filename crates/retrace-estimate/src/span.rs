@@ -1,4 +1,4 @@
-//! Memoised stretches of the replay ("spans"): seed 000's memo taken from
+//! Memoised stretches of the replay ("spans"): US patent 8,448,140's memo taken from
 //! one partial program to a whole stretch of the walk.
 //!
 //! At `fast` fidelity everything the replay does from a node of the

@@ -1,4 +1,4 @@
-//! The replay walker: seed 000's execution-trace replay (embodiment 1,
+//! The replay walker: US patent 8,448,140's execution-trace replay (embodiment 1,
 //! step 4), generic over the partial-program graph, the source of history
 //! and what is done with each executed partial program.
 //!
@@ -19,8 +19,8 @@
 //! return points at the same calls as the recorder's, and a return past
 //! the bound is an escape on both sides.
 //!
-//! The same code walks the seed's symbolic table in the tests and the
-//! machine-level table in production, so the seed's worked examples test
+//! The same code walks the patent's symbolic table in the tests and the
+//! machine-level table in production, so the patent's worked examples test
 //! the real replay.
 
 use retrace_trace::protocol::ReturnStack;
@@ -88,7 +88,7 @@ pub trait Graph {
     /// The code now holds `bytes` at `addr` (a code event): change the
     /// graph accordingly. Ids of unchanged partial programs stay valid;
     /// the others must be looked up again by address ([`Graph::resolve`]).
-    /// A graph without code (the seed's) ignores it.
+    /// A graph without code (the patent's) ignores it.
     fn patch(&mut self, _addr: u64, _bytes: &[u8]) {}
 }
 
@@ -118,7 +118,7 @@ pub trait History {
     /// and the bytes memory holds there from then on.
     fn code(&mut self) -> Result<(u64, Vec<u8>), ReplayError>;
 
-    /// Whether this kind of history may collapse regions (seed 000,
+    /// Whether this kind of history may collapse regions (US patent 8,448,140,
     /// embodiments 4 and 5; `retrace_trace::protocol::regions`): when not,
     /// the walk never asks, and pays nothing for it.
     const COLLAPSES: bool = false;
@@ -766,14 +766,14 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
     }
 }
 
-/// SEEDS.md, embodiment 1: the reconstructed table of Fig. 4/5, the one
-/// graph the seed's worked examples run on (here and in the aggregation
+/// US patent 8,448,140, embodiment 1: the reconstructed table of Fig. 4/5, the one
+/// graph the patent's worked examples run on (here and in the aggregation
 /// planner's tests).
 #[cfg(test)]
 pub(crate) mod seed_table {
     use super::{Exit, Graph, History, ReplayError};
 
-    /// The seed's table. The call PP 6 is split at the call as the document
+    /// The patent's table. The call PP 6 is split at the call as the document
     /// splits its time: `T6a` before the call, `T6b` after the return.
     pub(crate) struct SeedTable;
     pub(crate) const NAMES: [&str; 13] = [
@@ -829,7 +829,7 @@ pub(crate) mod seed_table {
         }
     }
 
-    /// A history of branch bits only (the seed's); `.1` counts the bits asked for.
+    /// A history of branch bits only (the patent's); `.1` counts the bits asked for.
     pub(crate) struct Bits(pub(crate) Vec<bool>, pub(crate) usize);
     impl History for Bits {
         fn bit(&mut self) -> Result<Option<bool>, ReplayError> {
@@ -846,20 +846,20 @@ pub(crate) mod seed_table {
             Ok(None)
         }
         fn trap(&mut self) -> Result<u64, ReplayError> {
-            unreachable!("the seed's histories have no traps")
+            unreachable!("the patent's histories have no traps")
         }
         fn next_code(&mut self, _: u64) -> Result<Option<u64>, ReplayError> {
             Ok(None)
         }
         fn code(&mut self) -> Result<(u64, Vec<u8>), ReplayError> {
-            unreachable!("the seed's histories have no code events")
+            unreachable!("the patent's histories have no code events")
         }
     }
 }
 
 #[cfg(test)]
 mod seed_tests {
-    //! SEEDS.md, embodiment 1: the reconstructed table of Fig. 4/5 with
+    //! US patent 8,448,140, embodiment 1: the reconstructed table of Fig. 4/5 with
     //! symbolic times, replayed from the document's bit sequences.
     use super::*;
 
@@ -875,10 +875,10 @@ mod seed_tests {
             self.0.push(NAMES[pp]);
         }
         fn trap(&mut self, _: &SeedTable, _: usize, _: u32) {
-            unreachable!("the seed's histories have no traps")
+            unreachable!("the patent's histories have no traps")
         }
         fn cut(&mut self, _: &SeedTable, _: usize, _: u32) {
-            unreachable!("the seed's histories have no code events")
+            unreachable!("the patent's histories have no code events")
         }
     }
 

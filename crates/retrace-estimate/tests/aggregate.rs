@@ -1,4 +1,4 @@
-//! Aggregation (seed 000, embodiment 2) on every example program, one
+//! Aggregation (US patent 8,448,140, embodiment 2) on every example program, one
 //! trial per program (`aggregate::PROG`):
 //!
 //! - the plan names only continue tests of loops the machine code shows

@@ -10,10 +10,10 @@
 //! - [`Program`]: the whole-program analysis — functions (symbols, or
 //!   recursive descent in stripped files), one [`Cfg`] per function,
 //!   recognised jump tables, the [`CallGraph`] with recursion, and
-//! - [`PpTable`]: the partial-program table of seed 000, the structure the
+//! - [`PpTable`]: the partial-program table of US patent 8,448,140, the structure the
 //!   replay walks — dense [`PpId`]s, successors resolved in [`End`], paths
 //!   as [`Run`]s, and run-time extension with [`PpTable::ensure`];
-//! - [`loops`]: dominators, natural loops and the loop nest with the seed's
+//! - [`loops`]: dominators, natural loops and the loop nest with the patent's
 //!   Z1/X1/X2 conditions and trip-count test; [`regions`]: if-else
 //!   regions; [`dot`]: Graphviz output; [`check`]: following the table
 //!   along an execution instruction by instruction; [`Names`] and

@@ -1,4 +1,4 @@
-//! Natural loops of a function, their nest, and the seed's loop conditions.
+//! Natural loops of a function, their nest, and the patent's loop conditions.
 //!
 //! A back edge is an edge `latch → header` whose header dominates the
 //! latch; the natural loop is the header plus every block that reaches a
@@ -6,7 +6,7 @@
 //! loop. Retreating edges whose target does not dominate their source
 //! (irreducible control flow) form no loop and are listed instead.
 //!
-//! For each loop, the flags of seed 000 (`SEEDS.md`, embodiments 2 and 4),
+//! For each loop, the flags of US patent 8,448,140 (embodiments 2 and 4),
 //! read at machine level:
 //!
 //! - an *exit branch* is a conditional branch in the loop with one
@@ -22,7 +22,7 @@
 //!
 //! The *trip-count test* classifies the continue test's operands
 //! (induction variable `v = v ± c`, loop-invariant, constant set before
-//! the loop, or varying), which gives the seed's type 1 (constant count)
+//! the loop, or varying), which gives the patent's type 1 (constant count)
 //! and type 2 (count fixed per execution) candidates.
 
 use crate::cfg::{BlockId, Cfg, Terminator};

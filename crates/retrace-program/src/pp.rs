@@ -1,4 +1,4 @@
-//! The partial-program table (seed 000, embodiment 1, at machine level).
+//! The partial-program table (US patent 8,448,140, embodiment 1, at machine level).
 //!
 //! A *partial program* (PP) is the longest instruction path from a start
 //! point to an end point, following fall-through and direct unconditional

@@ -1,4 +1,4 @@
-//! If-else regions (seed 000, embodiment 3): a conditional branch whose two
+//! If-else regions (US patent 8,448,140, embodiment 3): a conditional branch whose two
 //! successors re-join at one merge point, with no other way in and no other
 //! way out — a single-entry single-exit region.
 //!

@@ -1,5 +1,5 @@
 //! The recorder: an [`Observer`] that writes a run's branch history to a
-//! `.rtrace` file — seed 000's branch-history bit sequence, plus what a
+//! `.rtrace` file — US patent 8,448,140's branch-history bit sequence, plus what a
 //! machine-level replay needs to stay exact: indirect targets (of jumps,
 //! calls, trap entries and returns) and the escapes of returns that did not
 //! go where a shadow return stack said.
@@ -58,7 +58,7 @@ pub struct Recorder<W: Write, const COUNT: bool = false> {
     /// Data caches simulated during the run, to measure miss rates that the
     /// replay cannot derive from branch history.
     dcaches: Option<DcacheMeter>,
-    /// Aggregated loops (seed 000, embodiment 2): in front of the encoder's
+    /// Aggregated loops (US patent 8,448,140, embodiment 2): in front of the encoder's
     /// branch event, their continue tests count instead of writing bits.
     loops: Option<LoopEncoder>,
     /// The plan is lossy (see [`Recorder::aggregate`]).
@@ -216,7 +216,7 @@ impl<W: Write, const COUNT: bool> Recorder<W, COUNT> {
         }
     }
 
-    /// Aggregate as `plan` says (seed 000, embodiments 2–5): continue
+    /// Aggregate as `plan` says (US patent 8,448,140, embodiments 2–5): continue
     /// tests of aggregated loops count into the trace's loop runs instead
     /// of writing bits; fixed if-else sites write nothing and the replay
     /// takes them one way; collapsed regions write nothing at all (only

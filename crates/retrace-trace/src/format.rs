@@ -70,7 +70,7 @@ pub enum StreamKind {
     /// length `n`, then `n` varints of one byte each — the bytes memory
     /// held there. See [`crate::protocol`].
     Code = 7,
-    /// Aggregated loops (seed 000, embodiment 2): the plan (a layout
+    /// Aggregated loops (US patent 8,448,140, embodiment 2): the plan (a layout
     /// version, the number of aggregated continue tests, then per test the
     /// address as the difference from the previous one and 1 when the taken
     /// outcome continues the loop), then runs of executions as varint

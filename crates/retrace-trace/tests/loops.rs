@@ -1,6 +1,6 @@
 //! Aggregated loops in the recording protocol (`protocol::loops`): what
 //! the recorder counts at aggregated continue tests, the replay gets back
-//! outcome for outcome — the seed's ambiguous case (executions of 8, 8, 4)
+//! outcome for outcome — the patent's ambiguous case (executions of 8, 8, 4)
 //! included, across segment boundaries, and with traps in the middle of an
 //! execution; and a trace recorded with a plan carries it.
 
@@ -93,7 +93,7 @@ fn round_trip_segments(events: &[Ev]) -> (u64, u64, u32) {
 
 #[test]
 fn executions_8_8_4_replay_exactly() {
-    // SEEDS.md: a shared de-duplicated stream writes [02,8],[02,4] and
+    // US patent 8,448,140: a shared de-duplicated stream writes [02,8],[02,4] and
     // gives the second execution a count of 4. Per-loop runs: (8, ×2),
     // (4, ×1), and every execution gets its own count back.
     let mut ev = Vec::new();

@@ -25,8 +25,8 @@
 //! each region, its extents and how often each partial program ran inside
 //! them, each way it was left ([`RegionProfiler`]). On a core, the mean
 //! extent costs `Σ C_i T_i / C_entry` with `T_i` the partial program's
-//! static cycles ([`region_cycles`]) — the seed's formula for functions,
-//! and for a nest the seed's `(T33 + r×T35 + (1−r)×T36) × C_mean` with every
+//! static cycles ([`region_cycles`]) — the patent's formula for functions,
+//! and for a nest the patent's `(T33 + r×T35 + (1−r)×T36) × C_mean` with every
 //! branch probability and mean trip count of the nest folded into the
 //! counts.
 //!

@@ -1,7 +1,7 @@
-//! The time of each aggregated kind of region (`SEEDS.md`, embodiments
+//! The time of each aggregated kind of region (US patent 8,448,140, embodiments
 //! 2–6), over any [`Time`]: plain numbers (cycles), or [`Sym`], a linear
-//! combination of named partial-program times such as the seed's `T9`, so
-//! that the seed's worked formulas can be checked term by term against the
+//! combination of named partial-program times such as the patent's `T9`, so
+//! that the patent's worked formulas can be checked term by term against the
 //! replay of its own table.
 //!
 //! | region | time | |
@@ -113,13 +113,13 @@ impl fmt::Display for Sym {
 
 /// A loop of type 1 or 2 (embodiment 2): `M` passes through the body
 /// (each ending at the continue test, which continues) and one exit —
-/// `T_body × M + T_exit`, the seed's `T9×M + T10`.
+/// `T_body × M + T_exit`, the patent's `T9×M + T10`.
 pub fn loop_time<T: Time>(body: T, exit: T, trips: f64) -> T {
     body * trips + exit
 }
 
 /// An if-else aggregated by its branch probability (embodiment 3):
-/// `j × T_true + (1 − j) × T_false`, the seed's `j×T45 + (1−j)×T46`, with
+/// `j × T_true + (1 − j) × T_false`, the patent's `j×T45 + (1−j)×T46`, with
 /// `j = P(branch true)`.
 pub fn if_else<T: Time>(j: f64, t_true: T, t_false: T) -> T {
     t_true * j + t_false * (1.0 - j)
@@ -143,7 +143,7 @@ pub fn mean_trip(s: f64) -> f64 {
 }
 
 /// A nested loop aggregated by its mean trip count (embodiment 4):
-/// `T_body × C_mean`, the seed's `T_L5 = (T33 + r×T35 + (1−r)×T36) ×
+/// `T_body × C_mean`, the patent's `T_L5 = (T33 + r×T35 + (1−r)×T36) ×
 /// C_L5mean` and, one level out, `T_L4 = (T31 + T_L5) × C_L4mean`.
 pub fn nested_loop<T: Time>(body: T, mean_trips: f64) -> T {
     body * mean_trips

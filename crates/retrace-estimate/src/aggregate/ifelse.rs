@@ -5,7 +5,7 @@
 //! programs end at the same instruction, in the same way: whichever way the
 //! branch goes, the run is back on one path by the end of the next partial
 //! program, so a replay that always takes one way rejoins the run there and
-//! reads the next branch bit as recorded. That is the seed's if-else region
+//! reads the next branch bit as recorded. That is the patent's if-else region
 //! in partial-program terms — `if (c) {…}` and `if (c) {…} else {…}` whose
 //! arms hold no branch, call or jump of their own — and also the shapes a
 //! compiler makes of `c ? a : b`. Loop continue tests never qualify (one
@@ -18,7 +18,7 @@
 //!
 //! **The time.** The replay times the fixed way, and the estimate adds, per
 //! visit of the site, `j × T_true + (1 − j) × T_false − T_fixed` — so each
-//! visit costs the seed's `T' = j × T_true + (1 − j) × T_false`. `T_true`
+//! visit costs the patent's `T' = j × T_true + (1 − j) × T_false`. `T_true`
 //! is the branch's taken cost plus the taken successor's static cycles on
 //! the core (issued into an idle pipeline, [`StaticCycles`]); `T_false`
 //! likewise. On the profiled input the total moves only by what the

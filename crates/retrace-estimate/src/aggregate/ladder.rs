@@ -6,7 +6,7 @@
 //!
 //! The plain recording comes first whatever the levels asked for: it is the
 //! reference, and the lossy levels' profile (each branch's taken
-//! probability) is its replay — the seed's "profile of an earlier run", on
+//! probability) is its replay — the patent's "profile of an earlier run", on
 //! the same input.
 
 use super::build::{build_plan, Gates};

@@ -1,4 +1,4 @@
-//! The local timing error (seed 000, embodiment 6's concern): lossy
+//! The local timing error (US patent 8,448,140, embodiment 6's concern): lossy
 //! aggregation keeps a run's total close while single calls of a function
 //! take the average time of its branches instead of their own. Per call of
 //! every function, `|estimated duration − reference duration| / reference

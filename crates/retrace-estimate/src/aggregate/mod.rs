@@ -1,12 +1,12 @@
-//! Seed 000's aggregation (`SEEDS.md`, embodiments 2–6): collapsing
+//! US patent 8,448,140's aggregation (US patent 8,448,140, embodiments 2–6): collapsing
 //! regions of the program so that fewer branch outcomes are recorded and
 //! fewer partial programs replayed.
 //!
 //! - [`plan`]: which regions collapse — so far the loops of embodiment 2,
 //!   chosen from the machine code (seed condition Z1) and classified by the
-//!   seed's static trip-count rule;
+//!   patent's static trip-count rule;
 //! - [`formula`]: the time of each aggregated kind of region, over numbers
-//!   or over symbolic partial-program times (the seed's worked tables);
+//!   or over symbolic partial-program times (the patent's worked tables);
 //! - [`history`]: the replay side of embodiment 2 — a [`crate::History`]
 //!   that turns a trace's per-loop trip counts back into the branch
 //!   outcomes the walk asks for, so an aggregated trace replays to exactly

@@ -7,11 +7,11 @@
 //! out, is part of Z1) — stops recording its continue test's outcomes and
 //! records each execution's trip count instead, in the trace's per-loop
 //! run-length stream (`docs/FORMATS.md`). That is exact whatever the count
-//! depends on, so the plan aggregates every Z1 loop; the seed's types are
+//! depends on, so the plan aggregates every Z1 loop; the patent's types are
 //! reported, not used as a gate:
 //!
 //! - **type 1** (trip count constant for the whole run) and **type 2**
-//!   (fixed per execution) by the seed's *static* rule where the machine
+//!   (fixed per execution) by the patent's *static* rule where the machine
 //!   code decides it: each operand of the continue test is an induction
 //!   variable (set to a constant before the loop, updated only by
 //!   `addi r, r, c` inside), a constant, or — for type 2 — loop-invariant
@@ -55,7 +55,7 @@ impl Level {
     }
 }
 
-/// The seed's loop types, as far as embodiment 2 distinguishes them.
+/// The patent's loop types, as far as embodiment 2 distinguishes them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LoopType {
     /// Type 1: the same trip count every time the loop runs.
@@ -68,7 +68,7 @@ pub enum LoopType {
 }
 
 impl LoopType {
-    /// The seed's number (1, 2), or `None` for a type the code leaves open.
+    /// The patent's number (1, 2), or `None` for a type the code leaves open.
     pub fn seed_type(self) -> Option<u8> {
         match self {
             LoopType::Constant => Some(1),
@@ -123,7 +123,7 @@ pub struct AggLoop {
     pub site: Addr,
     /// Which outcome of the test stays in the loop (`true`: taken).
     pub continue_taken: bool,
-    /// The seed's type by the static rule.
+    /// The patent's type by the static rule.
     pub static_type: LoopType,
 }
 

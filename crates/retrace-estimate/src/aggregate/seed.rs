@@ -1,5 +1,5 @@
-//! The seed's formulas checked against the replay of its own table
-//! (`SEEDS.md`, the reconstructed Fig. 4/5 table that `walk`'s tests
+//! The patent's formulas checked against the replay of its own table
+//! (US patent 8,448,140, the reconstructed Fig. 4/5 table that `walk`'s tests
 //! replay): each aggregated time must be what the real walker adds up for
 //! the partial programs it stands for.
 
@@ -25,10 +25,10 @@ impl Visit<SeedTable> for Trace {
         self.terms.push(NAMES[pp]);
     }
     fn trap(&mut self, _: &SeedTable, _: usize, _: u32) {
-        unreachable!("the seed's histories have no traps")
+        unreachable!("the patent's histories have no traps")
     }
     fn cut(&mut self, _: &SeedTable, _: usize, _: u32) {
-        unreachable!("the seed's histories have no code events")
+        unreachable!("the patent's histories have no code events")
     }
 }
 

@@ -1,4 +1,4 @@
-//! Aggregated loops (seed 000, embodiment 2): the recording protocol's
+//! Aggregated loops (US patent 8,448,140, embodiment 2): the recording protocol's
 //! rules for the loops whose continue test writes no branch bits. Instead,
 //! each execution of such a loop is summarised by its trip count in the
 //! hart's *loop-runs* stream ([`StreamKind::LoopRuns`]), run-length encoded
@@ -25,8 +25,8 @@
 //! segment's window are all in that segment, and a replay that reads the
 //! whole segment's runs when it meets the window's first execution has
 //! every count it needs for the window — per loop in order, which makes
-//! the counts unambiguous (unlike the seed's one shared de-duplicated
-//! stream: `SEEDS.md`, executions 8, 8, 4).
+//! the counts unambiguous (unlike the patent's one shared de-duplicated
+//! stream: US patent 8,448,140, executions 8, 8, 4).
 //!
 //! A plan may also name *fixed sites* (embodiment 3, if-else by
 //! probability; lossy): conditional branches whose two successors end at

@@ -1,11 +1,11 @@
-//! Collapsed regions (seed 000, embodiments 4 and 5; lossy): whole loop
+//! Collapsed regions (US patent 8,448,140, embodiments 4 and 5; lossy): whole loop
 //! nests and whole function calls that a recording writes nothing for and
 //! a replay steps over, charging their mean time instead.
 //!
 //! A *region* is either
 //! - a **function**: every call to its entry, from the call to the return
 //!   that comes back to the call's return address (callees, tail calls and
-//!   all included) — the seed's function aggregated by frequency;
+//!   all included) — the patent's function aggregated by frequency;
 //! - a **nest**: a loop nest with one way out (seed conditions X1/X2), from
 //!   the first conditional branch the run meets inside it (the *entry*
 //!   branch: the walk reaches it straight from the loop header) to the
@@ -26,8 +26,8 @@
 //! times each partial program (by start address) ran inside the region's
 //! extents, each way it was left (fall-through or taken), over the number
 //! of extents — so that on any core the mean extent costs `Σ C_i T_i /
-//! C_entry` (the seed's formula for functions; for a nest it expands the
-//! seed's `(T33 + r×T35 + (1−r)×T36) × C_mean` to every partial program).
+//! C_entry` (the patent's formula for functions; for a nest it expands the
+//! patent's `(T33 + r×T35 + (1−r)×T36) × C_mean` to every partial program).
 //! The counts can be negative: the replay leaves a nest's entry branch
 //! as if it fell through, so the profile adds the entry branch's real way
 //! and takes the fall-through away.
@@ -72,7 +72,7 @@ pub struct PpCount {
 pub struct Region {
     /// Where it is.
     pub kind: RegionKind,
-    /// Extents in the profile (the seed's `C_entry`; at least 1).
+    /// Extents in the profile (the patent's `C_entry`; at least 1).
     pub entries: u64,
     /// Partial programs run inside the extents, by start address.
     pub pps: Vec<PpCount>,
