@@ -34,7 +34,9 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 # The amalgamation cargo downloaded for the workspace (a dev-dependency).
-manifest="$(cd "$root" && cargo metadata --format-version 1 |
+# This host's packages only: other platforms' are never downloaded.
+host="$(rustc -vV | sed -n 's/^host: //p')"
+manifest="$(cd "$root" && cargo metadata --format-version 1 --filter-platform "$host" |
   grep -o '"manifest_path":"[^"]*libsqlite3-sys-[^"]*"' | head -n 1 |
   sed 's/^"manifest_path":"//; s/"$//')"
 sqlite="$(dirname "$manifest")/sqlite3"

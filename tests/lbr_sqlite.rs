@@ -46,11 +46,20 @@ const EVAL: &[&str] = &["500", "17"];
 
 /// The directory holding `sqlite3.c`: the `libsqlite3-sys` package that
 /// cargo downloaded for this workspace (a dev-dependency), found through
-/// `cargo metadata` so no registry path is guessed.
+/// `cargo metadata` so no registry path is guessed. For this host's
+/// platform only: the packages of other platforms' dependencies (a
+/// WebAssembly clock behind the progress bars) are never downloaded, and
+/// offline `cargo metadata` would need their manifests.
 fn sqlite_source() -> Option<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let version = Command::new(rustc).arg("-vV").output().ok()?;
+    let host = String::from_utf8_lossy(&version.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))?;
     let out = Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", &host])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .ok()?;
