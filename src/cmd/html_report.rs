@@ -44,7 +44,7 @@ pub struct Args {
     /// Sweep the first core over KEY=VALUES (as `retrace sweep --set`);
     /// repeatable: the grid is every combination, plotted against the
     /// first axis with a line per combination of the others.
-    #[arg(long = "sweep", value_name = "KEY=VALUES", value_parser = parse_axis)]
+    #[arg(long = "sweep", value_name = "KEY=VALUES", value_parser = super::sweep::parse_axis)]
     pub sweep: Vec<Axis>,
     /// Rows per table.
     #[arg(long, default_value_t = 15)]
@@ -58,10 +58,6 @@ pub struct Args {
     /// The program's arguments, when the report records the run.
     #[arg(last = true, value_name = "ARGS")]
     pub program_args: Vec<String>,
-}
-
-fn parse_axis(text: &str) -> Result<Axis, String> {
-    Axis::parse(text).map_err(|e| e.to_string())
 }
 
 /// The figures of a report, as `--format json` prints them and as the page

@@ -87,7 +87,8 @@ pub struct Args {
     pub program_args: Vec<String>,
 }
 
-fn parse_axis(text: &str) -> Result<Axis, String> {
+/// Parse a `--set`/`--sweep` axis for clap (also `retrace report`'s).
+pub(crate) fn parse_axis(text: &str) -> Result<Axis, String> {
     Axis::parse(text).map_err(|e| e.to_string())
 }
 

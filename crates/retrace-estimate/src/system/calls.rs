@@ -21,7 +21,7 @@
 //! calls ordered again, counting the calls met out of rank.
 
 use retrace_sim::sync::SyncOp;
-use retrace_trace::protocol::sync::{SyncEvent, SyncEvents, SET_HZ};
+use retrace_trace::protocol::sync::{SyncEvents, SET_HZ};
 use retrace_trace::{DcacheMeasurement, TraceError, Varints};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -74,44 +74,34 @@ pub(super) struct HartCalls {
 
 /// Hart `hart`'s synchronisation events (`bytes`, their varints), decoded.
 pub(super) fn decode_hart(hart: u16, bytes: &[u8]) -> Result<HartCalls, TraceError> {
-    let mut decoder = SyncEvents::new(hart, Varints(bytes));
     // Four bytes a call at least.
     let mut out = HartCalls {
         calls: Vec::with_capacity(bytes.len() / 4),
         ..HartCalls::default()
     };
-    while let Some(event) = decoder.next_event()? {
-        match event {
-            SyncEvent::Call(call, number) => {
-                let object = match (call.object, number) {
-                    (Some(object), Some(i)) => {
-                        if i == out.objects.len() {
-                            out.objects.push(object);
-                        }
-                        i as u32
-                    }
-                    _ => NONE,
-                };
-                if call.op == SET_HZ {
-                    out.values.push(call.value);
+    let rest = SyncEvents::new(hart, Varints(bytes)).each_call(|call, number| {
+        let object = match (call.object, number) {
+            (Some(object), Some(i)) => {
+                if i == out.objects.len() {
+                    out.objects.push(object);
                 }
-                out.calls.push(Call {
-                    before: call.at,
-                    place: call.seq,
-                    trap: 0,
-                    class: out.classes.of(object, call.op),
-                });
+                i as u32
             }
-            SyncEvent::Dcache(m) => out.dcache.push(m),
-            SyncEvent::End {
-                instructions,
-                last_pc,
-            } => {
-                out.instructions = instructions;
-                out.last_pc = last_pc;
-            }
+            _ => NONE,
+        };
+        if call.op == SET_HZ {
+            out.values.push(call.value);
         }
-    }
+        out.calls.push(Call {
+            before: call.at,
+            place: call.seq,
+            trap: 0,
+            class: out.classes.of(object, call.op),
+        });
+    })?;
+    out.instructions = rest.instructions;
+    out.last_pc = rest.last_pc;
+    out.dcache = rest.dcache;
     Ok(out)
 }
 

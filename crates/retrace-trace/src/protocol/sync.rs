@@ -135,22 +135,26 @@ impl SyncEncoder {
 /// that does not end with exactly one end record, counts that go
 /// backwards or an object number beyond the table are refused.
 pub fn decode(hart: u16, items: &[u64]) -> Result<HartSync, TraceError> {
-    let mut out = HartSync::default();
-    let mut events = SyncEvents::new(hart, items.iter().copied());
-    while let Some(event) = events.next_event()? {
-        match event {
-            SyncEvent::Call(call, _) => out.calls.push(call),
-            SyncEvent::Dcache(m) => out.dcache.push(m),
-            SyncEvent::End {
-                instructions,
-                last_pc,
-            } => {
-                out.instructions = instructions;
-                out.last_pc = last_pc;
-            }
-        }
-    }
-    Ok(out)
+    let mut calls = Vec::new();
+    let rest =
+        SyncEvents::new(hart, items.iter().copied()).each_call(|call, _| calls.push(call))?;
+    Ok(HartSync {
+        calls,
+        instructions: rest.instructions,
+        last_pc: rest.last_pc,
+        dcache: rest.dcache,
+    })
+}
+
+/// What a hart's stream holds besides its calls ([`SyncEvents::each_call`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamRest {
+    /// Instructions it executed in the whole run.
+    pub instructions: u64,
+    /// Address of its last instruction executed.
+    pub last_pc: u64,
+    /// Its own data cache's misses, per geometry measured.
+    pub dcache: Vec<DcacheMeasurement>,
 }
 
 /// One event of a hart's stream ([`SyncEvents`]).
@@ -215,6 +219,30 @@ impl<I: Iterator<Item = u64>> SyncEvents<I> {
     #[cold]
     fn ends_inside(&self, what: &str) -> TraceError {
         self.bad(format!("the stream ends inside an event ({what})"))
+    }
+
+    /// Every event of the stream: each call to `call` (with its object's
+    /// number, as [`SyncEvent::Call`] gives it), the rest returned.
+    #[inline]
+    pub fn each_call(
+        mut self,
+        mut call: impl FnMut(SyncCall, Option<usize>),
+    ) -> Result<StreamRest, TraceError> {
+        let mut rest = StreamRest::default();
+        while let Some(event) = self.next_event()? {
+            match event {
+                SyncEvent::Call(c, number) => call(c, number),
+                SyncEvent::Dcache(m) => rest.dcache.push(m),
+                SyncEvent::End {
+                    instructions,
+                    last_pc,
+                } => {
+                    rest.instructions = instructions;
+                    rest.last_pc = last_pc;
+                }
+            }
+        }
+        Ok(rest)
     }
 
     /// The next event; `None` after the end record (and only if nothing
