@@ -58,6 +58,12 @@ pub struct CcArgs {
     /// and blocks (for `lbr convert --format bolt`).
     #[arg(long)]
     pub emit_relocs: bool,
+    /// Also trace comparisons (-fsanitize-coverage=trace-pc,trace-cmp): the
+    /// writer records each `switch` value and how each comparison came out,
+    /// which tells apart dispatch paths between two instrumented blocks that
+    /// a pair alone cannot (see docs/LBR.md for what it costs and gains).
+    #[arg(long)]
+    pub trace_cmp: bool,
     /// The compiler command (gcc or clang and its arguments).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -155,7 +161,7 @@ pub struct ConvertArgs {
 pub fn main(cmd: Command) -> anyhow::Result<ExitCode> {
     match cmd {
         Command::Cc(a) => {
-            retrace_lbr::runtime::build_writer(&a.command, a.emit_relocs)?;
+            retrace_lbr::runtime::build_writer(&a.command, a.emit_relocs, a.trace_cmp)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Record(a) => record_main(a),

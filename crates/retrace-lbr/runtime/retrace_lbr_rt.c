@@ -28,6 +28,25 @@
  * Both sides count pairs; the writer's count is stored at exit and the
  * reader checks it.
  *
+ * Switch values and comparison outcomes.  gcc lowers a `switch` and
+ * some conditions after its coverage pass: a range check and a jump table
+ * both leading to the default case, case blocks or edge blocks that only
+ * move a value and get no coverage call.  Then several machine paths join
+ * the same two sites and a pair alone cannot say which ran.  Built with
+ * -fsanitize-coverage=trace-pc,trace-cmp, the compiler also calls
+ *   - __sanitizer_cov_trace_switch(value, cases) before each `switch`
+ *     dispatches: the value goes into the buffer as one more slot,
+ *     (RETRACE_LBR_VALUE_TAG | call site, value), before the pair that
+ *     leaves the switch's block, and is counted apart (writer_values);
+ *   - __sanitizer_cov_trace_[const_]cmpN(a, b) before each comparison:
+ *     the runtime keeps how a compared with b (equal, below unsigned,
+ *     below signed: 3 bits) for the last four comparisons since the last
+ *     pair, and their number (saturating at 7), in bits 48-62 of the next
+ *     pair's `from` (RETRACE_LBR_REL_SHIFT).  Sites are user-space
+ *     addresses below 2^47, so neither tag is ever part of an address.
+ * `retrace lbr convert` runs the machine code from the site with those
+ * values in hand and takes only the ways they lead.
+ *
  * Limits of this runtime: only the thread that ran the constructor (the
  * main thread) writes pairs; blocks run by other threads are counted in
  * foreign_calls and reported.  A forked child stops writing (its pairs would
@@ -47,6 +66,8 @@
 #define RETRACE_LBR_VERSION 1u
 #define RETRACE_LBR_PUBLISH 64u
 #define RETRACE_LBR_HEADER 4096u
+#define RETRACE_LBR_VALUE_TAG (1ull << 63)
+#define RETRACE_LBR_REL_SHIFT 48
 
 struct retrace_lbr_header {
     /* line 0: written by the reader before the writer starts */
@@ -68,7 +89,7 @@ struct retrace_lbr_header {
     uint64_t late_calls;
     uint64_t writer_pid;
     uint64_t load_ref; /* run-time address of retrace_lbr_runtime_version */
-    uint64_t pad3;
+    uint64_t writer_values; /* switch-value slots written */
 };
 
 _Static_assert(offsetof(struct retrace_lbr_header, write_idx) == 64, "layout");
@@ -87,10 +108,13 @@ const char retrace_lbr_runtime_version[] = "retrace-lbr-runtime 1";
 static struct retrace_lbr_header *hdr;
 static struct retrace_lbr_pair *slots;
 static uint64_t mask, capacity;
-static uint64_t w, cached_r, pairs, waits;
+static uint64_t w, cached_r, pairs, values, waits;
 static int finished;
 static __thread int owner;      /* 1 in the thread that writes */
 static __thread uintptr_t prev; /* the previous site of this thread */
+/* Comparisons since this thread's last pair: the last four relations
+ * (3 bits each, newest lowest) and how many there were (saturating at 7). */
+static __thread uint32_t rel_hist, rel_n;
 
 static void publish(void)
 {
@@ -122,6 +146,7 @@ static void finish(void)
     finished = 1;
     publish();
     hdr->writer_pairs = pairs;
+    hdr->writer_values = values;
     hdr->writer_waits = waits;
     __atomic_store_n(&hdr->state, 2, __ATOMIC_RELEASE);
 }
@@ -165,30 +190,82 @@ __attribute__((constructor(101))) static void attach(void)
     __atomic_store_n(&hdr->state, 1, __ATOMIC_RELEASE);
 }
 
-void __sanitizer_cov_trace_pc(void)
+/* The slot to write next, after waiting for room; 0 when this call is not
+ * recorded (not attached, another thread, after exit; those are counted). */
+static inline struct retrace_lbr_pair *next_slot(void)
 {
-    uintptr_t site = (uintptr_t)__builtin_return_address(0);
     if (__builtin_expect(hdr == 0, 0))
-        return;
+        return 0;
     if (__builtin_expect(!owner, 0)) {
         __atomic_fetch_add(&hdr->foreign_calls, 1, __ATOMIC_RELAXED);
-        return;
+        return 0;
     }
     if (__builtin_expect(finished, 0)) {
         __atomic_fetch_add(&hdr->late_calls, 1, __ATOMIC_RELAXED);
-        return;
+        return 0;
     }
     if (__builtin_expect(w - cached_r >= capacity, 0)) {
         cached_r = __atomic_load_n(&hdr->read_idx, __ATOMIC_ACQUIRE);
         if (w - cached_r >= capacity)
             wait_for_room();
     }
-    struct retrace_lbr_pair *s = &slots[w & mask];
-    s->from = prev;
-    s->to = site;
-    prev = site;
+    return &slots[w & mask];
+}
+
+static inline void advance(void)
+{
     w++;
-    pairs++;
     if ((w & (RETRACE_LBR_PUBLISH - 1)) == 0)
         publish();
 }
+
+void __sanitizer_cov_trace_pc(void)
+{
+    uintptr_t site = (uintptr_t)__builtin_return_address(0);
+    struct retrace_lbr_pair *s = next_slot();
+    if (!s)
+        return;
+    s->from = prev | ((uint64_t)(rel_n | rel_hist << 3) << RETRACE_LBR_REL_SHIFT);
+    s->to = site;
+    prev = site;
+    rel_hist = 0;
+    rel_n = 0;
+    pairs++;
+    advance();
+}
+
+void __sanitizer_cov_trace_switch(uint64_t value, uint64_t *cases)
+{
+    (void)cases;
+    uintptr_t site = (uintptr_t)__builtin_return_address(0);
+    struct retrace_lbr_pair *s = next_slot();
+    if (!s)
+        return;
+    s->from = RETRACE_LBR_VALUE_TAG | site;
+    s->to = value;
+    values++;
+    advance();
+}
+
+/* How a compared with b: bit 0 equal, bit 1 below (unsigned), bit 2 below
+ * (signed, at the comparison's width). */
+static inline void relation(int eq, int ult, int slt)
+{
+    rel_hist = ((rel_hist << 3) | (uint32_t)eq | (uint32_t)ult << 1 | (uint32_t)slt << 2) & 0xfffu;
+    if (rel_n < 7)
+        rel_n++;
+}
+
+#define RETRACE_LBR_CMP(name, U, S)                                          \
+    void name(U a, U b) { relation(a == b, a < b, (S)a < (S)b); }
+RETRACE_LBR_CMP(__sanitizer_cov_trace_cmp1, uint8_t, int8_t)
+RETRACE_LBR_CMP(__sanitizer_cov_trace_cmp2, uint16_t, int16_t)
+RETRACE_LBR_CMP(__sanitizer_cov_trace_cmp4, uint32_t, int32_t)
+RETRACE_LBR_CMP(__sanitizer_cov_trace_cmp8, uint64_t, int64_t)
+RETRACE_LBR_CMP(__sanitizer_cov_trace_const_cmp1, uint8_t, int8_t)
+RETRACE_LBR_CMP(__sanitizer_cov_trace_const_cmp2, uint16_t, int16_t)
+RETRACE_LBR_CMP(__sanitizer_cov_trace_const_cmp4, uint32_t, int32_t)
+RETRACE_LBR_CMP(__sanitizer_cov_trace_const_cmp8, uint64_t, int64_t)
+/* Floating-point comparisons: counted, their branches not decided. */
+void __sanitizer_cov_trace_cmpf(float a, float b) { relation(a == b, a < b, a < b); }
+void __sanitizer_cov_trace_cmpd(double a, double b) { relation(a == b, a < b, a < b); }

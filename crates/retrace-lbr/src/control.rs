@@ -157,15 +157,25 @@ impl Drop for CodeRegion {
 // SAFETY: the region is only used by the thread that owns the value.
 unsafe impl Send for CodeRegion {}
 
+/// Most distinct values kept of one `switch` (see [`consume`]).
+pub const MAX_VALUES: usize = 1024;
+
+/// A pair as the control program tells pairs apart: (previous site, this
+/// site, the value of the `switch` the previous site's block dispatched on,
+/// if it had one).
+pub type PairKey = (u64, u64, Option<u64>);
+
 /// What the control program saw.
 #[derive(Debug, Default)]
 pub struct Consumed {
     /// Pairs read from the buffer.
     pub pairs: u64,
+    /// Switch values read from the buffer.
+    pub values: u64,
     /// Exact count per pair (exact mode, or blocks with `also_exact`).
-    pub exact: FxHashMap<(u64, u64), u64>,
+    pub exact: FxHashMap<PairKey, u64>,
     /// Code-block information: the pair of block `i` is `blocks[i]`.
-    pub blocks: Vec<(u64, u64)>,
+    pub blocks: Vec<PairKey>,
     /// Address of block 0 and bytes reserved for blocks.
     pub region: Option<(u64, u64)>,
 }
@@ -199,8 +209,12 @@ pub fn consume(
     };
     out.region = region.as_ref().map(|r| (r.base(), r.len() as u64));
     on_start(out.region);
-    let mut index: FxHashMap<(u64, u64), u32> = FxHashMap::default();
+    let mut index: FxHashMap<PairKey, u32> = FxHashMap::default();
     let mut r = 0u64;
+    // A switch value waiting for the pair that leaves its block, and the
+    // values seen of each switch.
+    let mut value: Option<u64> = None;
+    let mut values: FxHashMap<u64, rustc_hash::FxHashSet<u64>> = FxHashMap::default();
     let mut idle = 0u32;
     // Read in batches of a quarter of the buffer: a reader that follows
     // right behind the writer makes every cache line of slots, and the
@@ -232,8 +246,23 @@ pub fn consume(
         let w = ring.write_index();
         idle = 0;
         while r < w {
-            let pair = ring.slot(r);
+            let (from, to) = ring.slot(r);
             r += 1;
+            if from & crate::ring::VALUE_TAG != 0 {
+                out.values += 1;
+                // A switch over a wide range (a hash, a pointer) would make
+                // a pair per value; past MAX_VALUES values of one switch,
+                // its pairs go without (and convert as if not traced).
+                let seen = values.entry(from).or_default();
+                value = if seen.len() < MAX_VALUES || seen.contains(&to) {
+                    seen.insert(to);
+                    Some(to)
+                } else {
+                    None
+                };
+                continue;
+            }
+            let pair = (from, to, value.take());
             if spin_exact {
                 *out.exact.entry(pair).or_insert(0) += 1;
             }
@@ -258,6 +287,6 @@ pub fn consume(
             std::thread::sleep(t);
         }
     }
-    out.pairs = r;
+    out.pairs = r - out.values;
     Ok(out)
 }

@@ -72,6 +72,9 @@ struct Goal {
     /// Function of the first end and its entry.
     func: u32,
     entry: u64,
+    /// Branches whose way the recorded `switch` value fixes: instruction
+    /// index → the instruction it goes to ([`crate::dispatch::decide`]).
+    forced: FxHashMap<usize, usize>,
 }
 
 /// Search state of one instruction.
@@ -167,6 +170,12 @@ impl<'a> Expander<'a> {
         let at = |a: u64| code.at.get(&a).copied();
         let next = at(insn.next).filter(|_| insn.next != insn.addr);
         out.clear();
+        if let Some(&to) = goal.forced.get(&u) {
+            let branch = (insn.next != code.insns[to].addr || insn.flow == Flow::JumpIndirect)
+                .then_some((insn.addr, code.insns[to].addr));
+            out.push((to, u32::from(branch.is_some()), branch));
+            return;
+        }
         match insn.flow {
             // Another instrumented block: not on this pair's path.
             Flow::Call(t) | Flow::Jump(t) if Some(t) == code.callback => {}
@@ -245,6 +254,7 @@ impl<'a> Expander<'a> {
                 ends,
                 func,
                 entry: code.functions[func as usize].entry,
+                forced: FxHashMap::default(),
             })
         };
         if let Some(call) = code.call_before(to) {
@@ -293,11 +303,25 @@ impl<'a> Expander<'a> {
 
     /// The path from site `from` to site `to`.
     pub fn expand(&self, from: u64, to: u64) -> Result<MachinePath, Unresolved> {
+        self.expand_with(from, to, Default::default())
+    }
+
+    /// The path from site `from` to site `to`, given what the pair
+    /// recorded of `from`'s block (the value its `switch` dispatched on,
+    /// how its comparisons came out): only the ways those lead are
+    /// searched.
+    pub fn expand_with(
+        &self,
+        from: u64,
+        to: u64,
+        ev: crate::dispatch::Evidence,
+    ) -> Result<MachinePath, Unresolved> {
         if from == 0 {
             return Err(Unresolved::Entry);
         }
         let code = self.code;
-        let goal = self.goal(to).ok_or(Unresolved::NotASite)?;
+        let mut goal = self.goal(to).ok_or(Unresolved::NotASite)?;
+        goal.forced = crate::dispatch::decide(code, from, ev);
         let start = *code.at.get(&from).ok_or(Unresolved::NotASite)?;
 
         // Dijkstra over instructions, cost = taken branches; ties broken
@@ -459,7 +483,11 @@ pub fn convert<'a>(rec: &'a Recording, code: &'a Code) -> Converted<'a> {
         .pairs
         .iter()
         .map(|p| {
-            let path = ex.expand(p.from, p.to);
+            let ev = crate::dispatch::Evidence {
+                value: p.value,
+                relations: p.relations,
+            };
+            let path = ex.expand_with(p.from, p.to, ev);
             match &path {
                 Err(Unresolved::Entry) => {}
                 Err(_) => stats.unresolved += p.count,

@@ -79,6 +79,14 @@ pub struct Code {
     /// flags: the tests of one `switch` share a source line but not their
     /// constants, so this tells them apart across two builds.
     pub compared: FxHashMap<u64, i64>,
+    /// Each table jump's entries in index order (duplicates kept), where
+    /// [`Code::tables`] has the distinct targets.
+    pub table_entries: FxHashMap<u64, Vec<u64>>,
+    /// Entry of `__sanitizer_cov_trace_switch` (writers built with trace-cmp).
+    pub switch_hook: Option<u64>,
+    /// Each instruction's mnemonic (without prefixes) and operands as
+    /// objdump prints them, by index: what [`crate::dispatch`] evaluates.
+    pub text: Vec<(Box<str>, Box<str>)>,
 }
 
 fn parse_hex(s: &str) -> Option<u64> {
@@ -206,6 +214,7 @@ impl Code {
             hints.push((named, operands.to_string()));
             let m = mnemonic.split_whitespace().last().unwrap_or("");
             mnemonics.push(m.to_string());
+            code.text.push((m.into(), operands.into()));
             if m.starts_with("cmov") || m.starts_with("set") {
                 code.selects.insert(addr);
             }
@@ -223,6 +232,11 @@ impl Code {
         }
         code.find_jump_tables(&hints, read);
         code.find_compared(&hints, &mnemonics);
+        code.switch_hook = code
+            .functions
+            .iter()
+            .find(|f| f.name == "__sanitizer_cov_trace_switch")
+            .map(|f| f.entry);
         code.callback = code
             .functions
             .iter()
@@ -299,6 +313,7 @@ impl Code {
                 }
             }
             if !targets.is_empty() {
+                self.table_entries.insert(insn.addr, targets.clone());
                 targets.sort_unstable();
                 targets.dedup();
                 self.tables.insert(insn.addr, targets);

@@ -38,6 +38,7 @@ pub mod control;
 pub mod convert;
 pub mod correspond;
 pub mod disasm;
+pub mod dispatch;
 pub mod record;
 pub mod recording;
 pub mod ring;

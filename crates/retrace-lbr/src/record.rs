@@ -4,7 +4,7 @@
 
 use crate::control::{self, ControlOptions, Mode};
 use crate::recording::{fnv_hex, Counts, Method, PairCount, Recording, Sampling};
-use crate::ring::{Ring, WriterState};
+use crate::ring::{self, Ring, WriterState, ADDR_MASK};
 use crate::runtime::MARKER_SYMBOL;
 use crate::sample::Sampler;
 use crate::Error;
@@ -234,11 +234,20 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Error> {
             report.pairs, consumed.pairs
         )));
     }
+    if finished && report.values != consumed.values {
+        return Err(Error::Lost(format!(
+            "switch-value counts differ: the writer wrote {} and the control program read {}",
+            report.values, consumed.values
+        )));
+    }
     let bias = report.load_ref.wrapping_sub(marker);
+    let relations = |f: u64| Some((f >> ring::REL_SHIFT) as u16).filter(|&r| r != 0);
     let file = |a: u64| if a == 0 { 0 } else { a.wrapping_sub(bias) };
     let counts = Counts {
         writer_pairs: if finished { report.pairs } else { 0 },
         reader_pairs: consumed.pairs,
+        writer_values: if finished { report.values } else { 0 },
+        reader_values: consumed.values,
         writer_waits: report.waits,
         foreign_calls: report.foreign_calls,
         late_calls: report.late_calls,
@@ -270,11 +279,13 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Error> {
             .blocks
             .iter()
             .zip(&per_block)
-            .map(|(&(f, t), &n)| PairCount {
-                from: file(f),
+            .map(|(&(f, t, v), &n)| PairCount {
+                from: file(f & ADDR_MASK),
                 to: file(t),
+                value: v,
+                relations: relations(f),
                 count: ((n as f64 * scale).round() as u64).max(1),
-                exact: consumed.exact.get(&(f, t)).copied(),
+                exact: consumed.exact.get(&(f, t, v)).copied(),
                 samples: Some(n),
             })
             .collect();
@@ -289,16 +300,18 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Error> {
         pairs = consumed
             .exact
             .iter()
-            .map(|(&(f, t), &n)| PairCount {
-                from: file(f),
+            .map(|(&(f, t, v), &n)| PairCount {
+                from: file(f & ADDR_MASK),
                 to: file(t),
+                value: v,
+                relations: relations(f),
                 count: n,
                 exact: None,
                 samples: None,
             })
             .collect();
     }
-    pairs.sort_by_key(|p| (p.from, p.to));
+    pairs.sort_by_key(|p| (p.from, p.to, p.value, p.relations));
     Ok(Recording {
         writer: opts.writer.display().to_string(),
         writer_hash,

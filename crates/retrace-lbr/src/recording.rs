@@ -26,6 +26,12 @@ pub struct Counts {
     pub writer_pairs: u64,
     /// Pairs the control program read.
     pub reader_pairs: u64,
+    /// Switch values the writer wrote (see [`PairCount::value`]).
+    #[serde(default)]
+    pub writer_values: u64,
+    /// Switch values the control program read.
+    #[serde(default)]
+    pub reader_values: u64,
     /// Times the writer found the buffer full and waited.
     pub writer_waits: u64,
     /// Blocks run by threads other than the writing one (not recorded).
@@ -61,6 +67,17 @@ pub struct PairCount {
     pub from: u64,
     /// This site (file address).
     pub to: u64,
+    /// The value the `switch` of `from`'s block dispatched on, when the
+    /// writer was built with trace-cmp (it tells apart the dispatch's
+    /// machine paths between the same two sites).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub value: Option<u64>,
+    /// How the comparisons `from`'s block made came out, when the writer
+    /// was built with trace-cmp: bits 0-2 their number (7: seven or more),
+    /// then three bits per comparison for the last four, newest first
+    /// (bit 0 equal, bit 1 below unsigned, bit 2 below signed).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub relations: Option<u16>,
     /// Times it occurred: exact, or estimated from samples.
     pub count: u64,
     /// The exact count, when the run kept one.
@@ -100,7 +117,7 @@ pub struct Recording {
     /// Sampling details (sampled recordings).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub sampling: Option<Sampling>,
-    /// Every distinct pair with its count, sorted by (from, to).
+    /// Every distinct pair with its count, sorted by (from, to, value).
     pub pairs: Vec<PairCount>,
 }
 

@@ -5,7 +5,8 @@
 //! `runtime/retrace_lbr_rt.c` (whose `_Static_assert`s pin the same
 //! offsets): a 4096-byte header whose write index, read index and the
 //! writer's report sit on separate cache lines, then `2^capacity_log2`
-//! slots of two little-endian `u64` (previous site, this site).
+//! slots of two little-endian `u64` (previous site, this site), or a
+//! switch value ([`VALUE_TAG`] | call site, value) before the pair it decides.
 //!
 //! One writer, one reader. The writer fills slots and stores `write_idx`
 //! with release order; the reader loads it with acquire order, so the slots
@@ -35,6 +36,17 @@ const OFF_FOREIGN: usize = 216;
 const OFF_LATE: usize = 224;
 const OFF_PID: usize = 232;
 const OFF_LOAD_REF: usize = 240;
+const OFF_WRITER_VALUES: usize = 248;
+
+/// The bit that marks a slot as a switch value, (tag | call site, value),
+/// rather than a pair (the runtime's `RETRACE_LBR_VALUE_TAG`).
+pub const VALUE_TAG: u64 = 1 << 63;
+/// Where a pair's `from` keeps the outcomes of the comparisons its block
+/// made (the runtime's `RETRACE_LBR_REL_SHIFT`; 15 bits, see
+/// [`crate::recording::PairCount::relations`]).
+pub const REL_SHIFT: u32 = 48;
+/// The address bits of a pair's `from`.
+pub const ADDR_MASK: u64 = (1 << REL_SHIFT) - 1;
 
 /// The writer's state word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +76,8 @@ pub struct WriterReport {
     pub pid: u64,
     /// Run-time address of `retrace_lbr_runtime_version` (load bias of a PIE).
     pub load_ref: u64,
+    /// Switch-value slots the writer wrote (valid once finished).
+    pub values: u64,
 }
 
 /// A mapped buffer, created by the reader side.
@@ -188,6 +202,7 @@ impl Ring {
             late_calls: get(OFF_LATE),
             pid: get(OFF_PID),
             load_ref: get(OFF_LOAD_REF),
+            values: get(OFF_WRITER_VALUES),
         }
     }
 }

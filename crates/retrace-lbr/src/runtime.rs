@@ -18,6 +18,18 @@ pub const MARKER_SYMBOL: &str = "retrace_lbr_runtime_version";
 /// The flag that makes gcc and clang call the runtime at each basic block.
 pub const COVERAGE_FLAG: &str = "-fsanitize-coverage=trace-pc";
 
+/// [`COVERAGE_FLAG`] with comparison tracing (`lbr cc --trace-cmp`): the
+/// compiler also calls the runtime before each `switch` dispatches, with
+/// its value, and before each comparison, with both sides. The runtime
+/// records the value and how each comparison came out, which tells apart
+/// the machine paths between two instrumented blocks that gcc's lowering
+/// made after its coverage pass (a range check and a jump table both
+/// reaching the default case, case and edge blocks without a coverage
+/// call). The calls change how the compiler allocates registers and lays
+/// out the writer, so its layout is further from the ordinary build's
+/// (docs/LBR.md measures both).
+pub const COVERAGE_CMP_FLAG: &str = "-fsanitize-coverage=trace-pc,trace-cmp";
+
 /// The link flag that keeps relocations in the executable, which BOLT
 /// needs to move functions and reorder blocks freely (`lbr cc --emit-relocs`).
 pub const EMIT_RELOCS_FLAG: &str = "-Wl,--emit-relocs";
@@ -63,11 +75,25 @@ pub fn compile(compiler: &OsStr, dir: &Path) -> Result<PathBuf, Error> {
 /// flag added and, unless it only compiles (`-c`, `-S`, `-E`), the runtime
 /// object `rt` linked in.
 pub fn writer_command(command: &[OsString], rt: &Path) -> Result<Command, Error> {
+    writer_command_with(command, rt, false)
+}
+
+/// [`writer_command`], with comparison tracing if `trace_cmp`
+/// ([`COVERAGE_CMP_FLAG`]).
+pub fn writer_command_with(
+    command: &[OsString],
+    rt: &Path,
+    trace_cmp: bool,
+) -> Result<Command, Error> {
     let (compiler, rest) = command
         .split_first()
         .ok_or_else(|| Error::Config("no compiler command after `--`".into()))?;
     let mut cmd = Command::new(compiler);
-    cmd.arg(COVERAGE_FLAG);
+    cmd.arg(if trace_cmp {
+        COVERAGE_CMP_FLAG
+    } else {
+        COVERAGE_FLAG
+    });
     // clang links its own sanitizer runtime for coverage flags (and fails
     // where libclang-rt is not installed); ours replaces it.
     let name = Path::new(compiler)
@@ -86,14 +112,15 @@ pub fn writer_command(command: &[OsString], rt: &Path) -> Result<Command, Error>
 
 /// Run `command` as a writer build (see [`writer_command`]); the runtime is
 /// compiled by the same compiler into a temporary directory first. With
-/// `emit_relocs`, a command that links also gets [`EMIT_RELOCS_FLAG`].
-pub fn build_writer(command: &[OsString], emit_relocs: bool) -> Result<(), Error> {
+/// `emit_relocs`, a command that links also gets [`EMIT_RELOCS_FLAG`]; with
+/// `trace_cmp`, comparisons are traced too ([`COVERAGE_CMP_FLAG`]).
+pub fn build_writer(command: &[OsString], emit_relocs: bool, trace_cmp: bool) -> Result<(), Error> {
     let compiler = command
         .first()
         .ok_or_else(|| Error::Config("no compiler command after `--`".into()))?;
     let dir = tempfile::tempdir().map_err(|e| Error::io(Path::new("temporary directory"), e))?;
     let rt = compile(compiler, dir.path())?;
-    let mut cmd = writer_command(command, &rt)?;
+    let mut cmd = writer_command_with(command, &rt, trace_cmp)?;
     if emit_relocs && links(&command[1..]) {
         cmd.arg(EMIT_RELOCS_FLAG);
     }

@@ -30,12 +30,24 @@ fn record_and_pair(w: &Path, a: &Path, args: &[&str]) -> (retrace_lbr::Recording
 
 /// Writer and analysed build of an example program with `flags`.
 fn builds(cc: &str, dir: &Path, program: &str, flags: &[&str]) -> (PathBuf, PathBuf) {
-    let w = common::writer(
+    builds_with(cc, dir, program, flags, false)
+}
+
+/// [`builds`], the writer with comparison tracing if `trace_cmp`.
+fn builds_with(
+    cc: &str,
+    dir: &Path,
+    program: &str,
+    flags: &[&str],
+    trace_cmp: bool,
+) -> (PathBuf, PathBuf) {
+    let w = common::writer_with(
         cc,
         dir,
         program,
         &[common::programs().join(format!("{program}.c"))],
         flags,
+        trace_cmp,
     );
     (w, common::example_plain(cc, dir, program, flags))
 }
@@ -55,15 +67,34 @@ const PROGRAMS: &[(&str, &[&str], f64)] = &[
     ("bytevm", &[], 0.999),
 ];
 
+/// The same with writers built with `lbr cc --trace-cmp`: each pair also
+/// says which way its block's `switch` and comparisons went (docs/LBR.md).
+const PROGRAMS_TRACE_CMP: &[(&str, &[&str], f64)] = &[
+    ("crc32", &["1024", "8"], 0.99),
+    ("dijkstra", &[], 0.69),
+    ("sort", &["2000"], 0.99),
+    ("exprparse", &[], 0.95),
+    ("bytevm", &[], 0.999),
+];
+
 #[test]
 fn mapped_branch_counts_agree_with_callgrind_on_the_analysed_build() {
+    agreement_with_callgrind(PROGRAMS, false);
+}
+
+#[test]
+fn mapped_branch_counts_agree_with_callgrind_with_comparison_tracing() {
+    agreement_with_callgrind(PROGRAMS_TRACE_CMP, true);
+}
+
+fn agreement_with_callgrind(programs: &[(&str, &[&str], f64)], trace_cmp: bool) {
     let Some(cc) = common::cc() else { return };
     if common::tool("valgrind").is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    for &(program, args, floor) in PROGRAMS {
-        let (w, a) = builds(&cc, dir.path(), program, &["-O2", "-g"]);
+    for &(program, args, floor) in programs {
+        let (w, a) = builds_with(&cc, dir.path(), program, &["-O2", "-g"], trace_cmp);
         let (rec, code, pair) = record_and_pair(&w, &a, args);
         let conv = convert(&rec, &code);
         let mapped = pair.map(&conv).unwrap();

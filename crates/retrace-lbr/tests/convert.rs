@@ -59,6 +59,48 @@ fn exact_branch_counts_agree_with_callgrind() {
     }
 }
 
+/// A writer built with `lbr cc --trace-cmp` also records each `switch`
+/// value and how each comparison came out, which decide the paths the
+/// pairs alone leave open (sort's `?:`, exprparse's dispatches, and the
+/// edge blocks the comparison calls themselves make gcc lay out).
+#[test]
+fn with_comparison_tracing_every_path_is_decided() {
+    let Some(cc) = common::cc() else { return };
+    if common::tool("valgrind").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (program, args, floor) in [
+        ("crc32", vec!["1024", "8"], 0.999),
+        ("dijkstra", vec![], 0.999),
+        ("sort", vec!["2000"], 0.999),
+        ("exprparse", vec![], 0.999),
+        ("bytevm", vec![], 0.999),
+    ] {
+        let w = common::writer_with(
+            &cc,
+            dir.path(),
+            program,
+            &[common::programs().join(format!("{program}.c"))],
+            &["-O2", "-g"],
+            true,
+        );
+        let (rec, code) = record_exact(&w, &args);
+        let conv = convert(&rec, &code);
+        let ours = common::jump_edges(&conv.branch_sites(), &code);
+        let theirs = common::callgrind_edges(&w, &args, &code, &|i| {
+            code.functions[i.func as usize].instrumented
+        });
+        let (share, total, worst) = common::agreement(&theirs, &ours);
+        eprintln!(
+            "{program} (trace-cmp): {:.3}% of {total} jump executions agree with callgrind (conversion {:?}); worst {worst:x?}",
+            100.0 * share,
+            conv.stats
+        );
+        assert!(share >= floor, "{program}: {:.2}% agree", 100.0 * share);
+    }
+}
+
 #[test]
 fn perfscript_is_accepted_by_llvm_profgen() {
     let Some(cc) = common::cc() else { return };

@@ -158,3 +158,34 @@ fn sampled_counts_follow_exact_counts() {
     );
     assert!(err < 0.25, "sampling error {:.1}%", 100.0 * err);
 }
+
+#[test]
+fn a_writer_tracing_comparisons_loses_no_pair_or_value() {
+    let Some(cc) = common::cc() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let w = common::writer_with(
+        &cc,
+        dir.path(),
+        "exprparse",
+        &[common::programs().join("exprparse.c")],
+        &["-O2", "-g"],
+        true,
+    );
+    let fast = record(&RecordOptions::new(w.clone(), vec![], Mode::Exact)).unwrap();
+    let mut opts = RecordOptions::new(w, vec![], Mode::Exact);
+    opts.capacity_log2 = 6;
+    opts.throttle = Some(Duration::from_micros(200));
+    let slow = record(&opts).unwrap();
+    for rec in [&fast, &slow] {
+        assert_complete(rec);
+        assert_chain(rec);
+        assert!(
+            rec.counts.reader_values > 0,
+            "the lexer's switches report values"
+        );
+        assert_eq!(rec.counts.writer_values, rec.counts.reader_values);
+        assert!(rec.pairs.iter().any(|p| p.value.is_some()));
+        assert!(rec.pairs.iter().any(|p| p.relations.is_some()));
+    }
+    assert_eq!(slow.pairs, fast.pairs);
+}

@@ -50,6 +50,18 @@ pub fn cc() -> Option<String> {
 /// Build `sources` with `flags` into `dir/name` as a writer (coverage
 /// flag added, runtime linked), as `retrace lbr cc` does.
 pub fn writer(cc: &str, dir: &Path, name: &str, sources: &[PathBuf], flags: &[&str]) -> PathBuf {
+    writer_with(cc, dir, name, sources, flags, false)
+}
+
+/// [`writer`], with comparison tracing if `trace_cmp` (`lbr cc --trace-cmp`).
+pub fn writer_with(
+    cc: &str,
+    dir: &Path,
+    name: &str,
+    sources: &[PathBuf],
+    flags: &[&str],
+    trace_cmp: bool,
+) -> PathBuf {
     let rt = runtime::compile(cc.as_ref(), dir).expect("the runtime compiles");
     let out = dir.join(name);
     let mut command: Vec<std::ffi::OsString> = vec![cc.into()];
@@ -59,7 +71,7 @@ pub fn writer(cc: &str, dir: &Path, name: &str, sources: &[PathBuf], flags: &[&s
     command.extend(sources.iter().map(|s| s.clone().into_os_string()));
     command.push("-o".into());
     command.push(out.clone().into_os_string());
-    let status = runtime::writer_command(&command, &rt)
+    let status = runtime::writer_command_with(&command, &rt, trace_cmp)
         .unwrap()
         .status()
         .unwrap();
