@@ -112,9 +112,11 @@ static uint64_t w, cached_r, pairs, values, waits;
 static int finished;
 static __thread int owner;      /* 1 in the thread that writes */
 static __thread uintptr_t prev; /* the previous site of this thread */
-/* Comparisons since this thread's last pair: the last four relations
- * (3 bits each, newest lowest) and how many there were (saturating at 7). */
-static __thread uint32_t rel_hist, rel_n;
+/* Comparisons since this thread's last pair, already in place for the
+ * pair's `from`: their number (saturating at 7) in bits 48-50, the last four
+ * relations (3 bits each, newest lowest) in bits 51-62.  Zero in a writer
+ * built without trace-cmp, so trace_pc only reads it. */
+static __thread uint64_t rel;
 
 static void publish(void)
 {
@@ -225,11 +227,12 @@ void __sanitizer_cov_trace_pc(void)
     struct retrace_lbr_pair *s = next_slot();
     if (!s)
         return;
-    s->from = prev | ((uint64_t)(rel_n | rel_hist << 3) << RETRACE_LBR_REL_SHIFT);
+    uint64_t r = rel;
+    s->from = prev | r;
     s->to = site;
     prev = site;
-    rel_hist = 0;
-    rel_n = 0;
+    if (__builtin_expect(r != 0, 0))
+        rel = 0;
     pairs++;
     advance();
 }
@@ -251,9 +254,12 @@ void __sanitizer_cov_trace_switch(uint64_t value, uint64_t *cases)
  * (signed, at the comparison's width). */
 static inline void relation(int eq, int ult, int slt)
 {
-    rel_hist = ((rel_hist << 3) | (uint32_t)eq | (uint32_t)ult << 1 | (uint32_t)slt << 2) & 0xfffu;
-    if (rel_n < 7)
-        rel_n++;
+    uint64_t n = (rel >> RETRACE_LBR_REL_SHIFT) & 7;
+    uint64_t hist = (rel >> (RETRACE_LBR_REL_SHIFT + 3)) & 0xfff;
+    hist = ((hist << 3) | (uint64_t)eq | (uint64_t)ult << 1 | (uint64_t)slt << 2) & 0xfff;
+    if (n < 7)
+        n++;
+    rel = (n | hist << 3) << RETRACE_LBR_REL_SHIFT;
 }
 
 #define RETRACE_LBR_CMP(name, U, S)                                          \

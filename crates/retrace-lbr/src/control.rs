@@ -210,6 +210,8 @@ pub fn consume(
     out.region = region.as_ref().map(|r| (r.base(), r.len() as u64));
     on_start(out.region);
     let mut index: FxHashMap<PairKey, u32> = FxHashMap::default();
+    let mut plain_index: FxHashMap<(u64, u64), u32> = FxHashMap::default();
+    let mut plain: FxHashMap<(u64, u64), u64> = FxHashMap::default();
     let mut r = 0u64;
     // A switch value waiting for the pair that leaves its block, and the
     // values seen of each switch.
@@ -262,17 +264,30 @@ pub fn consume(
                 };
                 continue;
             }
-            let pair = (from, to, value.take());
+            // Pairs without a value (all of them in a writer built without
+            // trace-cmp) go through maps keyed by the two sites alone: the
+            // exact count is the reader's inner loop.
+            let v = value.take();
             if spin_exact {
-                *out.exact.entry(pair).or_insert(0) += 1;
+                match v {
+                    None => *plain.entry((from, to)).or_insert(0) += 1,
+                    Some(_) => *out.exact.entry((from, to, v)).or_insert(0) += 1,
+                }
             }
             if let Some(region) = region.as_mut() {
-                let block = match index.get(&pair) {
+                let found = match v {
+                    None => plain_index.get(&(from, to)),
+                    Some(_) => index.get(&(from, to, v)),
+                };
+                let block = match found {
                     Some(&b) => b,
                     None => {
                         let b = region.add()?;
-                        index.insert(pair, b);
-                        out.blocks.push(pair);
+                        match v {
+                            None => plain_index.insert((from, to), b),
+                            Some(_) => index.insert((from, to, v), b),
+                        };
+                        out.blocks.push((from, to, v));
                         b
                     }
                 };
@@ -287,6 +302,8 @@ pub fn consume(
             std::thread::sleep(t);
         }
     }
+    out.exact
+        .extend(plain.into_iter().map(|((f, t), n)| ((f, t, None), n)));
     out.pairs = r - out.values;
     Ok(out)
 }
