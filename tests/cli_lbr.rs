@@ -98,6 +98,49 @@ fn assert_refused(out: &Output, needle: &str) {
 }
 
 #[test]
+fn cc_trace_cmp_decides_the_paths_of_switches() {
+    if gcc().is_none() {
+        return;
+    }
+    let dir = scratch("trace-cmp");
+    let writer = dir.join("exprparse.writer");
+    let inc = programs();
+    let src = inc.join("exprparse.c");
+    ok(retrace(&[
+        "lbr",
+        "cc",
+        "--trace-cmp",
+        "--",
+        "gcc",
+        "-O2",
+        "-g",
+        "-I",
+        s(&inc),
+        s(&src),
+        "-o",
+        s(&writer),
+    ]));
+    let lbr = dir.join("exprparse.lbr");
+    let out = record_exact(&writer, &lbr, &["--format", "json"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(v["writer_pairs"], v["reader_pairs"]);
+    assert_eq!(v["writer_values"], v["reader_values"]);
+    assert!(v["reader_values"].as_u64().unwrap() > 0, "{stdout}");
+    let out = ok(retrace(&["lbr", "convert", s(&lbr), "--format", "json"]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &v["conversion"];
+    assert_eq!(c["unresolved"], 0);
+    // Without --trace-cmp, 1.4% of exprparse's pair occurrences are
+    // ambiguous (its dispatches); with it, two of two million.
+    assert!(
+        c["ambiguous"].as_u64().unwrap() * 10_000 < c["occurrences"].as_u64().unwrap(),
+        "{c}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn cc_record_convert_end_to_end() {
     if gcc().is_none() {
         return;

@@ -230,6 +230,17 @@ impl Report for RecordReport {
             self.counts.reader_pairs,
             self.counts.writer_waits,
         );
+        if self.counts.reader_values > 0 || self.counts.writer_values > 0 {
+            s += &format!(
+                "switch values: writer wrote {}, control program read {}\n",
+                if self.counts.writer_finished {
+                    self.counts.writer_values.to_string()
+                } else {
+                    "?".into()
+                },
+                self.counts.reader_values,
+            );
+        }
         if let Some(sm) = &self.sampling {
             s += &format!(
                 "samples: {} ({} in {} code blocks, {} lost), one every {} µs of control-thread time\n",
