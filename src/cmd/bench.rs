@@ -659,12 +659,16 @@ impl Report for MpBenchReport {
                     s.runs_per_measurement, s.fastest_seconds, s.median_seconds
                 );
             }
+            // The lines of steps not measured (--steps) are left out.
+            let has = |i: usize| p.steps[i].runs_per_measurement > 0;
             let m = p.mips_over_one_hart;
-            let _ = writeln!(
-                o,
-                "  MIPS: 1 hart {:.1}, {n} harts {:.1} ({n} ÷ 1: {:.2}, median of rounds {:.2}); cycle-level {:.1}",
-                p.mips_one_hart, p.mips, m.fastest, m.median, p.cycle_level_mips
-            );
+            if has(MP_RUN1) && has(MP_RUN) && has(MP_CYCLE) {
+                let _ = writeln!(
+                    o,
+                    "  MIPS: 1 hart {:.1}, {n} harts {:.1} ({n} ÷ 1: {:.2}, median of rounds {:.2}); cycle-level {:.1}",
+                    p.mips_one_hart, p.mips, m.fastest, m.median, p.cycle_level_mips
+                );
+            }
             let (r, rn, rc, rnc, f, c) = (
                 p.record_over_run,
                 p.record_no_dcache_over_run,
@@ -673,16 +677,18 @@ impl Report for MpBenchReport {
                 p.cycle_level_over_fast,
                 p.cycle_level_over_control,
             );
-            let _ = writeln!(
-                o,
-                "  record ÷ run {n} harts {:.2}× (median of rounds {:.2}×), --no-dcache {:.2}× ({:.2}×)",
-                r.fastest, r.median, rn.fastest, rn.median
-            );
-            let _ = writeln!(
-                o,
-                "  record ÷ cycle-level {:.2}× (median of rounds {:.2}×), --no-dcache {:.2}× ({:.2}×)",
-                rc.fastest, rc.median, rnc.fastest, rnc.median
-            );
+            if has(MP_RECORD) && has(MP_RECORD_NO_DCACHE) && has(MP_RUN) && has(MP_CYCLE) {
+                let _ = writeln!(
+                    o,
+                    "  record ÷ run {n} harts {:.2}× (median of rounds {:.2}×), --no-dcache {:.2}× ({:.2}×)",
+                    r.fastest, r.median, rn.fastest, rn.median
+                );
+                let _ = writeln!(
+                    o,
+                    "  record ÷ cycle-level {:.2}× (median of rounds {:.2}×), --no-dcache {:.2}× ({:.2}×)",
+                    rc.fastest, rc.median, rnc.fastest, rnc.median
+                );
+            }
             let _ = writeln!(
                 o,
                 "  cycle-level ÷ replay fast {:.1}× (median of rounds {:.1}×), ÷ replay control {:.1}× ({:.1}×)",
@@ -934,9 +940,13 @@ fn main_harts(args: &Args, harts: usize) -> anyhow::Result<ExitCode> {
                 continue;
             }
             let s = measure(|| p.step(i, harts, &core))?;
-            p.runs[i] = (args.min_seconds / s.wall.max(1e-6))
-                .ceil()
-                .clamp(1.0, 10_000.0) as u32;
+            p.runs[i] = match measured[i] {
+                true => (args.min_seconds / s.wall.max(1e-6))
+                    .ceil()
+                    .clamp(1.0, 10_000.0) as u32,
+                // Recorded for the replays only.
+                false => 0,
+            };
         }
     }
     // Each round measures every program's steps, each program's starting
