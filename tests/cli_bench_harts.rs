@@ -149,3 +149,54 @@ fn bench_harts_refuses_bad_options() {
     assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
     assert!(stderr(&out).contains("no-such-core"), "{}", stderr(&out));
 }
+
+#[test]
+fn bench_harts_steps_measures_only_the_steps_named() {
+    let p = prog("workq-rv32-O2.elf");
+    let out = retrace(&[
+        "bench",
+        "--harts",
+        "2",
+        &p,
+        "--rounds",
+        "1",
+        "--min-seconds",
+        "0",
+        "--steps",
+        "cycle-level,fast",
+        "--format",
+        "json",
+        "--",
+        "40",
+        "5",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = &j["programs"][0];
+    let runs: Vec<u64> = p["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["runs_per_measurement"].as_u64().unwrap())
+        .collect();
+    // Only cycle-level and replay fast (the recording runs for the replay,
+    // unmeasured).
+    assert_eq!(runs, [0, 0, 1, 0, 0, 1, 0], "{p}");
+    assert_eq!(p["fast_makespan"], p["makespan"], "{p}");
+    let cpu = p["cycle_level_over_fast"]["median_cpu"].as_f64();
+    assert!(cpu.is_some_and(|c| c > 0.0), "{p}");
+
+    // Without --harts, or naming no step: refused.
+    let a = prog("reduce-rv32-O2.elf");
+    for args in [
+        &["bench", "--steps", "fast", &a][..],
+        &["bench", "--harts", "2", "--steps", "nothing", &a],
+    ] {
+        let out = retrace(args);
+        assert!(
+            matches!(out.status.code(), Some(2 | 125)),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}

@@ -61,6 +61,11 @@ pub struct Args {
     /// the time of one run.
     #[arg(long, value_name = "S", default_value_t = 0.3, requires = "harts")]
     pub min_seconds: f64,
+    /// With --harts: measure only these steps (comma-separated; default:
+    /// all). The recording runs once before the rounds whenever a replay
+    /// is measured.
+    #[arg(long, value_name = "STEP", value_delimiter = ',', requires = "harts")]
+    pub steps: Vec<MpStep>,
     /// Output format (csv: one row per step).
     #[command(flatten)]
     pub output: FormatArgs,
@@ -149,10 +154,18 @@ fn fastest(v: impl Iterator<Item = f64>) -> f64 {
 pub struct Ratio {
     median: f64,
     fastest: f64,
+    /// The median of the per-round ratios of CPU time (all threads), where
+    /// measurable: steadier than wall time on a loaded machine.
+    median_cpu: Option<f64>,
 }
 
 fn ratio<const K: usize>(samples: &[[Sample; K]], num: usize, den: usize) -> Ratio {
     Ratio {
+        median_cpu: samples
+            .iter()
+            .map(|r| Some(r[num].cpu? / r[den].cpu?))
+            .collect::<Option<Vec<f64>>>()
+            .map(median),
         median: median(samples.iter().map(|r| r[num].wall / r[den].wall).collect()),
         fastest: fastest(samples.iter().map(|r| r[num].wall))
             / fastest(samples.iter().map(|r| r[den].wall)),
@@ -454,6 +467,40 @@ const MP_STEPS: [&str; 7] = [
     "replay control",
 ];
 
+/// A step of `retrace bench --harts N`, as `--steps` names it.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MpStep {
+    /// The functional run on one hart.
+    Run1,
+    /// The functional run on N harts.
+    Run,
+    /// The cycle-level run of N harts by their clocks.
+    CycleLevel,
+    /// The recording (with data-cache measurement).
+    Record,
+    /// The recording without data-cache measurement.
+    RecordNoDcache,
+    /// The replay at `fast`.
+    Fast,
+    /// The replay at `control`.
+    Control,
+}
+
+impl MpStep {
+    /// Its index in [`MP_STEPS`].
+    fn index(self) -> usize {
+        match self {
+            MpStep::Run1 => MP_RUN1,
+            MpStep::Run => MP_RUN,
+            MpStep::CycleLevel => MP_CYCLE,
+            MpStep::Record => MP_RECORD,
+            MpStep::RecordNoDcache => MP_RECORD_NO_DCACHE,
+            MpStep::Fast => MP_FAST,
+            MpStep::Control => MP_CONTROL,
+        }
+    }
+}
+
 /// Index of each step in [`MP_STEPS`].
 const MP_RUN1: usize = 0;
 const MP_RUN: usize = 1;
@@ -480,7 +527,8 @@ const MP_EXAMPLES: [(&str, &[&str]); 5] = [
 pub struct MpStepTimes {
     /// The step's name.
     pub step: &'static str,
-    /// Runs of the step in each measurement (the time given is one run's).
+    /// Runs of the step in each measurement (the time given is one run's;
+    /// 0: not measured, `--steps`).
     pub runs_per_measurement: u32,
     /// The fastest round's wall seconds.
     pub fastest_seconds: f64,
@@ -591,6 +639,10 @@ impl Report for MpBenchReport {
                 "step", "runs", "fastest", "median", "median CPU"
             );
             for (i, s) in p.steps.iter().enumerate() {
+                if s.runs_per_measurement == 0 {
+                    // Not measured (--steps).
+                    continue;
+                }
                 let label = match i {
                     MP_RUN => format!("run {n} harts"),
                     MP_CYCLE | MP_FAST | MP_CONTROL => format!("{} ({})", s.step, self.core),
@@ -607,12 +659,16 @@ impl Report for MpBenchReport {
                     s.runs_per_measurement, s.fastest_seconds, s.median_seconds
                 );
             }
+            // The lines of steps not measured (--steps) are left out.
+            let has = |i: usize| p.steps[i].runs_per_measurement > 0;
             let m = p.mips_over_one_hart;
-            let _ = writeln!(
-                o,
-                "  MIPS: 1 hart {:.1}, {n} harts {:.1} ({n} ÷ 1: {:.2}, median of rounds {:.2}); cycle-level {:.1}",
-                p.mips_one_hart, p.mips, m.fastest, m.median, p.cycle_level_mips
-            );
+            if has(MP_RUN1) && has(MP_RUN) && has(MP_CYCLE) {
+                let _ = writeln!(
+                    o,
+                    "  MIPS: 1 hart {:.1}, {n} harts {:.1} ({n} ÷ 1: {:.2}, median of rounds {:.2}); cycle-level {:.1}",
+                    p.mips_one_hart, p.mips, m.fastest, m.median, p.cycle_level_mips
+                );
+            }
             let (r, rn, rc, rnc, f, c) = (
                 p.record_over_run,
                 p.record_no_dcache_over_run,
@@ -621,20 +677,29 @@ impl Report for MpBenchReport {
                 p.cycle_level_over_fast,
                 p.cycle_level_over_control,
             );
-            let _ = writeln!(
-                o,
-                "  record ÷ run {n} harts {:.2}× (median of rounds {:.2}×), --no-dcache {:.2}× ({:.2}×)",
-                r.fastest, r.median, rn.fastest, rn.median
-            );
-            let _ = writeln!(
-                o,
-                "  record ÷ cycle-level {:.2}× (median of rounds {:.2}×), --no-dcache {:.2}× ({:.2}×)",
-                rc.fastest, rc.median, rnc.fastest, rnc.median
-            );
+            if has(MP_RECORD) && has(MP_RECORD_NO_DCACHE) && has(MP_RUN) && has(MP_CYCLE) {
+                let _ = writeln!(
+                    o,
+                    "  record ÷ run {n} harts {:.2}× (median of rounds {:.2}×), --no-dcache {:.2}× ({:.2}×)",
+                    r.fastest, r.median, rn.fastest, rn.median
+                );
+                let _ = writeln!(
+                    o,
+                    "  record ÷ cycle-level {:.2}× (median of rounds {:.2}×), --no-dcache {:.2}× ({:.2}×)",
+                    rc.fastest, rc.median, rnc.fastest, rnc.median
+                );
+            }
             let _ = writeln!(
                 o,
                 "  cycle-level ÷ replay fast {:.1}× (median of rounds {:.1}×), ÷ replay control {:.1}× ({:.1}×)",
                 f.fastest, f.median, c.fastest, c.median
+            );
+            let cpu = |r: Ratio| r.median_cpu.map_or("-".into(), |c| format!("{c:.1}×"));
+            let _ = writeln!(
+                o,
+                "  in CPU time (all threads), median of rounds: cycle-level ÷ replay fast {}, ÷ replay control {}",
+                cpu(f),
+                cpu(c)
             );
             let _ = writeln!(
                 o,
@@ -852,6 +917,10 @@ fn main_harts(args: &Args, harts: usize) -> anyhow::Result<ExitCode> {
             runs: [1; MP_STEPS.len()],
         });
     }
+    let mut measured = [args.steps.is_empty(); MP_STEPS.len()];
+    for s in &args.steps {
+        measured[s.index()] = true;
+    }
     // Calibration, unmeasured: every step once (the recording first, for
     // the replays), and the runs per measurement that make it last
     // --min-seconds.
@@ -865,10 +934,19 @@ fn main_harts(args: &Args, harts: usize) -> anyhow::Result<ExitCode> {
             MP_FAST,
             MP_CONTROL,
         ] {
+            let replayed = measured[MP_FAST] || measured[MP_CONTROL];
+            if !(measured[i] || i == MP_RECORD && replayed) {
+                p.runs[i] = 0;
+                continue;
+            }
             let s = measure(|| p.step(i, harts, &core))?;
-            p.runs[i] = (args.min_seconds / s.wall.max(1e-6))
-                .ceil()
-                .clamp(1.0, 10_000.0) as u32;
+            p.runs[i] = match measured[i] {
+                true => (args.min_seconds / s.wall.max(1e-6))
+                    .ceil()
+                    .clamp(1.0, 10_000.0) as u32,
+                // Recorded for the replays only.
+                false => 0,
+            };
         }
     }
     // Each round measures every program's steps, each program's starting
@@ -879,6 +957,9 @@ fn main_harts(args: &Args, harts: usize) -> anyhow::Result<ExitCode> {
             let mut round = [Sample::default(); MP_STEPS.len()];
             for k in 0..MP_STEPS.len() {
                 let i = (r + k) % MP_STEPS.len();
+                if !measured[i] {
+                    continue;
+                }
                 let runs = p.runs[i];
                 round[i] = measure_runs(runs, || p.step(i, harts, &core))?;
             }
@@ -927,6 +1008,7 @@ fn main_harts(args: &Args, harts: usize) -> anyhow::Result<ExitCode> {
                 mips_over_one_hart: Ratio {
                     median: t.median * scale,
                     fastest: t.fastest * scale,
+                    median_cpu: t.median_cpu.map(|c| c * scale),
                 },
                 record_over_run: ratio(samples, MP_RECORD, MP_RUN),
                 record_no_dcache_over_run: ratio(samples, MP_RECORD_NO_DCACHE, MP_RUN),

@@ -4,7 +4,8 @@
 //! hart; the harts meet at their synchronisation calls, whose objects —
 //! channels with their capacity, mutexes and their holders, barriers and
 //! their arrivals, semaphores and their counts — this module simulates
-//! with the very rules the engine runs them by ([`SyncState::replay_call`]).
+//! with the very rules the engine runs them by
+//! ([`SyncState::replay_numbered_call_into`]).
 //!
 //! The unit's steps: every runnable hart's replay advances to its next
 //! synchronisation point (its next recorded call), which gives the hart's
@@ -27,9 +28,12 @@
 //! its busy cycles before the `ecall` and what the `ecall` and the trap
 //! take; then the unit orders the calls over those records alone, a few
 //! integers per call. The harts' replays run on a thread per CPU, each
-//! taking a run of neighbouring harts; a thread's harts on one core replay
-//! one after the other with one memo, and memoised stretches run across
-//! calls. The result does not depend on how the harts are shared out.
+//! taking the next hart left until none is (the harts' shares of the work
+//! differ); a thread's harts on one core replay one after the other with
+//! one memo, and memoised stretches run across calls. The result does not
+//! depend on how the harts are shared out. What the replays leave behind
+//! (their memos, the decompressed trace) is freed on another thread while
+//! the unit runs.
 //!
 //! Each hart's clock runs at its own frequency, which the hart may change
 //! (`set_hz`, from the end of that call on): the calls are ordered by the
@@ -360,80 +364,102 @@ fn replay_system<S: TraceSource + ?Sized>(
         )));
     }
     let (events, _) = reader.collect_records(StreamKind::Sync)?;
-    let core_of = |h: usize| &cores[if cores.len() == 1 { 0 } else { h }];
+    let core_index = |h: usize| if cores.len() == 1 { 0 } else { h };
     // The harts' replays, on as many threads as there are CPUs, each
-    // taking a run of neighbouring harts in turn (the harts on one core of
-    // a thread share what their replays learn). Each hart's calls decode
+    // taking the next hart not yet taken until none is left (harts' work
+    // differs: a pipeline's stages are uneven), and the harts on one core
+    // of a thread share what their replays learn. Each hart's calls decode
     // on its thread, just before its replay, which finds them.
     let threads = cpus.clamp(1, n);
-    let per_thread = n.div_ceil(threads);
+    let taken = std::sync::atomic::AtomicUsize::new(0);
     type Replayed = (HartCalls, Option<DcacheMeasurement>, HartRun);
-    let replayed: Vec<Result<Vec<Replayed>, ReplayError>> = std::thread::scope(|s| {
-        let jobs: Vec<_> = events
-            .chunks(per_thread)
-            .enumerate()
-            .map(|(t, events)| {
-                let (cache, ranges) = (&cache, ranges.as_ref());
+    // Per core of the thread's harts (by its index in `cores`).
+    type Learnt = Vec<(usize, Option<Shared>)>;
+    let replay_one = |h: usize, shared: &mut Learnt| -> Result<Replayed, ReplayError> {
+        let mut calls = decode_hart(h as u16, &events[h])?;
+        let core = &cores[core_index(h)];
+        // The recording's measurement of the hart's own cache of the
+        // core's geometry.
+        let dcache = core.dcache.as_ref().and_then(|dc| {
+            calls
+                .dcache
+                .iter()
+                .find(|m| (m.size, m.ways, m.line) == (dc.size, dc.ways, dc.line))
+                .copied()
+        });
+        let group = match shared.iter().position(|&(c, _)| cores[c] == *core) {
+            Some(g) => g,
+            None => {
+                shared.push((core_index(h), None));
+                shared.len() - 1
+            }
+        };
+        let state = shared[group]
+            .1
+            .get_or_insert_with(|| Shared::new(table, core, fidelity, ranges.is_some()));
+        let run = replay_hart(
+            state,
+            entry,
+            trace,
+            &cache,
+            h,
+            &mut calls,
+            dcache.map_or(0.0, |m| m.miss_rate()),
+            ranges.as_ref(),
+        )?;
+        if run.changed {
+            shared[group].1 = None;
+        }
+        Ok((calls, dcache, run))
+    };
+    let mut each: Vec<Option<Result<Replayed, ReplayError>>> = (0..n).map(|_| None).collect();
+    let mut learnt: Vec<Learnt> = Vec::new();
+    std::thread::scope(|s| {
+        let jobs: Vec<_> = (0..threads)
+            .map(|_| {
+                let (taken, replay_one) = (&taken, &replay_one);
                 s.spawn(move || {
-                    let mut shared: Vec<(&CoreModel, Option<Shared>)> = Vec::new();
-                    let mut out = Vec::with_capacity(events.len());
-                    for (i, events) in events.iter().enumerate() {
-                        let h = t * per_thread + i;
-                        let mut calls = decode_hart(h as u16, events)?;
-                        let core = core_of(h);
-                        // The recording's measurement of the hart's own
-                        // cache of the core's geometry.
-                        let dcache = core.dcache.as_ref().and_then(|dc| {
-                            calls
-                                .dcache
-                                .iter()
-                                .find(|m| (m.size, m.ways, m.line) == (dc.size, dc.ways, dc.line))
-                                .copied()
-                        });
-                        let group = match shared.iter().position(|(c, _)| *c == core) {
-                            Some(g) => g,
-                            None => {
-                                shared.push((core, None));
-                                shared.len() - 1
-                            }
-                        };
-                        let state = shared[group].1.get_or_insert_with(|| {
-                            Shared::new(table, core, fidelity, ranges.is_some())
-                        });
-                        let run = replay_hart(
-                            state,
-                            entry,
-                            trace,
-                            cache,
-                            h,
-                            &mut calls,
-                            dcache.map_or(0.0, |m| m.miss_rate()),
-                            ranges,
-                        )?;
-                        if run.changed {
-                            shared[group].1 = None;
+                    let (mut shared, mut out) = (Vec::new(), Vec::new());
+                    loop {
+                        let h = taken.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if h >= n {
+                            break;
                         }
-                        out.push((calls, dcache, run));
+                        let r = replay_one(h, &mut shared);
+                        let failed = r.is_err();
+                        out.push((h, r));
+                        // Every hart below one taken was taken, so the
+                        // first hart's error is among those met.
+                        if failed {
+                            break;
+                        }
                     }
-                    Ok(out)
+                    (out, shared)
                 })
             })
             .collect();
-        jobs.into_iter()
-            .map(|j| j.join().expect("replay thread panicked"))
-            .collect()
+        for j in jobs {
+            let (out, shared) = j.join().expect("replay thread panicked");
+            for (h, r) in out {
+                each[h] = Some(r);
+            }
+            learnt.push(shared);
+        }
     });
-    drop(cache);
-    drop(events);
+    // What the replays learnt, the decompressed trace and the events are
+    // freed on another thread while the unit runs.
+    let garbage = (learnt, cache, events);
     // The first hart's error, as a replay of one hart after the other
     // would meet it.
     let (mut recorded, mut dcache, mut runs) = (Vec::new(), Vec::new(), Vec::new());
-    for r in replayed {
-        for (calls, d, run) in r? {
-            recorded.push(calls);
-            dcache.push(d);
-            runs.push(run);
-        }
+    for (h, r) in each.into_iter().enumerate() {
+        let (calls, d, run) = match r {
+            Some(r) => r?,
+            None => return Err(ReplayError::System(format!("hart {h} was not replayed"))),
+        };
+        recorded.push(calls);
+        dcache.push(d);
+        runs.push(run);
     }
     let numbers = number(&recorded);
     let start_hz: Vec<u64> = (0..n)
@@ -458,12 +484,14 @@ fn replay_system<S: TraceSource + ?Sized>(
         )
     };
     // Ranked only if some class's calls come out of their places.
-    let ordered = match unit(None)? {
-        Some(ordered) => ordered,
-        None => {
-            unit(Some(&ranks(&recorded, &numbers)))?.expect("with ranks the unit orders every call")
+    let ordered = std::thread::scope(|s| {
+        s.spawn(move || drop(garbage));
+        match unit(None)? {
+            Some(ordered) => Ok::<_, ReplayError>(ordered),
+            None => Ok(unit(Some(&ranks(&recorded, &numbers)))?
+                .expect("with ranks the unit orders every call")),
         }
-    };
+    })?;
     let Ordered {
         harts,
         resources,
@@ -569,6 +597,16 @@ fn order<'a>(
     // The object each blocked hart waits on (an index into `resources`).
     let mut waiting_on: Vec<Option<usize>> = vec![None; n];
     let (mut calls, mut reordered, mut first_reordered) = (0u64, 0u64, None);
+    // The harts each call resumes: one buffer for the run.
+    let mut woken = Vec::with_capacity(n);
+    // The objects' states are found by their numbers. A call on no object
+    // (only in a damaged trace, for calls that take one) is a call on
+    // handle 0, as the engine would see it: that object's number, or one
+    // of its own.
+    let none_number = objects
+        .iter()
+        .position(|&(handle, _)| handle == 0)
+        .unwrap_or(objects.len()) as u32;
     loop {
         // The call with the earliest time, the lowest hart on a tie.
         let mut h = usize::MAX;
@@ -632,7 +670,11 @@ fn order<'a>(
             let clock = hart.clock(call.before);
             hart.timeline_calls.push((clock, op.0, object));
         }
-        let (done, woken) = state.replay_call(h, op, object, param, value).map_err(|e| {
+        let number = match o {
+            NONE => none_number,
+            o => o,
+        };
+        let done = state.replay_numbered_call_into(h, op, number, object, param, value, &mut woken).map_err(|e| {
             ReplayError::System(format!(
                 "hart {h}'s synchronisation call #{k} does not fit the others' ({e}): the trace is damaged; record it again"
             ))
@@ -661,7 +703,7 @@ fn order<'a>(
             waiting_on[h] = r;
             hart.standing = Standing::Blocked(call.before);
         }
-        for w in woken {
+        for &(w, _) in &woken {
             let hart = &mut harts[w];
             let Standing::Blocked(b) = hart.standing else {
                 return Err(ReplayError::System(format!(

@@ -393,6 +393,9 @@ pub struct SyncState {
     objects: HashMap<u64, State>,
     /// Each object's descriptor parameter, as read when it was opened.
     params: HashMap<u64, u32>,
+    /// By the caller's numbers, for a replay that numbered the objects
+    /// ([`SyncState::replay_numbered_call_into`]).
+    numbered: Vec<Option<State>>,
     harts: Vec<HartState>,
     /// Per hart, a completed call waiting to retire.
     pending: Vec<Option<Pending>>,
@@ -404,6 +407,7 @@ impl SyncState {
         SyncState {
             objects: HashMap::default(),
             params: HashMap::default(),
+            numbered: Vec::new(),
             harts: vec![HartState::Runnable; harts],
             pending: vec![None; harts],
         }
@@ -457,6 +461,60 @@ impl SyncState {
         param: u32,
         value: u64,
     ) -> Result<(bool, Vec<HartId>), SyncError> {
+        let mut woken = Vec::new();
+        let done = self.replay_call_into(h, op, object, param, value, &mut woken)?;
+        Ok((done, woken.into_iter().map(|(w, _)| w).collect()))
+    }
+
+    /// [`SyncState::replay_call`], the resumed harts (with the results
+    /// their calls return) put in `woken`, which is cleared first: a
+    /// replay of millions of calls reuses one buffer instead of
+    /// allocating a list per call that resumes a hart.
+    #[inline]
+    pub fn replay_call_into(
+        &mut self,
+        h: HartId,
+        op: SyncOp,
+        object: u64,
+        param: u32,
+        value: u64,
+        woken: &mut Vec<(HartId, u64)>,
+    ) -> Result<bool, SyncError> {
+        self.replay_at(h, op, None, object, param, value, woken)
+    }
+
+    /// [`SyncState::replay_call_into`] for a replay that has numbered the
+    /// objects 0, 1, … (one number per handle, the same at every call):
+    /// the object is found by its `number`, not looked up by handle, which
+    /// is most of what a call costs the replay. A `SyncState` is used with
+    /// numbers or with handles, not both.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn replay_numbered_call_into(
+        &mut self,
+        h: HartId,
+        op: SyncOp,
+        number: u32,
+        object: u64,
+        param: u32,
+        value: u64,
+        woken: &mut Vec<(HartId, u64)>,
+    ) -> Result<bool, SyncError> {
+        self.replay_at(h, op, Some(number as usize), object, param, value, woken)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn replay_at(
+        &mut self,
+        h: HartId,
+        op: SyncOp,
+        number: Option<usize>,
+        object: u64,
+        param: u32,
+        value: u64,
+        woken: &mut Vec<(HartId, u64)>,
+    ) -> Result<bool, SyncError> {
         let descriptor = |_| {
             let mut d = [0u8; DESCRIPTOR_BYTES as usize];
             d[..4].copy_from_slice(&MAGIC.to_le_bytes());
@@ -464,14 +522,12 @@ impl SyncState {
             d[8..12].copy_from_slice(&param.to_le_bytes());
             Some(d)
         };
-        let step = self.call(h, 0, op, object, value, descriptor)?;
-        for &(w, _) in &step.woken {
+        woken.clear();
+        let result = self.call_at(h, 0, op, number, object, value, descriptor, woken)?;
+        for &(w, _) in woken.iter() {
             self.harts[w] = HartState::Runnable;
         }
-        Ok((
-            step.result.is_some(),
-            step.woken.into_iter().map(|(w, _)| w).collect(),
-        ))
+        Ok(result.is_some())
     }
 
     /// A completed call of hart `h` that has yet to retire.
@@ -501,33 +557,65 @@ impl SyncState {
         value: u64,
         descriptor: impl FnOnce(u64) -> Option<[u8; DESCRIPTOR_BYTES as usize]>,
     ) -> Result<Step, SyncError> {
+        let mut woken = Vec::new();
+        let result = self.call_at(h, pc, op, None, object, value, descriptor, &mut woken)?;
+        Ok(Step { result, woken })
+    }
+
+    /// [`SyncState::call`], the object found by its `number` when given
+    /// ([`SyncState::replay_numbered_call_into`]), else by handle, and the
+    /// woken harts with their results appended to `woken`; returns the
+    /// caller's result (`None`: it blocked, or exited).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn call_at(
+        &mut self,
+        h: HartId,
+        pc: u64,
+        op: SyncOp,
+        number: Option<usize>,
+        object: u64,
+        value: u64,
+        descriptor: impl FnOnce(u64) -> Option<[u8; DESCRIPTOR_BYTES as usize]>,
+        woken: &mut Vec<(HartId, u64)>,
+    ) -> Result<Option<u64>, SyncError> {
         let n = self.harts.len();
         let Some(wanted) = op.object_kind() else {
             return match op {
-                SyncOp::HARTS => Ok(Step {
-                    result: Some(n as u64),
-                    woken: Vec::new(),
-                }),
+                SyncOp::HARTS => Ok(Some(n as u64)),
                 SyncOp::HART_EXIT => {
                     self.harts[h] = HartState::Exited;
-                    Ok(Step::default())
+                    Ok(None)
                 }
                 // The clock is the timing's business (`crate::clocked`);
                 // to the program it is a call that returns 0.
-                SyncOp::SET_HZ if HZ_RANGE.contains(&value) => Ok(Step {
-                    result: Some(0),
-                    woken: Vec::new(),
-                }),
+                SyncOp::SET_HZ if HZ_RANGE.contains(&value) => Ok(Some(0)),
                 SyncOp::SET_HZ => Err(SyncError::BadFrequency { hz: value }),
                 _ => Err(SyncError::UnknownCall { op }),
             };
         };
-        let state = match self.objects.entry(object) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => {
-                let (state, param) = open(object, op, descriptor, n)?;
-                self.params.insert(object, param);
-                e.insert(state)
+        let state = match number {
+            None => match self.objects.entry(object) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => {
+                    let (state, param) = open(object, op, descriptor, n)?;
+                    self.params.insert(object, param);
+                    e.insert(state)
+                }
+            },
+            Some(i) => {
+                if self.numbered.len() <= i {
+                    self.numbered.resize_with(i + 1, || None);
+                }
+                let slot = &mut self.numbered[i];
+                match slot {
+                    Some(state) => state,
+                    None => {
+                        let (state, param) = open(object, op, descriptor, n)?;
+                        self.params.insert(object, param);
+                        slot.insert(state)
+                    }
+                }
             }
         };
         if state.kind() != wanted {
@@ -538,7 +626,7 @@ impl SyncState {
                 wanted,
             });
         }
-        let mut step = Step::default();
+        let mut result = None;
         let mut holder = None;
         match (op, state) {
             (
@@ -551,11 +639,11 @@ impl SyncState {
                 },
             ) => {
                 if let Some(r) = receivers.pop_front() {
-                    step.woken.push((r, value));
-                    step.result = Some(0);
+                    woken.push((r, value));
+                    result = Some(0);
                 } else if queue.len() < *capacity {
                     queue.push_back(value);
-                    step.result = Some(0);
+                    result = Some(0);
                 } else {
                     senders.push_back((h, value));
                 }
@@ -570,11 +658,11 @@ impl SyncState {
                 },
             ) => {
                 if let Some(v) = queue.pop_front() {
-                    step.result = Some(v);
+                    result = Some(v);
                     // Room now: the first waiting sender's word goes in.
                     if let Some((s, w)) = senders.pop_front() {
                         queue.push_back(w);
-                        step.woken.push((s, 0));
+                        woken.push((s, 0));
                     }
                 } else {
                     receivers.push_back(h);
@@ -583,7 +671,7 @@ impl SyncState {
             (SyncOp::LOCK, State::Mutex { owner, waiters }) => match *owner {
                 None => {
                     *owner = Some(h);
-                    step.result = Some(0);
+                    result = Some(0);
                 }
                 Some(o) if o == h => return Err(SyncError::Relock { addr: object }),
                 Some(o) => {
@@ -601,16 +689,16 @@ impl SyncState {
                 // The lock passes straight to the first waiter.
                 *owner = waiters.pop_front();
                 if let Some(w) = *owner {
-                    step.woken.push((w, 0));
+                    woken.push((w, 0));
                 }
-                step.result = Some(0);
+                result = Some(0);
             }
             (SyncOp::BARRIER, State::Barrier { parties, waiting }) => {
                 if waiting.len() + 1 >= *parties {
                     // The last to arrive releases the others and gets 1,
                     // so that exactly one hart can do the serial part.
-                    step.woken.extend(waiting.drain(..).map(|w| (w, 0)));
-                    step.result = Some(1);
+                    woken.extend(waiting.drain(..).map(|w| (w, 0)));
+                    result = Some(1);
                 } else {
                     waiting.push(h);
                 }
@@ -618,21 +706,21 @@ impl SyncState {
             (SyncOp::SEM_WAIT, State::Semaphore { count, waiters }) => {
                 if *count > 0 {
                     *count -= 1;
-                    step.result = Some(0);
+                    result = Some(0);
                 } else {
                     waiters.push_back(h);
                 }
             }
             (SyncOp::SEM_POST, State::Semaphore { count, waiters }) => {
                 match waiters.pop_front() {
-                    Some(w) => step.woken.push((w, 0)),
+                    Some(w) => woken.push((w, 0)),
                     None => *count = count.saturating_add(1),
                 }
-                step.result = Some(0);
+                result = Some(0);
             }
             _ => unreachable!("the kind was checked against the call"),
         }
-        if step.result.is_none() {
+        if result.is_none() {
             self.harts[h] = HartState::Blocked {
                 wait: Wait {
                     op,
@@ -643,7 +731,7 @@ impl SyncState {
                 pc,
             };
         }
-        Ok(step)
+        Ok(result)
     }
 }
 

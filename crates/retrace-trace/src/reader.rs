@@ -107,6 +107,11 @@ pub struct TraceReader<R: Read> {
     zstd: Option<zstd::bulk::Decompressor<'static>>,
     /// Read one hart's streams only ([`TraceReader::follow_hart`]).
     follow: Option<u16>,
+    /// Keep only the streams of this kind, every hart's (the others are
+    /// checked and passed by): [`TraceReader::collect_records`] wants one
+    /// kind, and copying the rest of every segment cost it more than the
+    /// copy it keeps.
+    only: Option<StreamKind>,
     /// Segments decompressed by other readers of the same trace, and where
     /// this one leaves those it decompresses ([`TraceReader::sharing`]).
     cache: Option<SegmentCache>,
@@ -262,6 +267,7 @@ impl<R: Read> TraceReader<R> {
             raw: Vec::new(),
             zstd: None,
             follow: None,
+            only: None,
             cache,
             warm: None,
         })
@@ -878,7 +884,7 @@ impl<R: Read> TraceReader<R> {
             // events (see `follow_hart`); the others' are only checked.
             let kept = match self.follow {
                 Some(f) => u64::from(f) == hart && kind != StreamKind::Sync,
-                None => true,
+                None => self.only.is_none_or(|k| k == kind),
             };
             if !kept {
                 continue;
@@ -963,6 +969,9 @@ impl<R: Read> TraceReader<R> {
         kind: StreamKind,
     ) -> Result<(Vec<Vec<u8>>, Totals), TraceError> {
         let mut out = vec![Vec::new(); self.harts.len()];
+        // The segment loaded already was kept whole; from the next on,
+        // only this kind.
+        self.only = Some(kind);
         loop {
             for (h, s) in self.harts.iter().enumerate() {
                 let k = kind.index();
