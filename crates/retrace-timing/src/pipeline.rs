@@ -136,31 +136,29 @@ impl Pipeline {
         let free = start;
         // x0 is never written (see below), so `ready[0]` stays 0 and reading
         // it never delays; the facts say which fields are really registers
-        // and in which file (`f5` is slot 37, not `x5`'s 5).
-        let rs1 = usize::from(inst.rs1 & 31 | facts.rs1_file) & 63;
-        if facts.reads_rs1 {
-            start = start.max(self.ready[rs1]);
-        }
-        let rs2 = usize::from(inst.rs2 & 31 | facts.rs2_file) & 63;
-        if facts.reads_rs2 {
-            start = start.max(self.ready[rs2]);
-        }
-        // A fused multiply-add's third operand, `rs3`, lives in `imm`.
-        let rs3 = usize::from(FP_BASE) | (inst.imm >> 3) as usize & 31;
-        if facts.reads_rs3 {
-            start = start.max(self.ready[rs3]);
-        }
-        let operands = start;
-        // A non-pipelined unit still busy with an earlier operation.
-        let unit = usize::from(facts.unit);
-        if unit != 0 {
-            start = start.max(self.ready[unit]);
-        }
+        // and in which file (`f5` is slot 37, not `x5`'s 5). Instructions
+        // with an FP register, a third operand or a non-pipelined unit take
+        // the general path, out of line; the integer ones (but divides)
+        // keep the short one.
+        let (operands, rd) = if facts.special {
+            let (operands, issue) = self.special_waits(facts, inst, start);
+            start = issue;
+            (operands, usize::from(inst.rd & 31 | facts.rd_file) & 63)
+        } else {
+            if facts.reads_rs1 {
+                start = start.max(self.ready[usize::from(inst.rs1 & 31)]);
+            }
+            if facts.reads_rs2 {
+                start = start.max(self.ready[usize::from(inst.rs2 & 31)]);
+            }
+            (start, usize::from(inst.rd & 31))
+        };
         let mem_stall = if ev.data_miss { costs.data_miss } else { 0 };
         let (taken, mispredict) = control_penalty(&costs.branch, flow, ev);
         let fallthrough = taken_split_fallthrough(&costs.fetch, pc, inst, flow, ev);
-        let rd = usize::from(inst.rd & 31 | facts.rd_file) & 63;
         if let Some(a) = ledger.account() {
+            let rs1 = usize::from(inst.rs1 & 31 | facts.rs1_file) & 63;
+            let rs2 = usize::from(inst.rs2 & 31 | facts.rs2_file) & 63;
             let s = &mut a.stack;
             if ev.fetch_miss {
                 s.charge(CpiPart::ICache, costs.fetch_miss);
@@ -175,7 +173,7 @@ impl Pipeline {
                 } else if facts.reads_rs2 && self.ready[rs2] == operands {
                     rs2
                 } else {
-                    rs3
+                    usize::from(FP_BASE) | rs3_of(inst)
                 };
                 let part = if r >= usize::from(FP_BASE) {
                     CpiPart::Fp
@@ -210,11 +208,33 @@ impl Pipeline {
         if facts.writes_rd && rd != 0 {
             self.ready[rd] = start + u64::from(facts.latency) + mem_stall;
         }
-        if unit != 0 {
-            self.ready[unit] = start + u64::from(facts.busy);
-        }
         self.cycle =
             start + u64::from(facts.occupancy) + mem_stall + taken + mispredict + fallthrough;
+    }
+
+    /// The waits of an instruction with [`OpFacts::special`]: for its
+    /// operands in either register file (a fused multiply-add's `rs3`
+    /// too), giving the cycle they are ready, and then for its
+    /// non-pipelined unit, giving the
+    /// cycle it issues — which also makes the unit busy from then on.
+    #[inline(never)]
+    fn special_waits(&mut self, facts: &OpFacts, inst: &Inst, mut start: u64) -> (u64, u64) {
+        if facts.reads_rs1 {
+            start = start.max(self.ready[usize::from(inst.rs1 & 31 | facts.rs1_file) & 63]);
+        }
+        if facts.reads_rs2 {
+            start = start.max(self.ready[usize::from(inst.rs2 & 31 | facts.rs2_file) & 63]);
+        }
+        if facts.reads_rs3 {
+            start = start.max(self.ready[usize::from(FP_BASE) | rs3_of(inst)]);
+        }
+        let operands = start;
+        let unit = usize::from(facts.unit);
+        if unit != 0 {
+            start = start.max(self.ready[unit]);
+            self.ready[unit] = start + u64::from(facts.busy);
+        }
+        (operands, start)
     }
 
     /// Enter a trap handler (an exception, or an `ecall`/`ebreak` that
@@ -326,6 +346,9 @@ pub(crate) struct OpFacts {
     pub unit: u8,
     /// Cycles it keeps that unit busy.
     pub busy: u32,
+    /// It names an FP register, reads `rs3` or occupies a unit: its waits
+    /// are [`Pipeline::special_waits`]'s.
+    pub special: bool,
     /// It accesses data memory (load, store, LR/SC, AMO).
     pub mem: bool,
     /// The CPI part its occupancy beyond the first cycle goes to.
@@ -371,6 +394,11 @@ impl OpFacts {
             rd_file: file(fp_rd),
             unit: Unit::of(class, model).map_or(0, unit_slot),
             busy: model.busy.get(class),
+            special: fp_rs1
+                || fp_rs2
+                || fp_rd
+                || fp_reads[2].is_some()
+                || Unit::of(class, model).is_some(),
             mem: op.mem().is_some(),
             occupancy_part: CpiPart::occupancy_of(class),
             operand_flow,
@@ -405,6 +433,13 @@ impl OpTable {
     pub(crate) fn get(&self, op: Op) -> &OpFacts {
         &self.0[op as u8 as usize]
     }
+}
+
+/// The FP register a fused multiply-add reads third (`rs3`, kept in
+/// `imm`'s bits 3 to 7).
+#[inline(always)]
+fn rs3_of(inst: &Inst) -> usize {
+    (inst.imm >> 3) as usize & 31
 }
 
 /// Extra cycles of a taken conditional branch whose fall-through instruction
