@@ -182,7 +182,7 @@ fn pp_and_cfg_name_source_lines() {
 /// The sum of a JSON CPI stack's parts.
 fn stack_sum(cpi: &Value) -> u64 {
     let parts = cpi.as_object().unwrap_or_else(|| panic!("no stack: {cpi}"));
-    assert_eq!(parts.len(), 13, "{cpi}");
+    assert_eq!(parts.len(), retrace_timing::CPI_PARTS, "{cpi}");
     parts.values().map(u).sum()
 }
 

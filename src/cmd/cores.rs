@@ -145,7 +145,7 @@ impl Report for CoresReport {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "{:<10} {:<8} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
+            "{:<12} {:<8} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
             "core",
             "xlen",
             "alu",
@@ -167,7 +167,7 @@ impl Report for CoresReport {
             let l = |c| m.latency.get(c).max(m.occupancy.get(c));
             let _ = writeln!(
                 o,
-                "{:<10} {:<8} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
+                "{:<12} {:<8} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
                 m.name,
                 xlen,
                 l(TimingClass::Alu),
@@ -183,7 +183,7 @@ impl Report for CoresReport {
         }
         let _ = writeln!(o);
         for m in &self.models {
-            let _ = writeln!(o, "{:<10} {}", m.name, m.description);
+            let _ = writeln!(o, "{:<12} {}", m.name, m.description);
         }
         let _ = writeln!(o, "\nCycles are max(latency, occupancy) per class; `retrace cores --show NAME` prints a preset's TOML, every field documented in docs/TIMING.md.");
         o

@@ -1,17 +1,20 @@
 //! Exactness of the replay, the backbone differential test: for every
-//! example program × every preset that supports its XLEN, the estimate from
-//! one recorded trace equals the cycle-level engine's cycles exactly —
-//! `fast` on the context-free cores (ideal, picorv32, inorder5), `control` on
-//! rocket without its data cache. With the data cache (miss rate measured at
+//! example program (the floating-point ones in `programs/bin/fp/` too) ×
+//! every preset that runs it (its XLEN, and its F/D if the core says), the
+//! estimate from one recorded trace equals the cycle-level engine's cycles
+//! exactly — `fast` on the context-free cores (ideal, picorv32, inorder5,
+//! ibex-small, ibex-maxperf, cv32e40p), `control` on rocket without its
+//! data cache. With the data cache (miss rate measured at
 //! recording), the error is printed and must stay within 2%.
 //!
 //! One trial per row, run in parallel by libtest's pool: for each program
 //! in `programs/bin/` (found by listing it),
 //! - `exact::PROG::replay-check`: the replay reproduces the functional
 //!   engine's pc sequence;
-//! - `exact::PROG::CORE` (`ideal`, `picorv32`, `inorder5`, `rocket`,
-//!   `rocket-dcache`): estimate against the cycle-level engine; on
-//!   `picorv32` and `inorder5` also the memoised `fast` replay against the
+//! - `exact::PROG::CORE` (`ideal`, `picorv32`, `inorder5`, `ibex-small`,
+//!   `ibex-maxperf`, `cv32e40p`, `rocket`, `rocket-dcache`): estimate
+//!   against the cycle-level engine; on `picorv32`, `inorder5` and
+//!   `cv32e40p` also the memoised `fast` replay against the
 //!   step-by-step one; on the exact rows, the profile's cycles per function
 //!   (exclusive, inclusive, calls, instructions) against the cycle-level
 //!   engine's, function by function, with exclusive ≤ inclusive, and the
@@ -38,7 +41,7 @@ use retrace_sim::check::PcSequenceObserver;
 use retrace_sim::cycle::{CycleObserver, FunctionCycles};
 use retrace_sim::record::record_run_watched;
 use retrace_sim::{Console, HostConfig};
-use retrace_testkit::programs::{example_programs, ExampleProgram};
+use retrace_testkit::programs::{example_programs, program_dir, programs_in, ExampleProgram};
 use retrace_testkit::trials::{self, all_ok, Failed, Trial};
 use retrace_timing::{preset, CoreModel, CpiStack};
 use retrace_trace::PcSequence;
@@ -62,6 +65,9 @@ struct Row {
 /// One example program and, once a trial has made it, its run.
 struct Case {
     prog: ExampleProgram,
+    /// The standard extensions the program was built for (its ELF's
+    /// attributes).
+    extensions: Option<String>,
     rows: Arc<Vec<Row>>,
     run: OnceLock<Pass>,
 }
@@ -110,11 +116,7 @@ impl Case {
                 .iter()
                 .filter_map(|(n, _)| preset(n).unwrap().dcache)
                 .collect();
-            let runs: Vec<bool> = self
-                .rows
-                .iter()
-                .map(|r| r.core.supports(self.xlen()))
-                .collect();
+            let runs: Vec<bool> = self.rows.iter().map(|r| self.runs_on(&r.core)).collect();
             let mut watchers = (
                 PcSequenceObserver::default(),
                 self.rows
@@ -176,6 +178,16 @@ impl Case {
 
     fn name(&self) -> &str {
         &self.prog.name
+    }
+
+    /// Whether `core` runs the program: its XLEN, and the floating-point
+    /// extensions it was built for (a core that does not say runs any).
+    fn runs_on(&self, core: &CoreModel) -> bool {
+        core.supports(self.xlen())
+            && match (core.float, &self.extensions) {
+                (Some(unit), Some(built)) => built.chars().all(|e| unit.implements(e)),
+                _ => true,
+            }
     }
 
     fn xlen(&self) -> Xlen {
@@ -426,6 +438,9 @@ fn main() {
         fast("ideal", false),
         fast("picorv32", true),
         fast("inorder5", true),
+        fast("ibex-small", false),
+        fast("ibex-maxperf", false),
+        fast("cv32e40p", true),
         Row {
             name: "rocket",
             core: rocket.without_dcache(),
@@ -441,11 +456,16 @@ fn main() {
             memo: false,
         },
     ]);
-    let cases: Vec<Arc<Case>> = example_programs()
+    // The integer examples and the floating-point ones beside them.
+    let mut programs = example_programs();
+    programs.extend(programs_in(&program_dir().join("fp")));
+    let cases: Vec<Arc<Case>> = programs
         .into_iter()
         .map(|prog| {
+            let extensions = Elf::parse(&prog.bytes()).unwrap().extensions();
             Arc::new(Case {
                 prog,
+                extensions,
                 rows: rows.clone(),
                 run: OnceLock::new(),
             })
@@ -456,7 +476,7 @@ fn main() {
     // different programs instead of one waiting for the other's run.
     let mut trials = Vec::new();
     for (i, row) in rows.iter().enumerate() {
-        for case in cases.iter().filter(|c| row.core.supports(c.xlen())) {
+        for case in cases.iter().filter(|c| c.runs_on(&row.core)) {
             let case = case.clone();
             trials.push(Trial::test(
                 format!("exact::{}::{}", case.name(), row.name),
@@ -465,7 +485,7 @@ fn main() {
         }
     }
     let rocket = preset("rocket").unwrap();
-    for case in cases.iter().filter(|c| rocket.supports(c.xlen())) {
+    for case in cases.iter().filter(|c| c.runs_on(&rocket)) {
         let (case, core) = (case.clone(), rocket.clone());
         trials.push(Trial::test(
             format!("exact::{}::memo-rocket", case.name()),

@@ -308,14 +308,19 @@ classes! {
     FpSqrtS = "fp_sqrt_s",
     /// `fsqrt.d`.
     FpSqrtD = "fp_sqrt_d",
+    /// Sign injection (`fsgnj*.s`, and so `fmv.s`/`fneg.s`/`fabs.s`),
+    /// `fmin.s`, `fmax.s`: FP results computed from FP operands without
+    /// rounding.
+    FpSgnjS = "fp_sgnj_s",
+    /// The same in double precision (`fsgnj*.d`, `fmin.d`, `fmax.d`).
+    FpSgnjD = "fp_sgnj_d",
+    /// `feq`, `flt`, `fle`, `fclass`: an integer result from FP operands.
+    FpCompare = "fp_compare",
     /// Every `fcvt.*` (FP↔integer and single↔double).
     FpCvt = "fp_cvt",
-    /// Sign injection (`fsgnj*`, and so `fmv.s`/`fneg.s`/`fabs.s`), the
-    /// bit moves between integer and FP registers (`fmv.x.w`, `fmv.d.x` …)
-    /// and `fclass`.
+    /// The bit moves between integer and FP registers (`fmv.x.w`,
+    /// `fmv.w.x`, `fmv.x.d`, `fmv.d.x`).
     FpMove = "fp_move",
-    /// `feq`, `flt`, `fle`, `fmin`, `fmax`.
-    FpCompare = "fp_compare",
     /// `flw`, `fld`.
     FpLoad = "fp_load",
     /// `fsw`, `fsd`.
@@ -513,11 +518,10 @@ impl Op {
             FcvtWS | FcvtWuS | FcvtLS | FcvtLuS | FcvtSW | FcvtSWu | FcvtSL | FcvtSLu | FcvtWD
             | FcvtWuD | FcvtLD | FcvtLuD | FcvtDW | FcvtDWu | FcvtDL | FcvtDLu | FcvtSD
             | FcvtDS => Class::FpCvt,
-            FsgnjS | FsgnjnS | FsgnjxS | FsgnjD | FsgnjnD | FsgnjxD | FmvXW | FmvWX | FmvXD
-            | FmvDX | FclassS | FclassD => Class::FpMove,
-            FeqS | FltS | FleS | FminS | FmaxS | FeqD | FltD | FleD | FminD | FmaxD => {
-                Class::FpCompare
-            }
+            FsgnjS | FsgnjnS | FsgnjxS | FminS | FmaxS => Class::FpSgnjS,
+            FsgnjD | FsgnjnD | FsgnjxD | FminD | FmaxD => Class::FpSgnjD,
+            FeqS | FltS | FleS | FclassS | FeqD | FltD | FleD | FclassD => Class::FpCompare,
+            FmvXW | FmvWX | FmvXD | FmvDX => Class::FpMove,
         }
     }
 

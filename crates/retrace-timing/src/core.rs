@@ -134,7 +134,7 @@ impl CoreState {
     // instruction.
     #[inline(always)]
     pub fn step(&mut self, pc: u64, inst: &Inst, outcome: Resolved) -> Flow {
-        let facts = *self.ops.get(inst.op);
+        let facts = self.ops.get(inst.op);
         let flow = facts.flow(inst);
         let mut ev = Events {
             fetch_miss: self.frontend.fetch_misses(pc),
@@ -166,11 +166,10 @@ impl CoreState {
         match &mut self.account {
             None => self
                 .pipeline
-                .issue_op(&self.costs, &facts, pc, inst, flow, ev, &mut ()),
-            Some(a) => {
-                self.pipeline
-                    .issue_op_accounting(&self.costs, &facts, pc, inst, flow, ev, a)
-            }
+                .issue_op(&self.costs, facts, pc, inst, flow, ev, &mut ()),
+            Some(a) => self
+                .pipeline
+                .issue_op_accounting(&self.costs, facts, pc, inst, flow, ev, a),
         }
         flow
     }

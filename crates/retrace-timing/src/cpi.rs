@@ -25,6 +25,10 @@ pub enum CpiPart {
     Mem,
     /// Occupancy beyond one cycle of every other instruction.
     MultiCycle,
+    /// Floating point: occupancy beyond one cycle of FP operations (not
+    /// FP loads and stores, which are `Mem`), waiting for an FP register's
+    /// value (an FP load's too), and waiting for the FP divider.
+    Fp,
     /// Waiting for an operand last written by a load.
     LoadUse,
     /// Waiting for any other operand still being computed.
@@ -44,7 +48,7 @@ pub enum CpiPart {
 }
 
 /// Number of parts in a stack.
-pub const CPI_PARTS: usize = 13;
+pub const CPI_PARTS: usize = 14;
 
 impl CpiPart {
     /// Every part, in stack order.
@@ -54,6 +58,7 @@ impl CpiPart {
         CpiPart::Div,
         CpiPart::Mem,
         CpiPart::MultiCycle,
+        CpiPart::Fp,
         CpiPart::LoadUse,
         CpiPart::Interlock,
         CpiPart::DCache,
@@ -72,6 +77,7 @@ impl CpiPart {
             CpiPart::Div => "div",
             CpiPart::Mem => "mem",
             CpiPart::MultiCycle => "multicycle",
+            CpiPart::Fp => "fp",
             CpiPart::LoadUse => "load_use",
             CpiPart::Interlock => "interlock",
             CpiPart::DCache => "dcache",
@@ -94,7 +100,10 @@ impl CpiPart {
             | Class::LoadWord
             | Class::LoadDouble
             | Class::Store
-            | Class::Amo => CpiPart::Mem,
+            | Class::Amo
+            | Class::FpLoad
+            | Class::FpStore => CpiPart::Mem,
+            c if c.is_fp() => CpiPart::Fp,
             _ => CpiPart::MultiCycle,
         }
     }
@@ -268,6 +277,6 @@ mod tests {
             s.json()
         );
         assert_eq!(CpiStack::csv_header().split(',').count(), CPI_PARTS);
-        assert_eq!(s.csv_row().split(',').nth(5), Some("3"));
+        assert_eq!(s.csv_row().split(',').nth(6), Some("3"));
     }
 }

@@ -155,6 +155,14 @@ pub struct CoreModel {
     pub latency: ClassTable,
     /// Cycles an instruction holds the issue stage (1 = fully pipelined).
     pub occupancy: ClassTable,
+    /// Cycles an instruction keeps its [`Unit`] busy: the next instruction
+    /// on the same unit issues no earlier (1 for every class without a
+    /// unit, and for a pipelined one).
+    pub busy: ClassTable,
+    /// While the FP divide/square-root unit is busy, no FP operation
+    /// issues (an FPU that takes one operation at a time), not only the
+    /// next divide: `busy.fp_blocks_all`.
+    pub fp_blocks_all: bool,
     /// Branch, jump and return costs.
     pub branch: BranchModel,
     /// Instruction cache, if any.
@@ -341,6 +349,8 @@ struct RawModel {
     #[serde(default)]
     occupancy: RawClasses,
     #[serde(default)]
+    busy: RawBusy,
+    #[serde(default)]
     branch: RawBranch,
     icache: Option<RawCache>,
     dcache: Option<RawCache>,
@@ -385,12 +395,77 @@ raw_classes! {
     load_byte => LoadByte, load_half => LoadHalf, load_word => LoadWord,
     load_double => LoadDouble, store => Store, branch => Branch, jal => Jal, jalr => Jalr,
     csr => Csr, fence => Fence, amo => Amo, ecall => Ecall,
-    // FP timing is still to come: the F/D classes are keys like any other; no
-    // preset sets them yet, so they take the defaults (1 cycle).
     fp_add_s => FpAddS, fp_add_d => FpAddD, fp_mul_s => FpMulS, fp_mul_d => FpMulD,
     fp_fma_s => FpFmaS, fp_fma_d => FpFmaD, fp_div_s => FpDivS, fp_div_d => FpDivD,
-    fp_sqrt_s => FpSqrtS, fp_sqrt_d => FpSqrtD, fp_cvt => FpCvt, fp_move => FpMove,
-    fp_compare => FpCompare, fp_load => FpLoad, fp_store => FpStore,
+    fp_sqrt_s => FpSqrtS, fp_sqrt_d => FpSqrtD, fp_sgnj_s => FpSgnjS, fp_sgnj_d => FpSgnjD,
+    fp_compare => FpCompare, fp_cvt => FpCvt, fp_move => FpMove,
+    fp_load => FpLoad, fp_store => FpStore,
+}
+
+/// The `[busy]` table: how long an instruction keeps its non-pipelined unit
+/// (the integer divider, the FP divider/square-root unit) from starting
+/// the next instruction that needs it. Only the classes that have such a
+/// unit are keys.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawBusy {
+    div: Option<u32>,
+    div_w: Option<u32>,
+    fp_div_s: Option<u32>,
+    fp_div_d: Option<u32>,
+    fp_sqrt_s: Option<u32>,
+    fp_sqrt_d: Option<u32>,
+    #[serde(default)]
+    fp_blocks_all: bool,
+}
+
+impl RawBusy {
+    fn table(&self) -> ClassTable {
+        let mut t = ClassTable::uniform(1);
+        for (class, v) in [
+            (TimingClass::Div, self.div),
+            (TimingClass::DivW, self.div_w),
+            (TimingClass::FpDivS, self.fp_div_s),
+            (TimingClass::FpDivD, self.fp_div_d),
+            (TimingClass::FpSqrtS, self.fp_sqrt_s),
+            (TimingClass::FpSqrtD, self.fp_sqrt_d),
+        ] {
+            t.0[class as usize] = v.unwrap_or(1);
+        }
+        t
+    }
+}
+
+/// A unit that does not accept a new operation until it has finished the
+/// last one: while it is busy, the next instruction that needs it waits
+/// (and only that instruction: the others issue past it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Unit {
+    /// The integer divider: `div`, `divu`, `rem`, `remu` and their `*w`
+    /// forms.
+    IntDiv,
+    /// The FP divider and square-root unit: `fdiv` and `fsqrt`, single
+    /// and double.
+    FpDiv,
+}
+
+impl Unit {
+    /// The unit an instruction of `class` occupies on `model`, if it is
+    /// one of them: divides on their dividers, and on a core whose FP
+    /// divider blocks the whole FPU ([`CoreModel::fp_blocks_all`]) every
+    /// FP operation other than loads and stores on the FP unit.
+    pub fn of(class: TimingClass, model: &CoreModel) -> Option<Unit> {
+        match class {
+            TimingClass::Div | TimingClass::DivW => Some(Unit::IntDiv),
+            TimingClass::FpDivS
+            | TimingClass::FpDivD
+            | TimingClass::FpSqrtS
+            | TimingClass::FpSqrtD => Some(Unit::FpDiv),
+            TimingClass::FpLoad | TimingClass::FpStore => None,
+            c if c.is_fp() && model.fp_blocks_all => Some(Unit::FpDiv),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -464,9 +539,11 @@ impl RawModel {
                 ))
             }
         };
+        let busy = self.busy.table();
         for class in TimingClass::ALL {
             cycles(&format!("occupancy.{class}"), occupancy.get(class), 1)?;
             cycles(&format!("latency.{class}"), latency.get(class), 1)?;
+            cycles(&format!("busy.{class}"), busy.get(class), 1)?;
         }
         let b = &self.branch;
         cycles("trap_penalty", self.trap_penalty, 0)?;
@@ -600,6 +677,8 @@ impl RawModel {
             rv64: self.xlen.contains(&64),
             latency,
             occupancy,
+            busy,
+            fp_blocks_all: self.busy.fp_blocks_all,
             branch: BranchModel {
                 predictor,
                 mispredict_penalty: b.mispredict_penalty,
@@ -783,6 +862,34 @@ mod tests {
             msg.starts_with("c.toml:4:") && msg.contains("split_penalty"),
             "{msg}"
         );
+    }
+
+    /// `[busy]` takes only the classes that have a non-pipelined unit,
+    /// defaults to 1, and refuses 0.
+    #[test]
+    fn busy_table_keys_and_defaults() {
+        let base = "name = \"x\"\nxlen = [32]\n";
+        let m = CoreModel::from_toml(base, "c.toml").unwrap();
+        assert_eq!(m.busy, ClassTable::uniform(1));
+        assert!(!m.fp_blocks_all);
+        let m = CoreModel::from_toml(
+            &format!("{base}[busy]\nfp_sqrt_d = 25\nfp_blocks_all = true\n"),
+            "c.toml",
+        )
+        .unwrap();
+        assert_eq!(m.busy.get(TimingClass::FpSqrtD), 25);
+        assert_eq!(m.busy.get(TimingClass::FpDivD), 1);
+        assert!(m.fp_blocks_all);
+        assert_eq!(Unit::of(TimingClass::FpAddS, &m), Some(Unit::FpDiv));
+        assert_eq!(Unit::of(TimingClass::FpLoad, &m), None);
+        let msg = CoreModel::from_toml(&format!("{base}[busy]\nalu = 3\n"), "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("alu") && msg.contains("fp_div_s"), "{msg}");
+        let msg = CoreModel::from_toml(&format!("{base}[busy]\ndiv = 0\n"), "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("busy.div"), "{msg}");
     }
 
     #[test]

@@ -3,16 +3,35 @@
 //! cycle-level engine and the replay's path timing both end here.
 
 use crate::cpi::{CpiAccount, CpiPart};
-use crate::model::{BranchModel, CoreModel, FetchModel};
+use crate::model::{BranchModel, CoreModel, FetchModel, Unit};
 use crate::path::{Events, Signature};
 use retrace_isa::{Flow, Inst, Op};
 
-/// Pipeline state: the cycle at which the next instruction may issue, and
-/// for each register the cycle at which its newest value may be consumed.
+/// The scoreboard's slots: `x0`–`x31`, then `f0`–`f31`, then the
+/// non-pipelined units ([`Unit`]), each held as the cycle it is free again.
+/// A [`Signature`] names slots by these numbers.
+pub(crate) const SLOTS: usize = 66;
+/// The first FP register's slot.
+pub(crate) const FP_BASE: u8 = 32;
+/// The integer divider's slot.
+const INT_DIV_SLOT: u8 = 64;
+/// The FP divider's slot.
+const FP_DIV_SLOT: u8 = 65;
+
+fn unit_slot(unit: Unit) -> u8 {
+    match unit {
+        Unit::IntDiv => INT_DIV_SLOT,
+        Unit::FpDiv => FP_DIV_SLOT,
+    }
+}
+
+/// Pipeline state: the cycle at which the next instruction may issue, for
+/// each register (integer and FP apart) the cycle at which its newest value
+/// may be consumed, and for each non-pipelined unit the cycle it is free.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pipeline {
     cycle: u64,
-    ready: [u64; 32],
+    ready: [u64; SLOTS],
 }
 
 impl Default for Pipeline {
@@ -26,7 +45,7 @@ impl Pipeline {
     pub fn new() -> Pipeline {
         Pipeline {
             cycle: 0,
-            ready: [0; 32],
+            ready: [0; SLOTS],
         }
     }
 
@@ -116,37 +135,62 @@ impl Pipeline {
         start += split;
         let free = start;
         // x0 is never written (see below), so `ready[0]` stays 0 and reading
-        // it never delays; the facts say which fields are really registers.
-        let rs1 = usize::from(inst.rs1 & 31);
-        if facts.reads_rs1 {
-            start = start.max(self.ready[rs1]);
-        }
-        if facts.reads_rs2 {
-            start = start.max(self.ready[usize::from(inst.rs2 & 31)]);
-        }
+        // it never delays; the facts say which fields are really registers
+        // and in which file (`f5` is slot 37, not `x5`'s 5). Instructions
+        // with an FP register, a third operand or a non-pipelined unit take
+        // the general path, out of line; the integer ones (but divides)
+        // keep the short one.
+        let (operands, rd) = if facts.special {
+            let (operands, issue) = self.special_waits(facts, inst, start);
+            start = issue;
+            (operands, usize::from(inst.rd & 31 | facts.rd_file) & 63)
+        } else {
+            if facts.reads_rs1 {
+                start = start.max(self.ready[usize::from(inst.rs1 & 31)]);
+            }
+            if facts.reads_rs2 {
+                start = start.max(self.ready[usize::from(inst.rs2 & 31)]);
+            }
+            (start, usize::from(inst.rd & 31))
+        };
         let mem_stall = if ev.data_miss { costs.data_miss } else { 0 };
         let (taken, mispredict) = control_penalty(&costs.branch, flow, ev);
         let fallthrough = taken_split_fallthrough(&costs.fetch, pc, inst, flow, ev);
         if let Some(a) = ledger.account() {
+            let rs1 = usize::from(inst.rs1 & 31 | facts.rs1_file) & 63;
+            let rs2 = usize::from(inst.rs2 & 31 | facts.rs2_file) & 63;
             let s = &mut a.stack;
             if ev.fetch_miss {
                 s.charge(CpiPart::ICache, costs.fetch_miss);
             }
             s.charge(CpiPart::Fetch, split + fallthrough);
-            if start > free {
-                // The operand waited for is the one ready last (rs1 on a
-                // tie): before this instruction overwrites either.
-                let r = if facts.reads_rs1 && self.ready[rs1] == start {
-                    inst.rs1
+            if operands > free {
+                // The operand waited for is the one ready last (rs1, then
+                // rs2, then rs3 on a tie): before this instruction
+                // overwrites any.
+                let r = if facts.reads_rs1 && self.ready[rs1] == operands {
+                    rs1
+                } else if facts.reads_rs2 && self.ready[rs2] == operands {
+                    rs2
                 } else {
-                    inst.rs2
+                    usize::from(FP_BASE) | rs3_of(inst)
                 };
-                let part = if a.is_loaded(r) {
+                let part = if r >= usize::from(FP_BASE) {
+                    CpiPart::Fp
+                } else if a.is_loaded(r as u8) {
                     CpiPart::LoadUse
                 } else {
                     CpiPart::Interlock
                 };
-                a.stack.charge(part, start - free);
+                a.stack.charge(part, operands - free);
+            }
+            if start > operands {
+                let part = if facts.unit == INT_DIV_SLOT {
+                    CpiPart::Div
+                } else {
+                    CpiPart::Fp
+                };
+                a.stack.charge(part, start - operands);
             }
             let occupancy = u64::from(facts.occupancy);
             let s = &mut a.stack;
@@ -155,15 +199,42 @@ impl Pipeline {
             s.charge(CpiPart::DCache, mem_stall);
             s.charge(CpiPart::Taken, taken);
             s.charge(CpiPart::Mispredict, mispredict);
-            if facts.writes_rd && inst.rd != 0 {
-                a.wrote(inst.rd, facts.mem);
+            if facts.writes_rd && rd != 0 && rd < usize::from(FP_BASE) {
+                a.wrote(rd as u8, facts.mem);
             }
         }
-        if facts.writes_rd && inst.rd != 0 {
-            self.ready[usize::from(inst.rd & 31)] = start + u64::from(facts.latency) + mem_stall;
+        // x0 (slot 0) is never written; f0 (slot 32) is a register like
+        // any other.
+        if facts.writes_rd && rd != 0 {
+            self.ready[rd] = start + u64::from(facts.latency) + mem_stall;
         }
         self.cycle =
             start + u64::from(facts.occupancy) + mem_stall + taken + mispredict + fallthrough;
+    }
+
+    /// The waits of an instruction with [`OpFacts::special`]: for its
+    /// operands in either register file (a fused multiply-add's `rs3`
+    /// too), giving the cycle they are ready, and then for its
+    /// non-pipelined unit, giving the
+    /// cycle it issues — which also makes the unit busy from then on.
+    #[inline(never)]
+    fn special_waits(&mut self, facts: &OpFacts, inst: &Inst, mut start: u64) -> (u64, u64) {
+        if facts.reads_rs1 {
+            start = start.max(self.ready[usize::from(inst.rs1 & 31 | facts.rs1_file) & 63]);
+        }
+        if facts.reads_rs2 {
+            start = start.max(self.ready[usize::from(inst.rs2 & 31 | facts.rs2_file) & 63]);
+        }
+        if facts.reads_rs3 {
+            start = start.max(self.ready[usize::from(FP_BASE) | rs3_of(inst)]);
+        }
+        let operands = start;
+        let unit = usize::from(facts.unit);
+        if unit != 0 {
+            start = start.max(self.ready[unit]);
+            self.ready[unit] = start + u64::from(facts.busy);
+        }
+        (operands, start)
     }
 
     /// Enter a trap handler (an exception, or an `ecall`/`ebreak` that
@@ -193,11 +264,13 @@ impl Pipeline {
             a.stack.charge(CpiPart::Trap, after - self.cycle);
         }
         self.cycle = after;
-        self.ready = [0; 32];
+        self.ready = [0; SLOTS];
     }
 
     /// The state that matters for the future, relative to the current cycle:
-    /// registers whose values are not yet ready.
+    /// registers whose values are not yet ready, and units still busy (by
+    /// their slots: `x0`–`x31` are 0–31, `f0`–`f31` 32–63, the integer
+    /// divider 64, the FP divider 65).
     pub fn signature(&self) -> Signature {
         let pending = self
             .ready
@@ -259,8 +332,23 @@ pub(crate) struct OpFacts {
     pub reads_rs1: bool,
     /// `rs2` is a register operand.
     pub reads_rs2: bool,
+    /// `rs1`'s register file: 0 for the integer registers, 32 for FP.
+    pub rs1_file: u8,
+    /// `rs2`'s register file, as `rs1_file`.
+    pub rs2_file: u8,
+    /// A fused multiply-add: `rs3` (an FP register) is an operand.
+    pub reads_rs3: bool,
     /// `rd` is written (when it is not x0).
     pub writes_rd: bool,
+    /// `rd`'s register file, as `rs1_file`.
+    pub rd_file: u8,
+    /// The slot of the non-pipelined unit it occupies; 0 for none.
+    pub unit: u8,
+    /// Cycles it keeps that unit busy.
+    pub busy: u32,
+    /// It names an FP register, reads `rs3` or occupies a unit: its waits
+    /// are [`Pipeline::special_waits`]'s.
+    pub special: bool,
     /// It accesses data memory (load, store, LR/SC, AMO).
     pub mem: bool,
     /// The CPI part its occupancy beyond the first cycle goes to.
@@ -287,14 +375,30 @@ impl OpFacts {
             raw: 0,
         };
         let reads = probe.reads();
+        let fp_reads = probe.fp_reads();
         let class = probe.class();
         let operand_flow = op.flow_depends_on_operands();
+        let fp_rs1 = fp_reads[0].is_some();
+        let fp_rs2 = fp_reads[1].is_some();
+        let fp_rd = probe.fp_writes().is_some();
+        let file = |fp: bool| if fp { FP_BASE } else { 0 };
         OpFacts {
             latency: model.latency.get(class),
             occupancy: model.occupancy.get(class),
-            reads_rs1: reads.contains(&Some(1)),
-            reads_rs2: reads.contains(&Some(2)),
-            writes_rd: probe.writes() == Some(3),
+            reads_rs1: reads.contains(&Some(1)) || fp_rs1,
+            reads_rs2: reads.contains(&Some(2)) || fp_rs2,
+            rs1_file: file(fp_rs1),
+            rs2_file: file(fp_rs2),
+            reads_rs3: fp_reads[2].is_some(),
+            writes_rd: probe.writes() == Some(3) || fp_rd,
+            rd_file: file(fp_rd),
+            unit: Unit::of(class, model).map_or(0, unit_slot),
+            busy: model.busy.get(class),
+            special: fp_rs1
+                || fp_rs2
+                || fp_rd
+                || fp_reads[2].is_some()
+                || Unit::of(class, model).is_some(),
             mem: op.mem().is_some(),
             occupancy_part: CpiPart::occupancy_of(class),
             operand_flow,
@@ -329,6 +433,13 @@ impl OpTable {
     pub(crate) fn get(&self, op: Op) -> &OpFacts {
         &self.0[op as u8 as usize]
     }
+}
+
+/// The FP register a fused multiply-add reads third (`rs3`, kept in
+/// `imm`'s bits 3 to 7).
+#[inline(always)]
+fn rs3_of(inst: &Inst) -> usize {
+    (inst.imm >> 3) as usize & 31
 }
 
 /// Extra cycles of a taken conditional branch whose fall-through instruction
@@ -506,6 +617,79 @@ mod tests {
         assert_eq!(acct.stack.get(CpiPart::Interlock), 2);
     }
 
+    /// FP registers are scoreboarded apart from the integer ones (`f5` is
+    /// not `x5`), a fused multiply-add waits for its third operand, and a
+    /// non-pipelined FP divider holds back the next divide but not the
+    /// instructions between; the accounting puts those waits in `fp`.
+    #[test]
+    fn fp_registers_and_the_fp_divider() {
+        use crate::cpi::{CpiAccount, CpiPart};
+        use retrace_testkit::asm::inst;
+        let model = preset("rocket").unwrap();
+        let run = |program: &[Inst]| {
+            let mut p = Pipeline::new();
+            let mut acct = CpiAccount::default();
+            for i in program {
+                p.issue_accounting(&model, 0x1000, i, Events::default(), &mut acct);
+            }
+            assert_eq!(acct.stack.total(), p.cycle());
+            (p.cycle(), acct.stack)
+        };
+        // fmul.d f5 (latency 7), then add x6, x5, x5: no wait.
+        let fmul = inst(Op::FmulD, 5, 1, 2, 7);
+        let (c, _) = run(&[fmul, inst(Op::Add, 6, 5, 5, 0)]);
+        assert_eq!(c, 2);
+        // fadd.d f6, f5, f5 waits for the product: issues at 7.
+        let (c, s) = run(&[fmul, inst(Op::FaddD, 6, 5, 5, 7)]);
+        assert_eq!(c, 8);
+        assert_eq!(s.get(CpiPart::Fp), 6);
+        // lw x5 then fadd on f5: no wait; fmv.x.d from f5 after the fmul
+        // waits, and its integer result (latency 2) delays the add after.
+        let (c, _) = run(&[inst(Op::Lw, 5, 2, 0, 0), inst(Op::FaddD, 6, 5, 5, 7)]);
+        assert_eq!(c, 2);
+        let (c, _) = run(&[fmul, inst(Op::FmvXD, 7, 5, 0, 0), inst(Op::Add, 8, 7, 7, 0)]);
+        assert_eq!(c, 7 + 2 + 1);
+        // fmadd.d f8, f1, f2, f5 (rs3 = 5 in imm bits 3..8) waits for f5.
+        let fma = inst(Op::FmaddD, 8, 1, 2, 5 << 3 | 7);
+        let (c, _) = run(&[fmul, fma]);
+        assert_eq!(c, 8);
+        let fma_other = inst(Op::FmaddD, 8, 1, 2, 6 << 3 | 7);
+        let (c, _) = run(&[fmul, fma_other]);
+        assert_eq!(c, 2);
+        // f0 is an ordinary register: a wait on it is a wait.
+        let (c, _) = run(&[inst(Op::FmulD, 0, 1, 2, 7), inst(Op::FaddD, 6, 0, 0, 7)]);
+        assert_eq!(c, 8);
+        // Two independent fdiv.d (busy 20): the second waits for the unit;
+        // an add between them does not.
+        let fdiv = |rd| inst(Op::FdivD, rd, 1, 2, 7);
+        let (c, s) = run(&[fdiv(10), inst(Op::Add, 6, 5, 5, 0), fdiv(11)]);
+        assert_eq!(c, 21);
+        assert_eq!(s.get(CpiPart::Fp), 18);
+        // On cv32e40p the FPU takes one operation at a time: an fadd.s
+        // after an fdiv.s (latency and busy 19) waits for it even when
+        // independent, an integer add does not, nor does an FP load.
+        let cv = preset("cv32e40p").unwrap();
+        let time = |program: &[Inst]| {
+            let mut p = Pipeline::new();
+            for i in program {
+                p.issue(&cv, 0x1000, i, Events::default());
+            }
+            p.cycle()
+        };
+        let fdiv_s = inst(Op::FdivS, 10, 1, 2, 7);
+        assert_eq!(time(&[fdiv_s, inst(Op::FaddS, 6, 5, 5, 7)]), 20);
+        assert_eq!(time(&[fdiv_s, inst(Op::Add, 6, 5, 5, 0)]), 2);
+        assert_eq!(time(&[fdiv_s, inst(Op::Flw, 6, 5, 0, 0)]), 2);
+        assert_eq!(time(&[fdiv_s, inst(Op::FaddS, 6, 10, 5, 7)]), 20);
+        // The trap drain waits for the divider's last result.
+        let mut p = Pipeline::new();
+        p.issue(&model, 0x1000, &fdiv(10), Events::default());
+        assert_eq!(p.signature().0.len(), 2, "{:?}", p.signature());
+        let mut q = Pipeline::from_signature(&p.signature());
+        q.trap(&model);
+        assert_eq!(q.cycle(), 19 + u64::from(model.trap_penalty));
+    }
+
     /// The tabulated facts agree with the instruction's own answers for
     /// every operation and a spread of operand values, x0 included.
     #[test]
@@ -523,17 +707,28 @@ mod tests {
                     assert_eq!(f.occupancy, model.occupancy.get(class), "{op:?}");
                     assert_eq!(f.flow(&inst), inst.flow(), "{op:?}");
                     assert_eq!(f.mem, inst.mem().is_some(), "{op:?}");
+                    // Scoreboard slots: x0 is no register, f0 is slot 32.
+                    let slot = |r: u8, file: u8| {
+                        let s = r | file;
+                        (s != 0).then_some(s)
+                    };
                     let reads = [
-                        (f.reads_rs1 && rs1 != 0).then_some(rs1),
-                        (f.reads_rs2 && rs2 != 0).then_some(rs2),
+                        f.reads_rs1.then(|| slot(rs1, f.rs1_file)).flatten(),
+                        f.reads_rs2.then(|| slot(rs2, f.rs2_file)).flatten(),
+                        f.reads_rs3
+                            .then(|| slot(inst.rs3().unwrap(), FP_BASE))
+                            .flatten(),
                     ];
                     let mut want: Vec<u8> = inst.reads().into_iter().flatten().collect();
+                    want.extend(inst.fp_reads().into_iter().flatten().map(|r| r | FP_BASE));
                     let mut got: Vec<u8> = reads.into_iter().flatten().collect();
                     want.sort_unstable();
                     got.sort_unstable();
                     assert_eq!(got, want, "{op:?} reads");
-                    let writes = (f.writes_rd && rd != 0).then_some(rd);
-                    assert_eq!(writes, inst.writes(), "{op:?} writes");
+                    let writes = f.writes_rd.then(|| slot(rd, f.rd_file)).flatten();
+                    let want = inst.writes().or(inst.fp_writes().map(|r| r | FP_BASE));
+                    assert_eq!(writes, want, "{op:?} writes");
+                    assert_eq!(f.unit != 0, Unit::of(class, &model).is_some());
                 }
             }
         }

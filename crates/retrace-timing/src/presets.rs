@@ -10,6 +10,9 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("picorv32", include_str!("../presets/picorv32.toml")),
     ("inorder5", include_str!("../presets/inorder5.toml")),
     ("rocket", include_str!("../presets/rocket.toml")),
+    ("ibex-small", include_str!("../presets/ibex-small.toml")),
+    ("ibex-maxperf", include_str!("../presets/ibex-maxperf.toml")),
+    ("cv32e40p", include_str!("../presets/cv32e40p.toml")),
 ];
 
 /// Asking for a preset that does not exist.
