@@ -46,7 +46,9 @@ fn walk_tracked<R: std::io::Read, V: Visit<PpTable>>(
     limit: u64,
 ) -> Result<WalkStats, ReplayError> {
     if history.plan().is_none() {
-        return walk(table, history, visit, start, limit);
+        // Nothing aggregated or collapsed: the plain history, whose walk
+        // does not look up every branch's site for a collapsed nest.
+        return walk(table, history.inner_mut(), visit, start, limit);
     }
     let mut tracked = Tracked::new(history.tracker(), visit, table, start);
     walk(table, history, &mut tracked, start, limit)
