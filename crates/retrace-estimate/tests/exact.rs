@@ -262,7 +262,7 @@ fn core_row(case: &Case, row: usize) -> Result<(), Failed> {
     }
     if *memo {
         let memoised = (fidelity == Fidelity::Fast).then_some(est[0].0);
-        memo_matches_stepwise(case, core, memoised)?;
+        memo_matches_stepwise(case, core, Fidelity::Fast, memoised)?;
     }
     if exact {
         functions_match(case, row)?;
@@ -384,6 +384,7 @@ fn tail_calls(cases: &[Arc<Case>]) -> Result<(), Failed> {
 fn memo_matches_stepwise(
     case: &Case,
     core: &CoreModel,
+    fidelity: Fidelity,
     memoised: Option<retrace_estimate::Estimate>,
 ) -> Result<(), Failed> {
     let r = case.pass();
@@ -394,16 +395,15 @@ fn memo_matches_stepwise(
     let trace = &r.trace[..];
     let mut memo = match memoised {
         Some(e) => e,
-        None => estimate_trace(table, entry, trace, cores, Fidelity::Fast, None).unwrap()[0].0,
+        None => estimate_trace(table, entry, trace, cores, fidelity, None).unwrap()[0].0,
     };
-    let step =
-        estimate_trace_stepwise(table, entry, trace, cores, Fidelity::Fast, None).unwrap()[0].0;
+    let step = estimate_trace_stepwise(table, entry, trace, cores, fidelity, None).unwrap()[0].0;
     let used = memo.memoised;
     memo.memoised = step.memoised;
     let mut bad = Vec::new();
     if memo != step {
         bad.push(format!(
-            "{name} on {} (fast): memoised replay {memo:?}, step by step {step:?}",
+            "{name} on {} ({fidelity}): memoised replay {memo:?}, step by step {step:?}",
             core.name
         ));
     }
@@ -467,10 +467,29 @@ fn main() {
     let rocket = preset("rocket").unwrap();
     for case in cases.iter().filter(|c| rocket.supports(c.xlen())) {
         let (case, core) = (case.clone(), rocket.clone());
+        let control_case = case.clone();
         trials.push(Trial::test(
             format!("exact::{}::memo-rocket", case.name()),
-            move || memo_matches_stepwise(&case, &core, None),
+            move || memo_matches_stepwise(&case, &core, Fidelity::Fast, None),
         ));
+        // The memo at `control` keys on the front end too; with the data
+        // cache's term and without (the `rocket` row checks the latter
+        // against the cycle-level engine).
+        for core in [rocket.clone(), rocket.without_dcache()] {
+            let case = control_case.clone();
+            trials.push(Trial::test(
+                format!(
+                    "exact::{}::memo-control-{}",
+                    case.name(),
+                    if core.dcache.is_some() {
+                        "rocket"
+                    } else {
+                        "rocket-no-dcache"
+                    }
+                ),
+                move || memo_matches_stepwise(&case, &core, Fidelity::Control, None),
+            ));
+        }
     }
     for case in &cases {
         let case = case.clone();
