@@ -201,7 +201,7 @@ pub struct Estimate {
     pub mem_ops: u64,
     /// Distinct memo entries (a measure of the state crossing boundaries).
     pub memo_entries: u64,
-    /// How much of the replay came from memoised stretches (`fast` only).
+    /// How much of the replay came from memoised stretches.
     pub memoised: crate::span::SpanStats,
     /// Distinct pipeline signatures.
     pub signatures: u64,

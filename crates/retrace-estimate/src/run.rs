@@ -229,10 +229,10 @@ impl Visit<PpTable> for Fan {
 /// rate the recorder measured for the core's data-cache geometry (0 when the
 /// trace has no measurement for it: see [`Estimate::dcache_measured`]).
 ///
-/// At [`Fidelity::Fast`] each core replays on its own with memoised
-/// stretches (`crate::span`), which is many times faster on programs whose
-/// control flow repeats; [`estimate_trace_stepwise`] gives the same numbers
-/// step by step.
+/// Each core replays on its own with memoised stretches (`crate::span`
+/// at [`Fidelity::Fast`], `crate::control_span` at [`Fidelity::Control`]),
+/// which is many times faster on programs whose control flow repeats;
+/// [`estimate_trace_stepwise`] gives the same numbers step by step.
 pub fn estimate_trace<S: TraceSource + ?Sized>(
     table: &PpTable,
     entry: Addr,

@@ -21,7 +21,11 @@
 //!   call (`j`), which count as entered and hold their cycles;
 //! - `exact::PROG::memo-rocket`: the same on rocket, whose `fast` estimate
 //!   is not its cycle-level one (static prediction instead of its
-//!   predictor).
+//!   predictor);
+//! - `exact::PROG::memo-control-rocket`, `…-rocket-no-dcache`: the
+//!   memoised `control` replay, whose memo also keys on the predictor and
+//!   I-cache, against the step-by-step one, with the data-cache term and
+//!   without.
 //!
 //! A program runs once, by whichever of its trials comes first, with the
 //! recorder, the pc summary and every core's cycle-level model watching
@@ -379,8 +383,9 @@ fn tail_calls(cases: &[Arc<Case>]) -> Result<(), Failed> {
     all_ok(bad)
 }
 
-/// The memoised replay (`fast`) gives the step-by-step replay's numbers
-/// exactly; `memoised` is its estimate when the caller has it already.
+/// The memoised replay at `fidelity` gives the step-by-step replay's
+/// numbers exactly; `memoised` is its estimate when the caller has it
+/// already.
 fn memo_matches_stepwise(
     case: &Case,
     core: &CoreModel,
