@@ -163,9 +163,6 @@ pub(crate) struct ControlSpans {
     words: Vec<u64>,
     /// Distinct lines, while a stretch is recorded.
     seen: FxHashSet<u64>,
-    /// Counter slot → index in the stretch's counters, while one is
-    /// recorded.
-    slot_index: FxHashMap<u32, usize>,
     /// Buffers of the stretch being recorded.
     found: Vec<(u8, Counter)>,
     lines: Vec<u64>,
@@ -465,11 +462,9 @@ fn record<R: Read>(
     let j = est.journal();
     // Per counter read: the start values under which it predicts as it
     // did, and where each leaves it.
-    spans.slot_index.clear();
     let found = &mut spans.found;
     found.clear();
-    found.extend(j.slots.iter().enumerate().map(|(i, &(slot, v))| {
-        spans.slot_index.insert(slot, i);
+    found.extend(j.slots.iter().map(|&(slot, v)| {
         let counter = Counter {
             slot,
             accept: 0b1111,
@@ -477,8 +472,8 @@ fn record<R: Read>(
         };
         (v, counter)
     }));
-    for &(slot, taken) in &j.branches {
-        let (v, c) = &mut found[spans.slot_index[&slot]];
+    for &(index, taken) in &j.branches {
+        let (v, c) = &mut found[index as usize];
         let predicted = c.post[usize::from(*v)] >= 2;
         for (start, value) in c.post.iter_mut().enumerate() {
             if (*value >= 2) != predicted {

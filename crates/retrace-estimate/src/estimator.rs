@@ -285,10 +285,12 @@ pub(crate) const RAS_POP: u64 = u64::MAX;
 pub(crate) struct Journal {
     /// Predictor counters read, in first-read order, with their value then.
     pub slots: Vec<(u32, u8)>,
-    /// Every conditional branch: the counter it read and its outcome.
+    /// Every conditional branch: the counter it read (its index in
+    /// `slots`) and its outcome.
     pub branches: Vec<(u32, bool)>,
-    /// Per counter, the journal generation that last read it.
-    marks: Vec<u32>,
+    /// Per counter, the journal generation that last read it, and its
+    /// index in `slots` then.
+    marks: Vec<(u32, u32)>,
     generation: u32,
     /// The pc of every I-cache line fetch, in order.
     pub fetches: Vec<u64>,
@@ -740,7 +742,7 @@ impl Estimator {
         j.ras.clear();
         j.generation = j.generation.wrapping_add(1);
         if j.generation == 0 {
-            j.marks.iter_mut().for_each(|m| *m = 0);
+            j.marks.iter_mut().for_each(|m| m.0 = 0);
             j.generation = 1;
         }
         self.journaling = true;
@@ -772,14 +774,14 @@ impl Estimator {
             Leave::Branch(taken) => {
                 if let Some(p) = self.frontend.predictor() {
                     if let Some(slot) = p.slot(f.last) {
-                        j.branches.push((slot as u32, taken));
                         if j.marks.len() <= slot {
-                            j.marks.resize(slot + 1, 0);
+                            j.marks.resize(slot + 1, (0, 0));
                         }
-                        if j.marks[slot] != j.generation {
-                            j.marks[slot] = j.generation;
+                        if j.marks[slot].0 != j.generation {
+                            j.marks[slot] = (j.generation, j.slots.len() as u32);
                             j.slots.push((slot as u32, p.counter(slot)));
                         }
+                        j.branches.push((j.marks[slot].1, taken));
                     }
                 }
             }
