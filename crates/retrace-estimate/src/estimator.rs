@@ -201,7 +201,7 @@ pub struct Estimate {
     pub mem_ops: u64,
     /// Distinct memo entries (a measure of the state crossing boundaries).
     pub memo_entries: u64,
-    /// How much of the replay came from memoised stretches (`fast` only).
+    /// How much of the replay came from memoised stretches.
     pub memoised: crate::span::SpanStats,
     /// Distinct pipeline signatures.
     pub signatures: u64,
@@ -269,6 +269,34 @@ pub struct Estimator {
     /// What the node graph does not remember, for per-instruction costs
     /// ([`Estimator::attributing`]); `None` (nothing logged) unless asked.
     log: Option<Box<AttributionLog>>,
+    /// Whether the front end's doings go to `journal` (a stretch being
+    /// recorded for reuse at `control`: `crate::control_span`).
+    journaling: bool,
+    journal: Box<Journal>,
+}
+
+/// A pop in a list of return-stack operations (a pushed return address is
+/// never odd).
+pub(crate) const RAS_POP: u64 = u64::MAX;
+
+/// What the front end met during a stretch of the replay: everything a
+/// `control` stretch's time and its effect on the front end depend on.
+#[derive(Default)]
+pub(crate) struct Journal {
+    /// Predictor counters read, in first-read order, with their value then.
+    pub slots: Vec<(u32, u8)>,
+    /// Every conditional branch: the counter it read (its index in
+    /// `slots`) and its outcome.
+    pub branches: Vec<(u32, bool)>,
+    /// Per counter, the journal generation that last read it, and its
+    /// index in `slots` then.
+    marks: Vec<(u32, u32)>,
+    generation: u32,
+    /// The pc of every I-cache line fetch, in order.
+    pub fetches: Vec<u64>,
+    /// Return-stack operations in order: a return address pushed (a
+    /// call), or [`RAS_POP`] (a return).
+    pub ras: Vec<u64>,
 }
 
 /// The data-cache term of an estimator: memory operations times the miss
@@ -387,6 +415,8 @@ impl Estimator {
             noting: false,
             ecalls: Vec::new(),
             log: None,
+            journaling: false,
+            journal: Box::default(),
         }
     }
 
@@ -679,6 +709,156 @@ impl Estimator {
             return None;
         }
         Some((self.node, self.nodes[self.node as usize].pp))
+    }
+
+    /// The node about to execute and its partial program, for a memoised
+    /// stretch at `control` (`crate::control_span`): the estimator is in its
+    /// node graph, at [`Fidelity::Control`], neither noting `ecall`s nor
+    /// logging for attribution (both replay step by step).
+    #[inline]
+    pub(crate) fn current_control_node(&self) -> Option<(u32, PpId)> {
+        if self.fidelity != Fidelity::Control
+            || self.node == NO_NODE
+            || self.noting
+            || self.log.is_some()
+        {
+            return None;
+        }
+        Some((self.node, self.nodes[self.node as usize].pp))
+    }
+
+    /// I-cache misses so far.
+    #[inline]
+    pub(crate) fn icache_misses(&self) -> u64 {
+        self.result.icache_misses
+    }
+
+    /// Start journaling the front end's doings ([`Journal`]), afresh.
+    pub(crate) fn begin_journal(&mut self) {
+        let j = &mut self.journal;
+        j.slots.clear();
+        j.branches.clear();
+        j.fetches.clear();
+        j.ras.clear();
+        j.generation = j.generation.wrapping_add(1);
+        if j.generation == 0 {
+            j.marks.iter_mut().for_each(|m| m.0 = 0);
+            j.generation = 1;
+        }
+        self.journaling = true;
+    }
+
+    /// Stop journaling; the journal stays readable until the next start.
+    pub(crate) fn end_journal(&mut self) -> &Journal {
+        self.journaling = false;
+        &self.journal
+    }
+
+    /// The journal so far.
+    pub(crate) fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// Journal what the front end is about to do for `pp`, left `how`:
+    /// the counter its branch reads (first read only, with its value),
+    /// its line fetches, its return-stack operation.
+    #[cold]
+    #[inline(never)]
+    fn journal_pp(&mut self, pp: PpId, how: Leave) {
+        let f = &self.facts[pp.index()];
+        let j = &mut self.journal;
+        if self.frontend.icache().is_some() {
+            j.fetches.extend(f.line_starts.iter().map(|&(_, pc)| pc));
+        }
+        match how {
+            Leave::Branch(taken) => {
+                if let Some(p) = self.frontend.predictor() {
+                    if let Some(slot) = p.slot(f.last) {
+                        if j.marks.len() <= slot {
+                            j.marks.resize(slot + 1, (0, 0));
+                        }
+                        if j.marks[slot].0 != j.generation {
+                            j.marks[slot] = (j.generation, j.slots.len() as u32);
+                            j.slots.push((slot as u32, p.counter(slot)));
+                        }
+                        j.branches.push((j.marks[slot].1, taken));
+                    }
+                }
+            }
+            Leave::Call => j.ras.push(f.after),
+            Leave::Return { .. } => j.ras.push(RAS_POP),
+            Leave::Indirect | Leave::Continue => {}
+        }
+    }
+
+    /// The predictor's global history (0 without one): with the trace's
+    /// bits it decides which counters a stretch reads.
+    #[inline]
+    pub(crate) fn predictor_history(&self) -> u64 {
+        self.frontend.predictor().map_or(0, |p| p.history())
+    }
+
+    /// The counter at `slot` (0 without a dynamic predictor).
+    #[inline]
+    pub(crate) fn counter(&self, slot: u32) -> u8 {
+        self.frontend
+            .predictor()
+            .map_or(0, |p| p.counter(slot as usize))
+    }
+
+    /// The line of `pc` (itself without an I-cache).
+    #[inline]
+    pub(crate) fn line_of(&self, pc: u64) -> u64 {
+        self.frontend.icache().map_or(pc, |c| c.line_of(pc))
+    }
+
+    /// Lines the I-cache has filled so far (0 without one).
+    #[inline]
+    pub(crate) fn icache_fills(&self) -> u64 {
+        self.frontend.icache().map_or(0, |c| c.misses)
+    }
+
+    /// Whether every line of `pcs` is in the I-cache (true without one).
+    #[inline]
+    pub(crate) fn icache_holds(&self, pcs: &[u64]) -> bool {
+        match self.frontend.icache() {
+            Some(c) => pcs.iter().all(|&pc| c.holds(pc)),
+            None => true,
+        }
+    }
+
+    /// Leave the front end as a memoised stretch leaves it: each counter
+    /// it read set to its value after it (`post(slot, value before)`),
+    /// the global history `history`, its return-stack operations done
+    /// (`ras`: a return address pushed, or [`RAS_POP`]) and its lines
+    /// fetched (each in the order of its last fetch: when all hit, that
+    /// leaves the LRU order the whole fetch sequence leaves).
+    pub(crate) fn apply_frontend(
+        &mut self,
+        slots: impl Iterator<Item = (u32, [u8; 4])>,
+        history: u64,
+        ras: &[u64],
+        lines: &[u64],
+    ) {
+        if let Some(p) = self.frontend.predictor_mut() {
+            for (slot, post) in slots {
+                let v = p.counter(slot as usize);
+                p.set_counter(slot as usize, post[usize::from(v & 3)]);
+            }
+            p.set_history(history);
+        }
+        for &op in ras {
+            if op == RAS_POP {
+                self.frontend.ret(|| 0);
+            } else {
+                self.frontend.call(op);
+            }
+        }
+        for &pc in lines {
+            let missed = self.frontend.fetch_misses(pc);
+            debug_assert!(!missed, "a stretch is applied only when its lines are held");
+        }
+        self.last_misses = 0;
     }
 
     /// Nodes so far (node numbers are below this).
@@ -1012,6 +1192,9 @@ impl Estimator {
     fn time_pp(&mut self, table: &PpTable, pp: PpId, how: Leave, next: PpId) {
         let f = self.facts(table, pp);
         let (len, last, backward, after, mem_ops) = (f.len, f.last, f.backward, f.after, f.mem_ops);
+        if self.journaling {
+            self.journal_pp(pp, how);
+        }
         self.result.instructions += u64::from(len);
         let misses = if self.frontend.icache().is_some() {
             self.fetch(pp, len)

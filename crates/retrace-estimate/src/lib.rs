@@ -26,6 +26,7 @@ pub mod aggregate;
 pub mod annotate;
 pub mod callgrind;
 pub mod compare;
+mod control_span;
 mod estimator;
 mod machine;
 mod profile;

@@ -2,6 +2,7 @@
 //! estimates for several cores at once, and the PC-sequence check.
 
 use crate::aggregate::{AggregatedHistory, Tracked};
+use crate::control_span::{walk_control_spans, ControlSpans};
 use crate::estimator::{Estimate, Estimator, Fidelity};
 use crate::machine::TraceHistory;
 use crate::source::{read_totals_from, TraceSource};
@@ -46,7 +47,9 @@ fn walk_tracked<R: std::io::Read, V: Visit<PpTable>>(
     limit: u64,
 ) -> Result<WalkStats, ReplayError> {
     if history.plan().is_none() {
-        return walk(table, history, visit, start, limit);
+        // Nothing aggregated or collapsed: the plain history, whose walk
+        // does not look up every branch's site for a collapsed nest.
+        return walk(table, history.inner_mut(), visit, start, limit);
     }
     let mut tracked = Tracked::new(history.tracker(), visit, table, start);
     walk(table, history, &mut tracked, start, limit)
@@ -226,10 +229,10 @@ impl Visit<PpTable> for Fan {
 /// rate the recorder measured for the core's data-cache geometry (0 when the
 /// trace has no measurement for it: see [`Estimate::dcache_measured`]).
 ///
-/// At [`Fidelity::Fast`] each core replays on its own with memoised
-/// stretches (`crate::span`), which is many times faster on programs whose
-/// control flow repeats; [`estimate_trace_stepwise`] gives the same numbers
-/// step by step.
+/// Each core replays on its own with memoised stretches (`crate::span`
+/// at [`Fidelity::Fast`], `crate::control_span` at [`Fidelity::Control`]),
+/// which is many times faster on programs whose control flow repeats;
+/// [`estimate_trace_stepwise`] gives the same numbers step by step.
 pub fn estimate_trace<S: TraceSource + ?Sized>(
     table: &PpTable,
     entry: Addr,
@@ -295,12 +298,14 @@ fn estimate_cores<S: TraceSource + ?Sized>(
                     let mut walks = Vec::new();
                     let mut lossy = LossyVisits::default();
                     let mut run_instructions = 0;
-                    let measured = if spans && fidelity == Fidelity::Fast {
-                        // Memoised stretches belong to one core's node graph:
-                        // each core walks the trace on its own.
+                    let measured = if spans {
+                        // Memoised stretches belong to one core's node graph
+                        // (and, at `control`, its front end): each core walks
+                        // the trace on its own.
                         let mut measured = Vec::new();
                         for est in &mut fan.0 {
                             let mut memo = Spans::default();
+                            let mut control = ControlSpans::default();
                             let stats;
                             let totals;
                             (stats, totals, measured, lossy) =
@@ -312,11 +317,27 @@ fn estimate_cores<S: TraceSource + ?Sized>(
                                         // step by step.
                                         return walk_tracked(t, h, est, s, n);
                                     }
-                                    walk_spans(t, h.inner_mut(), est, &mut memo, s, n)
+                                    match fidelity {
+                                        Fidelity::Fast => {
+                                            walk_spans(t, h.inner_mut(), est, &mut memo, s, n)
+                                        }
+                                        Fidelity::Control => walk_control_spans(
+                                            t,
+                                            h.inner_mut(),
+                                            est,
+                                            &mut control,
+                                            s,
+                                            n,
+                                        ),
+                                    }
                                 })?;
                             run_instructions = totals.instructions;
-                            memo.stats.pps = stats.pps;
-                            est.set_span_stats(memo.stats);
+                            let mut used = match fidelity {
+                                Fidelity::Fast => memo.stats,
+                                Fidelity::Control => control.stats,
+                            };
+                            used.pps = stats.pps;
+                            est.set_span_stats(used);
                             walks.push(stats);
                         }
                         measured

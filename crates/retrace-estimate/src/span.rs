@@ -70,9 +70,9 @@ use std::io::Read;
 /// Bytes of the indirect stream a stretch may read (its key holds them).
 const INDIRECT_WINDOW: usize = 16;
 /// Partial programs in one stretch at most.
-const MAX_PPS: u32 = 4096;
+pub(crate) const MAX_PPS: u32 = 4096;
 /// A stretch shorter than this is not worth a lookup.
-const MIN_PPS: u32 = 3;
+pub(crate) const MIN_PPS: u32 = 3;
 /// Tries before a start node's hit rate is judged.
 pub const TRIAL: u32 = 1024;
 /// A start node keeps starting stretches while at least this share of its
@@ -82,9 +82,9 @@ pub const MIN_HIT_PERCENT: u32 = 25;
 const MAX_SPANS: usize = 1 << 19;
 /// Branch bits a stretch may read at first (its key holds them); halved
 /// per start node while its stretches do not repeat.
-const BIT_WINDOW: u32 = 32;
+pub(crate) const BIT_WINDOW: u32 = 32;
 /// The smallest bit window tried.
-const MIN_BIT_WINDOW: u32 = 4;
+pub(crate) const MIN_BIT_WINDOW: u32 = 4;
 
 /// A memoised stretch of the walk.
 struct Span {
@@ -125,25 +125,25 @@ struct Span {
 /// determines it; one that ended earlier (a return, an escape, …) has a key
 /// more specific than it needed.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct Key {
+pub(crate) struct Key {
     /// The estimator's node it starts from.
     node: u32,
     /// The next bytes of the indirect stream, little-endian
     /// ([`indirect_window`]).
     indirect: u128,
     /// How many of those bytes are valid.
-    indirect_valid: u32,
+    pub(crate) indirect_valid: u32,
     /// The next branch bits, the first in bit 0 ([`bit_window`]).
     bits: u32,
     /// How many of those bits are valid.
-    bits_valid: u32,
+    pub(crate) bits_valid: u32,
 }
 
 impl Key {
     /// The key of the stretch from `node` with a bit window of `window`
     /// bits, at the history's current position.
     #[inline]
-    fn at<R: Read>(history: &TraceHistory<R>, node: u32, window: u32) -> Key {
+    pub(crate) fn at<R: Read>(history: &TraceHistory<R>, node: u32, window: u32) -> Key {
         let (bits, bits_valid) = bit_window(history, window);
         let (indirect, indirect_valid) = indirect_window(history.indirect_bytes());
         Key {

@@ -283,25 +283,27 @@ fn check(name: &str, elf: &[u8], xlen: Xlen, budget: u64) -> (Vec<u8>, StopReaso
                 Err(e) => bad.push(format!("{} ({fidelity}): {e}", core.name)),
             }
         }
-        let memo = estimate_trace(table, entry, &trace[..], one, Fidelity::Fast, None);
-        let step = estimate_trace_stepwise(table, entry, &trace[..], one, Fidelity::Fast, None);
-        match (memo, step) {
-            (Ok(m), Ok(s)) => {
-                let (mut m, s) = (m[0].0, s[0].0);
-                m.memoised = s.memoised;
-                if m != s {
-                    bad.push(format!(
-                        "{} (fast): memoised {m:?}, step by step {s:?}",
-                        core.name
-                    ));
+        for fidelity in [Fidelity::Fast, Fidelity::Control] {
+            let memo = estimate_trace(table, entry, &trace[..], one, fidelity, None);
+            let step = estimate_trace_stepwise(table, entry, &trace[..], one, fidelity, None);
+            match (memo, step) {
+                (Ok(m), Ok(s)) => {
+                    let (mut m, s) = (m[0].0, s[0].0);
+                    m.memoised = s.memoised;
+                    if m != s {
+                        bad.push(format!(
+                            "{} ({fidelity}): memoised {m:?}, step by step {s:?}",
+                            core.name
+                        ));
+                    }
                 }
+                (m, s) => bad.push(format!(
+                    "{} ({fidelity}): {:?} / {:?}",
+                    core.name,
+                    m.err(),
+                    s.err()
+                )),
             }
-            (m, s) => bad.push(format!(
-                "{} (fast): {:?} / {:?}",
-                core.name,
-                m.err(),
-                s.err()
-            )),
         }
     }
     assert!(bad.is_empty(), "{name}:\n{}", bad.join("\n"));

@@ -24,7 +24,11 @@
 //!   call (`j`), which count as entered and hold their cycles;
 //! - `exact::PROG::memo-rocket`: the same on rocket, whose `fast` estimate
 //!   is not its cycle-level one (static prediction instead of its
-//!   predictor).
+//!   predictor);
+//! - `exact::PROG::memo-control-rocket`, `…-rocket-no-dcache`: the
+//!   memoised `control` replay, whose memo also keys on the predictor and
+//!   I-cache, against the step-by-step one, with the data-cache term and
+//!   without.
 //!
 //! A program runs once, by whichever of its trials comes first, with the
 //! recorder, the pc summary and every core's cycle-level model watching
@@ -274,7 +278,7 @@ fn core_row(case: &Case, row: usize) -> Result<(), Failed> {
     }
     if *memo {
         let memoised = (fidelity == Fidelity::Fast).then_some(est[0].0);
-        memo_matches_stepwise(case, core, memoised)?;
+        memo_matches_stepwise(case, core, Fidelity::Fast, memoised)?;
     }
     if exact {
         functions_match(case, row)?;
@@ -391,11 +395,13 @@ fn tail_calls(cases: &[Arc<Case>]) -> Result<(), Failed> {
     all_ok(bad)
 }
 
-/// The memoised replay (`fast`) gives the step-by-step replay's numbers
-/// exactly; `memoised` is its estimate when the caller has it already.
+/// The memoised replay at `fidelity` gives the step-by-step replay's
+/// numbers exactly; `memoised` is its estimate when the caller has it
+/// already.
 fn memo_matches_stepwise(
     case: &Case,
     core: &CoreModel,
+    fidelity: Fidelity,
     memoised: Option<retrace_estimate::Estimate>,
 ) -> Result<(), Failed> {
     let r = case.pass();
@@ -406,16 +412,15 @@ fn memo_matches_stepwise(
     let trace = &r.trace[..];
     let mut memo = match memoised {
         Some(e) => e,
-        None => estimate_trace(table, entry, trace, cores, Fidelity::Fast, None).unwrap()[0].0,
+        None => estimate_trace(table, entry, trace, cores, fidelity, None).unwrap()[0].0,
     };
-    let step =
-        estimate_trace_stepwise(table, entry, trace, cores, Fidelity::Fast, None).unwrap()[0].0;
+    let step = estimate_trace_stepwise(table, entry, trace, cores, fidelity, None).unwrap()[0].0;
     let used = memo.memoised;
     memo.memoised = step.memoised;
     let mut bad = Vec::new();
     if memo != step {
         bad.push(format!(
-            "{name} on {} (fast): memoised replay {memo:?}, step by step {step:?}",
+            "{name} on {} ({fidelity}): memoised replay {memo:?}, step by step {step:?}",
             core.name
         ));
     }
@@ -487,10 +492,29 @@ fn main() {
     let rocket = preset("rocket").unwrap();
     for case in cases.iter().filter(|c| c.runs_on(&rocket)) {
         let (case, core) = (case.clone(), rocket.clone());
+        let control_case = case.clone();
         trials.push(Trial::test(
             format!("exact::{}::memo-rocket", case.name()),
-            move || memo_matches_stepwise(&case, &core, None),
+            move || memo_matches_stepwise(&case, &core, Fidelity::Fast, None),
         ));
+        // The memo at `control` keys on the front end too; with the data
+        // cache's term and without (the `rocket` row checks the latter
+        // against the cycle-level engine).
+        for core in [rocket.clone(), rocket.without_dcache()] {
+            let case = control_case.clone();
+            trials.push(Trial::test(
+                format!(
+                    "exact::{}::memo-control-{}",
+                    case.name(),
+                    if core.dcache.is_some() {
+                        "rocket"
+                    } else {
+                        "rocket-no-dcache"
+                    }
+                ),
+                move || memo_matches_stepwise(&case, &core, Fidelity::Control, None),
+            ));
+        }
     }
     for case in &cases {
         let case = case.clone();

@@ -574,15 +574,17 @@ fn core_row(case: &Case, row: usize) -> Result<(), Failed> {
             bad.push(format!("{name}: error {err:+.3}% exceeds 2%"));
         }
     }
-    let mut memo = estimate(Fidelity::Fast)?;
-    let step = estimate_trace_stepwise(table, entry, &r.trace[..], cores, Fidelity::Fast, None)
-        .map_err(|e| format!("{name} (fast, step by step): {e}"))?[0]
-        .0;
-    memo.memoised = step.memoised;
-    if memo != step {
-        bad.push(format!(
-            "{name} (fast): memoised {memo:?}, step by step {step:?}"
-        ));
+    for fidelity in [Fidelity::Fast, Fidelity::Control] {
+        let mut memo = estimate(fidelity)?;
+        let step = estimate_trace_stepwise(table, entry, &r.trace[..], cores, fidelity, None)
+            .map_err(|e| format!("{name} ({fidelity}, step by step): {e}"))?[0]
+            .0;
+        memo.memoised = step.memoised;
+        if memo != step {
+            bad.push(format!(
+                "{name} ({fidelity}): memoised {memo:?}, step by step {step:?}"
+            ));
+        }
     }
     all_ok(bad)
 }

@@ -55,6 +55,14 @@ impl Cache {
         self.access_other(line)
     }
 
+    /// Whether the line of `addr` is in the cache (changes nothing).
+    #[inline]
+    pub fn holds(&self, addr: u64) -> bool {
+        let line = addr >> self.line_shift;
+        let set = (line & self.set_mask) as usize * self.ways;
+        self.tags[set..set + self.ways].contains(&line)
+    }
+
     #[inline(never)]
     fn access_other(&mut self, line: u64) -> bool {
         self.last_line = line;

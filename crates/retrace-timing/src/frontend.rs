@@ -97,4 +97,16 @@ impl Frontend {
     pub fn icache(&self) -> Option<&Cache> {
         self.icache.as_ref()
     }
+
+    /// The dynamic predictor, if branches are predicted with run-time
+    /// state. The replay memoises stretches keyed by the counters they
+    /// read, and sets the counters they leave on reuse.
+    pub fn predictor(&self) -> Option<&BranchPredictor> {
+        self.predictor.as_ref()
+    }
+
+    /// The dynamic predictor, to set counters a memoised stretch left.
+    pub fn predictor_mut(&mut self) -> Option<&mut BranchPredictor> {
+        self.predictor.as_mut()
+    }
 }

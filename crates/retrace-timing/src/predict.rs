@@ -52,6 +52,41 @@ impl BranchPredictor {
             }
         }
     }
+
+    /// The counter a branch at `pc` would be predicted by now (it depends
+    /// on the global history for gshare); `None` for static kinds.
+    #[inline]
+    pub fn slot(&self, pc: u64) -> Option<usize> {
+        match self.kind {
+            PredictorKind::Bimodal { .. } => Some(((pc >> 1) & self.mask) as usize),
+            PredictorKind::Gshare { .. } => Some((((pc >> 1) ^ self.history) & self.mask) as usize),
+            PredictorKind::NotTaken | PredictorKind::Btfn => None,
+        }
+    }
+
+    /// The 2-bit counter at `slot` ([`BranchPredictor::slot`]).
+    #[inline]
+    pub fn counter(&self, slot: usize) -> u8 {
+        self.counters[slot]
+    }
+
+    /// Set the counter at `slot` (to a value it reached by training).
+    #[inline]
+    pub fn set_counter(&mut self, slot: usize, value: u8) {
+        self.counters[slot] = value & 3;
+    }
+
+    /// The global history (0 for kinds without one).
+    #[inline]
+    pub fn history(&self) -> u64 {
+        self.history
+    }
+
+    /// Set the global history (to a value it reached by training).
+    #[inline]
+    pub fn set_history(&mut self, history: u64) {
+        self.history = history & self.history_mask;
+    }
 }
 
 /// Update a 2-bit saturating counter; returns what it predicted before.
