@@ -223,7 +223,7 @@ impl Visit<PpTable> for Fan {
 }
 
 /// Estimate `cores` from one trace. The cores are split over the machine's
-/// CPUs; each thread decodes and walks the trace once for all its cores.
+/// CPUs; each core walks the trace on its own (see below).
 ///
 /// The data-cache term uses `dcache_miss_rate` when given, else the miss
 /// rate the recorder measured for the core's data-cache geometry (0 when the
