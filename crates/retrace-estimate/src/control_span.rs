@@ -39,10 +39,11 @@
 
 use crate::estimator::{Counters, Estimator};
 use crate::machine::TraceHistory;
-use crate::span::{self, SpanStats, SpanStep, MIN_HIT_PERCENT};
-use crate::walk::{Exit, History, ReplayError, WalkStats, Walker};
+use crate::span::{
+    self, Recorded, SpanStats, SpanStep, StretchStart, StretchWalk, MIN_HIT_PERCENT,
+};
+use crate::walk::{ReplayError, WalkStats, Walker};
 use retrace_program::{PpId, PpTable};
-use retrace_trace::protocol::known_target_len;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::io::Read;
 
@@ -101,17 +102,8 @@ impl Slice {
 
 /// A memoised stretch at `control`.
 struct Stretch {
-    /// Branch bits it reads.
-    bits_used: u32,
-    /// Bytes and records of the indirect stream it reads.
-    indirect_bytes: u32,
-    indirect_records: u32,
-    /// Returns that matched the stack (they advance the escape count).
-    returns: u64,
-    /// Partial programs executed.
-    pps: u64,
-    /// Deepest return stack inside, relative to the start.
-    depth: u32,
+    /// What it does to the walk.
+    walk: StretchWalk,
     /// What the estimator adds.
     delta: Counters,
     /// Return points left pushed on the walker's stack, bottom first (in
@@ -332,40 +324,19 @@ fn replay<R: Read>(
     }
     stretches[i as usize].held_at = fills;
     let s = &stretches[i as usize];
-    let room = w.limit.saturating_sub(w.stats.instructions);
-    let Some(escapes) = history.returns_before_escape(w.matched) else {
-        return Replayed::Blocked;
-    };
-    // No trap may fall inside the stretch (one right after it is the
-    // walker's, at its next step), nor a code event up to its end.
-    match history.next_trap(w.stats.instructions) {
-        Ok(None) => {}
-        Ok(Some(at)) if at >= w.stats.instructions + s.delta.instructions => {}
-        _ => return Replayed::Blocked,
-    }
-    match history.next_code(w.stats.instructions) {
-        Ok(None) => {}
-        Ok(Some(at)) if at > w.stats.instructions + s.delta.instructions => {}
-        _ => return Replayed::Blocked,
-    }
-    if s.delta.instructions >= room || s.returns > escapes {
+    if s.walk
+        .fits(w, history, w.limit, s.delta.instructions)
+        .is_err()
+    {
         return Replayed::Blocked;
     }
-    history.skip(
-        s.bits_used,
-        s.indirect_bytes as usize,
-        u64::from(s.indirect_records),
+    s.walk.apply(
+        w,
+        history,
+        s.delta.instructions,
+        s.pushes.of(pushes),
+        s.end_pp,
     );
-    let st = &mut w.stats;
-    st.pps += s.pps;
-    st.instructions += s.delta.instructions;
-    st.bits += u64::from(s.bits_used);
-    st.indirect += u64::from(s.indirect_records);
-    let deepest = (w.stack.len() + s.depth as usize).min(w.stack.bound());
-    st.max_depth = st.max_depth.max(deepest);
-    w.matched += s.returns;
-    w.stack.apply_stretch(s.pushes.of(pushes), s.depth as usize);
-    w.cur = s.end_pp;
     est.apply_frontend(
         s.counters.of(counters).iter().map(|c| (c.slot, c.post)),
         s.history_after,
@@ -373,16 +344,7 @@ fn replay<R: Read>(
         s.lines.of(words),
     );
     est.add_stretch(&s.delta, s.end_node);
-    Replayed::Applied(s.pps)
-}
-
-enum Recorded {
-    /// The walk ended inside.
-    Finished,
-    /// At least one partial program executed.
-    Stepped,
-    /// The first partial program could not be part of a stretch.
-    Nothing,
+    Replayed::Applied(s.walk.pps)
 }
 
 /// Walk step by step from the current node while the stretch's rules
@@ -397,46 +359,18 @@ fn record<R: Read>(
     key: Key,
 ) -> Result<Recorded, ReplayError> {
     let limit = w.limit;
-    let rest0 = history.indirect_bytes().len();
-    let Some(escapes) = history.returns_before_escape(w.matched) else {
+    let Some(start) = StretchStart::at(w, history) else {
         return Ok(Recorded::Nothing);
     };
-    let consumed = |history: &TraceHistory<R>| rest0 - history.indirect_bytes().len();
-    let (matched0, stats0, before) = (w.matched, w.stats(), est.counters());
+    let before = est.counters();
     let misses0 = est.icache_misses();
-    let (depth0, dropped0) = (w.stack.len(), w.stack.dropped());
-    let own = |w: &Walker<PpId>| w.stack.len() + (w.stack.dropped() - dropped0) as usize - depth0;
     let mut depth = 0usize;
     let mut pps = 0u32;
     while pps < span::MAX_PPS {
-        let Ok((exit, len)) = w.exit_of(table, w.cur) else {
-            break;
-        };
-        let done = w.stats.instructions;
-        if done + u64::from(len) >= limit
-            || history
-                .next_trap(done)?
-                .is_some_and(|at| at <= done + u64::from(len))
-            || history
-                .next_code(done)?
-                .is_some_and(|at| at <= done + u64::from(len))
+        if start
+            .next_exit(w, table, history, limit, &key.span)?
+            .is_none()
         {
-            break;
-        }
-        let room = match exit {
-            Exit::Branch { .. } => w.stats.bits - stats0.bits < u64::from(key.span.bits_valid),
-            Exit::Indirect { .. } | Exit::IndirectCall { .. } => {
-                match known_target_len(history.indirect_bytes()) {
-                    Some(n) => consumed(history) + n <= key.span.indirect_valid as usize,
-                    None => false,
-                }
-            }
-            Exit::Return => own(w) > 0 && w.matched - matched0 < escapes,
-            Exit::Call { .. } | Exit::Continue(_) => true,
-            Exit::Stop => false,
-        };
-        let call = matches!(exit, Exit::Call { .. } | Exit::IndirectCall { .. });
-        if !room || (call && own(w) >= w.stack.bound()) {
             break;
         }
         if w.step(table, history, est)? {
@@ -447,7 +381,7 @@ fn record<R: Read>(
             return Ok(Recorded::Stepped);
         }
         pps += 1;
-        depth = depth.max(own(w));
+        depth = depth.max(start.own(w));
     }
     if pps == 0 {
         return Ok(Recorded::Nothing);
@@ -506,18 +440,12 @@ fn record<R: Read>(
             .filter(|&&pc| spans.seen.insert(est.line_of(pc))),
     );
     lines.reverse();
-    let st = w.stats();
     let stretch = Stretch {
-        bits_used: (st.bits - stats0.bits) as u32,
-        indirect_bytes: consumed(history) as u32,
-        indirect_records: (st.indirect - stats0.indirect) as u32,
-        returns: w.matched - matched0,
-        pps: st.pps - stats0.pps,
-        depth: depth as u32,
+        walk: start.walk(w, history, depth),
         delta: est.counters().since(before),
         pushes: Slice::push(
             &mut spans.pushes,
-            &w.stack.as_slice()[w.stack.len() - own(w)..],
+            &w.stack.as_slice()[w.stack.len() - start.own(w)..],
         ),
         end_pp,
         end_node,

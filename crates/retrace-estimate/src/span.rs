@@ -88,18 +88,8 @@ pub(crate) const MIN_BIT_WINDOW: u32 = 4;
 
 /// A memoised stretch of the walk.
 struct Span {
-    /// Branch bits it reads.
-    bits_used: u32,
-    /// Bytes and records of the indirect stream it reads.
-    indirect_bytes: u32,
-    indirect_records: u32,
-    /// Returns that matched the stack (they advance the escape count).
-    returns: u64,
-    /// Partial programs executed.
-    pps: u64,
-    /// Deepest return stack inside, relative to the start: its own return
-    /// points at the deepest (at most the stack's bound).
-    depth: u32,
+    /// What it does to the walk.
+    walk: StretchWalk,
     /// What the estimator adds.
     delta: Counters,
     /// Return points left pushed, bottom first.
@@ -403,60 +393,238 @@ fn replay_span<R: Read>(
         }
         s.checked |= hart;
     }
-    let room = limit.saturating_sub(w.stats.instructions);
-    let Some(escapes) = escape_limit(history, w.matched) else {
-        return false;
-    };
-    // No trap may fall inside the stretch (one right after it is the
-    // walker's, at its next step). Not a miss of the memo: not counted.
-    match history.next_trap(w.stats.instructions) {
-        Ok(None) => {}
-        Ok(Some(at)) if at >= w.stats.instructions + s.delta.instructions => {}
-        _ => return false,
+    match s.walk.fits(w, history, limit, s.delta.instructions) {
+        Ok(()) => {}
+        Err(Unfit::Event) => return false,
+        Err(Unfit::Bounds) => {
+            spans.count_try(node, false);
+            return false;
+        }
     }
-    // Nor a code event, up to its end included (the walker applies one at
-    // a partial program's start, before its successor is executed).
-    match history.next_code(w.stats.instructions) {
-        Ok(None) => {}
-        Ok(Some(at)) if at > w.stats.instructions + s.delta.instructions => {}
-        _ => return false,
-    }
-    if s.delta.instructions >= room || s.returns > escapes {
-        spans.count_try(node, false);
-        return false;
-    }
-    history.skip(
-        s.bits_used,
-        s.indirect_bytes as usize,
-        u64::from(s.indirect_records),
-    );
-    let st = &mut w.stats;
-    st.pps += s.pps;
-    st.instructions += s.delta.instructions;
-    st.bits += u64::from(s.bits_used);
-    st.indirect += u64::from(s.indirect_records);
-    let deepest = (w.stack.len() + s.depth as usize).min(w.stack.bound());
-    st.max_depth = st.max_depth.max(deepest);
-    w.matched += s.returns;
-    w.stack.apply_stretch(&s.pushes, s.depth as usize);
-    w.cur = s.end_pp;
+    s.walk
+        .apply(w, history, s.delta.instructions, &s.pushes, s.end_pp);
     if !s.ecalls.is_empty() {
         ecalls(&est.counters(), &s.ecalls);
     }
     est.add_stretch(&s.delta, s.end_node);
     spans.stats.hits += 1;
-    spans.stats.pps_memoised += s.pps;
+    spans.stats.pps_memoised += s.walk.pps;
     spans.count_try(node, true);
     true
 }
 
-enum Recorded {
+/// How recording a stretch ended (here and in `crate::control_span`).
+pub(crate) enum Recorded {
     /// The walk ended inside.
     Finished,
     /// At least one partial program executed.
     Stepped,
     /// The first partial program could not be part of a stretch.
     Nothing,
+}
+
+/// Where a stretch being recorded began. The rules for extending a
+/// stretch measure from here; `fast`'s stretches and those of
+/// `crate::control_span` share them.
+pub(crate) struct StretchStart {
+    /// Indirect-target bytes left unread.
+    rest: usize,
+    /// How many returns the stretch may match: the next one after those is
+    /// the one the next escape is recorded for.
+    escapes: u64,
+    pub(crate) matched: u64,
+    pub(crate) stats: WalkStats,
+    depth: usize,
+    dropped: u64,
+}
+
+impl StretchStart {
+    /// The walker's position, or `None` where the next return is the
+    /// escape's (no stretch starts there).
+    pub(crate) fn at<R: Read>(
+        w: &Walker<PpId>,
+        history: &mut TraceHistory<R>,
+    ) -> Option<StretchStart> {
+        Some(StretchStart {
+            rest: history.indirect_bytes().len(),
+            escapes: history.returns_before_escape(w.matched)?,
+            matched: w.matched,
+            stats: w.stats(),
+            depth: w.stack.len(),
+            dropped: w.stack.dropped(),
+        })
+    }
+
+    /// Indirect-target bytes the stretch has read so far.
+    pub(crate) fn consumed<R: Read>(&self, history: &TraceHistory<R>) -> usize {
+        self.rest - history.indirect_bytes().len()
+    }
+
+    /// The stretch's own return points still on the stack: what it pushed
+    /// beyond the start depth, plus what the bound dropped below it.
+    pub(crate) fn own(&self, w: &Walker<PpId>) -> usize {
+        w.stack.len() + (w.stack.dropped() - self.dropped) as usize - self.depth
+    }
+
+    /// What the stretch from here to the walker's position, `depth` deep,
+    /// did to the walk.
+    pub(crate) fn walk<R: Read>(
+        &self,
+        w: &Walker<PpId>,
+        history: &TraceHistory<R>,
+        depth: usize,
+    ) -> StretchWalk {
+        let st = w.stats();
+        StretchWalk {
+            bits_used: (st.bits - self.stats.bits) as u32,
+            indirect_bytes: self.consumed(history) as u32,
+            indirect_records: (st.indirect - self.stats.indirect) as u32,
+            returns: w.matched - self.matched,
+            pps: st.pps - self.stats.pps,
+            depth: depth as u32,
+        }
+    }
+
+    /// How the walker's next partial program ends, if the stretch may take
+    /// it: the stretch ends before the run's last partial program (ending
+    /// at `limit`), one whose end cannot execute, one a trap cuts or
+    /// follows, and before it would read past `key`'s windows.
+    #[inline]
+    pub(crate) fn next_exit<R: Read>(
+        &self,
+        w: &mut Walker<PpId>,
+        table: &PpTable,
+        history: &mut TraceHistory<R>,
+        limit: u64,
+        key: &Key,
+    ) -> Result<Option<Exit<PpId>>, ReplayError> {
+        let Ok((exit, len)) = w.exit_of(table, w.cur) else {
+            return Ok(None);
+        };
+        let done = w.stats.instructions;
+        if done + u64::from(len) >= limit
+            || history
+                .next_trap(done)?
+                .is_some_and(|at| at <= done + u64::from(len))
+            || history
+                .next_code(done)?
+                .is_some_and(|at| at <= done + u64::from(len))
+        {
+            return Ok(None);
+        }
+        let room = match exit {
+            Exit::Branch { .. } => w.stats.bits - self.stats.bits < u64::from(key.bits_valid),
+            Exit::Indirect { .. } | Exit::IndirectCall { .. } => {
+                // The next record must lie inside the window, and must name
+                // a known target: a new one grows the site's table, which a
+                // replay of the stretch would not, so it is the walker's.
+                match known_target_len(history.indirect_bytes()) {
+                    Some(n) => self.consumed(history) + n <= key.indirect_valid as usize,
+                    None => false,
+                }
+            }
+            // A return pops a call of the stretch's own, and is not the one
+            // the next escape is recorded for.
+            Exit::Return => self.own(w) > 0 && w.matched - self.matched < self.escapes,
+            Exit::Call { .. } | Exit::Continue(_) => true,
+            Exit::Stop => false,
+        };
+        // A call with the stack full of the stretch's own return points
+        // would drop one of them: the walker's.
+        let call = matches!(exit, Exit::Call { .. } | Exit::IndirectCall { .. });
+        Ok((room && !(call && self.own(w) >= w.stack.bound())).then_some(exit))
+    }
+}
+
+/// What a stretch does to the walk: the history it reads, the returns it
+/// matches, the partial programs it executes and how deep it goes.
+#[derive(Clone, Copy)]
+pub(crate) struct StretchWalk {
+    /// Branch bits it reads.
+    bits_used: u32,
+    /// Bytes and records of the indirect stream it reads.
+    indirect_bytes: u32,
+    indirect_records: u32,
+    /// Returns that matched the stack (they advance the escape count).
+    returns: u64,
+    /// Partial programs executed.
+    pub(crate) pps: u64,
+    /// Deepest return stack inside, relative to the start: its own return
+    /// points at the deepest (at most the stack's bound).
+    depth: u32,
+}
+
+/// Why a memoised stretch cannot be applied where the walker is.
+pub(crate) enum Unfit {
+    /// A trap or a code event falls inside it, or the walker's next return
+    /// is the escape's: not a miss of the memo.
+    Event,
+    /// It would run past the run's end or past the next escape.
+    Bounds,
+}
+
+impl StretchWalk {
+    /// Whether the stretch, `instructions` long, may be applied where the
+    /// walker is, ending before instruction `limit`.
+    #[inline]
+    pub(crate) fn fits<R: Read>(
+        &self,
+        w: &Walker<PpId>,
+        history: &mut TraceHistory<R>,
+        limit: u64,
+        instructions: u64,
+    ) -> Result<(), Unfit> {
+        let done = w.stats.instructions;
+        let Some(escapes) = escape_limit(history, w.matched) else {
+            return Err(Unfit::Event);
+        };
+        // No trap may fall inside the stretch (one right after it is the
+        // walker's, at its next step).
+        match history.next_trap(done) {
+            Ok(None) => {}
+            Ok(Some(at)) if at >= done + instructions => {}
+            _ => return Err(Unfit::Event),
+        }
+        // Nor a code event, up to its end included (the walker applies one
+        // at a partial program's start, before its successor is executed).
+        match history.next_code(done) {
+            Ok(None) => {}
+            Ok(Some(at)) if at > done + instructions => {}
+            _ => return Err(Unfit::Event),
+        }
+        if instructions >= limit.saturating_sub(done) || self.returns > escapes {
+            return Err(Unfit::Bounds);
+        }
+        Ok(())
+    }
+
+    /// Move the walker and the history over the stretch, `instructions`
+    /// long, leaving `pushes` on the return stack and the walk at `end`.
+    #[inline]
+    pub(crate) fn apply<R: Read>(
+        &self,
+        w: &mut Walker<PpId>,
+        history: &mut TraceHistory<R>,
+        instructions: u64,
+        pushes: &[PpId],
+        end: PpId,
+    ) {
+        history.skip(
+            self.bits_used,
+            self.indirect_bytes as usize,
+            u64::from(self.indirect_records),
+        );
+        let st = &mut w.stats;
+        st.pps += self.pps;
+        st.instructions += instructions;
+        st.bits += u64::from(self.bits_used);
+        st.indirect += u64::from(self.indirect_records);
+        let deepest = (w.stack.len() + self.depth as usize).min(w.stack.bound());
+        st.max_depth = st.max_depth.max(deepest);
+        w.matched += self.returns;
+        w.stack.apply_stretch(pushes, self.depth as usize);
+        w.cur = end;
+    }
 }
 
 /// Walk step by step from `node` while the stretch's rules allow (ending
@@ -473,60 +641,18 @@ fn record_span<R: Read>(
     limit: u64,
 ) -> Result<Recorded, ReplayError> {
     let key = Key::at(history, node, window);
-    let rest0 = history.indirect_bytes().len();
-    let Some(escapes) = escape_limit(history, w.matched) else {
+    let Some(start) = StretchStart::at(w, history) else {
         return Ok(Recorded::Nothing);
     };
-    let consumed = |history: &TraceHistory<R>| rest0 - history.indirect_bytes().len();
     let mut targets = Vec::new();
-    let (matched0, stats0, before) = (w.matched, w.stats(), est.counters());
+    let before = est.counters();
     let ecalls0 = est.ecalls_noted();
-    // The stretch's own return points still on the stack: what it pushed
-    // beyond the start depth, plus what the bound dropped below it.
-    let (depth0, dropped0) = (w.stack.len(), w.stack.dropped());
-    let own = |w: &Walker<PpId>| w.stack.len() + (w.stack.dropped() - dropped0) as usize - depth0;
     let mut depth = 0usize;
     let mut pps = 0u32;
     while pps < MAX_PPS {
-        // The run's last partial program is the walker's to time; so is one
-        // whose end cannot execute, and one a trap cuts or follows.
-        let Ok((exit, len)) = w.exit_of(table, w.cur) else {
+        let Some(exit) = start.next_exit(w, table, history, limit, &key)? else {
             break;
         };
-        let done = w.stats.instructions;
-        if done + u64::from(len) >= limit
-            || history
-                .next_trap(done)?
-                .is_some_and(|at| at <= done + u64::from(len))
-            || history
-                .next_code(done)?
-                .is_some_and(|at| at <= done + u64::from(len))
-        {
-            break;
-        }
-        let room = match exit {
-            Exit::Branch { .. } => w.stats.bits - stats0.bits < u64::from(key.bits_valid),
-            Exit::Indirect { .. } | Exit::IndirectCall { .. } => {
-                // The next record must lie inside the window, and must name
-                // a known target: a new one grows the site's table, which a
-                // replay of the stretch would not, so it is the walker's.
-                match known_target_len(history.indirect_bytes()) {
-                    Some(n) => consumed(history) + n <= key.indirect_valid as usize,
-                    None => false,
-                }
-            }
-            // A return pops a call of the stretch's own, and is not the one
-            // the next escape is recorded for.
-            Exit::Return => own(w) > 0 && w.matched - matched0 < escapes,
-            Exit::Call { .. } | Exit::Continue(_) => true,
-            Exit::Stop => false,
-        };
-        // A call with the stack full of the stretch's own return points
-        // would drop one of them: the walker's.
-        let call = matches!(exit, Exit::Call { .. } | Exit::IndirectCall { .. });
-        if !room || (call && own(w) >= w.stack.bound()) {
-            break;
-        }
         // In a shared memo, the target of each record read (see
         // `Spans::shared`).
         let read = match exit {
@@ -545,7 +671,7 @@ fn record_span<R: Read>(
             }
         }
         pps += 1;
-        depth = depth.max(own(w));
+        depth = depth.max(start.own(w));
     }
     if pps == 0 {
         return Ok(Recorded::Nothing);
@@ -557,17 +683,10 @@ fn record_span<R: Read>(
     if pps < MIN_PPS {
         return Ok(Recorded::Stepped);
     }
-    let st = w.stats();
-    let bits_used = (st.bits - stats0.bits) as u32;
     let span = Span {
-        bits_used,
-        indirect_bytes: consumed(history) as u32,
-        indirect_records: (st.indirect - stats0.indirect) as u32,
-        returns: w.matched - matched0,
-        pps: st.pps - stats0.pps,
-        depth: depth as u32,
+        walk: start.walk(w, history, depth),
         delta: est.counters().since(before),
-        pushes: w.stack.as_slice()[w.stack.len() - own(w)..].into(),
+        pushes: w.stack.as_slice()[w.stack.len() - start.own(w)..].into(),
         ecalls: est.ecalls_since(ecalls0, &before),
         targets: targets.into(),
         checked: hart_bit(history),
