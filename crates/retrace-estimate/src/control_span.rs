@@ -39,9 +39,7 @@
 
 use crate::estimator::{Counters, Estimator};
 use crate::machine::TraceHistory;
-use crate::span::{
-    self, Recorded, SpanStats, SpanStep, StretchStart, StretchWalk, MIN_HIT_PERCENT,
-};
+use crate::span::{self, Recorded, SpanStats, SpanStep, StartNodes, StretchStart, StretchWalk};
 use crate::walk::{ReplayError, WalkStats, Walker};
 use retrace_program::{PpId, PpTable};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -130,14 +128,6 @@ struct Stretch {
     next: u32,
 }
 
-/// A start node's memo accounting (as `crate::span`'s).
-#[derive(Clone, Copy)]
-struct StartNode {
-    tries: u32,
-    hits: u32,
-    window: u32,
-}
-
 /// The memo of `control` stretches of one core's replay.
 #[derive(Default)]
 pub(crate) struct ControlSpans {
@@ -147,7 +137,7 @@ pub(crate) struct ControlSpans {
     stretches: Vec<Stretch>,
     /// The walker's code epoch the memo's stretches ran in.
     epoch: u64,
-    starts: Vec<StartNode>,
+    starts: StartNodes<TRIAL>,
     /// The stretches' lists, in arenas (a few allocations instead of
     /// several per stretch).
     pushes: Vec<PpId>,
@@ -159,39 +149,6 @@ pub(crate) struct ControlSpans {
     found: Vec<(u8, Counter)>,
     lines: Vec<u64>,
     pub(crate) stats: SpanStats,
-}
-
-impl ControlSpans {
-    #[inline]
-    fn window(&mut self, node: u32, nodes: usize) -> u32 {
-        if self.starts.len() < nodes {
-            let fresh = StartNode {
-                tries: 0,
-                hits: 0,
-                window: span::BIT_WINDOW,
-            };
-            self.starts.resize(nodes, fresh);
-        }
-        self.starts[node as usize].window
-    }
-
-    #[inline]
-    fn count_try(&mut self, node: u32, hit: bool) {
-        let t = &mut self.starts[node as usize];
-        t.tries += 1;
-        t.hits += u32::from(hit);
-        if t.tries >= TRIAL {
-            if t.hits * 100 < t.tries * MIN_HIT_PERCENT {
-                t.window = if t.window > span::MIN_BIT_WINDOW {
-                    t.window / 2
-                } else {
-                    0
-                };
-            }
-            t.tries = 0;
-            t.hits = 0;
-        }
-    }
 }
 
 /// Replay the whole trace with `est` (a `control` estimator), memoising
@@ -240,7 +197,7 @@ fn control_step<R: Read>(
         return Ok(SpanStep::Nothing);
     };
     let window = if pp == w.cur {
-        spans.window(node, est.node_count())
+        spans.starts.window(node, est.node_count())
     } else {
         0
     };
@@ -258,7 +215,7 @@ fn control_step<R: Read>(
                 Replayed::Applied(pps) => {
                     spans.stats.hits += 1;
                     spans.stats.pps_memoised += pps;
-                    spans.count_try(node, true);
+                    spans.starts.count_try(node, true);
                     return Ok(SpanStep::Moved);
                 }
                 // A trap or a code event inside: the walker's, and no
@@ -270,7 +227,7 @@ fn control_step<R: Read>(
         }
         None => 0,
     };
-    spans.count_try(node, false);
+    spans.starts.count_try(node, false);
     if variants >= MAX_VARIANTS || spans.memo.len() >= MAX_SPANS {
         return Ok(SpanStep::Nothing);
     }

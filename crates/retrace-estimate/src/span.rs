@@ -168,7 +168,7 @@ pub(crate) struct Spans {
     /// The walker's code epoch the memo's stretches ran in.
     epoch: u64,
     /// Per node: tries, hits and bit window.
-    starts: Vec<StartNode>,
+    starts: StartNodes<TRIAL>,
     pub(crate) stats: SpanStats,
 }
 
@@ -216,6 +216,51 @@ struct StartNode {
     window: u32,
 }
 
+/// Per start node, the bit window it starts stretches with, judged every
+/// `TRIES` tries: a node whose stretches are found less often than
+/// [`MIN_HIT_PERCENT`] tries a narrower window, and below the narrowest
+/// starts none.
+#[derive(Default)]
+pub(crate) struct StartNodes<const TRIES: u32>(Vec<StartNode>);
+
+impl<const TRIES: u32> StartNodes<TRIES> {
+    /// The bit window `node` starts stretches with (0: it does not), among
+    /// `nodes` nodes.
+    #[inline]
+    pub(crate) fn window(&mut self, node: u32, nodes: usize) -> u32 {
+        if self.0.len() < nodes {
+            let fresh = StartNode {
+                tries: 0,
+                hits: 0,
+                window: BIT_WINDOW,
+            };
+            self.0.resize(nodes, fresh);
+        }
+        self.0[node as usize].window
+    }
+
+    /// Count a try from `node` that found a stretch (`hit`) or not.
+    #[inline]
+    pub(crate) fn count_try(&mut self, node: u32, hit: bool) {
+        let t = &mut self.0[node as usize];
+        t.tries += 1;
+        t.hits += u32::from(hit);
+        if t.tries >= TRIES {
+            if t.hits * 100 < t.tries * MIN_HIT_PERCENT {
+                // Not repeating at this width: try a narrower window, or
+                // give up below the narrowest.
+                t.window = if t.window > MIN_BIT_WINDOW {
+                    t.window / 2
+                } else {
+                    0
+                };
+            }
+            t.tries = 0;
+            t.hits = 0;
+        }
+    }
+}
+
 impl Spans {
     /// A memo for the replays of several harts, one after the other, on
     /// one core (`crate::system`). An indirect record names a target by
@@ -228,40 +273,6 @@ impl Spans {
         Spans {
             shared: true,
             ..Spans::default()
-        }
-    }
-
-    /// The bit window `node` starts stretches with (0: it does not).
-    #[inline]
-    fn window(&mut self, node: u32, nodes: usize) -> u32 {
-        if self.starts.len() < nodes {
-            let fresh = StartNode {
-                tries: 0,
-                hits: 0,
-                window: BIT_WINDOW,
-            };
-            self.starts.resize(nodes, fresh);
-        }
-        self.starts[node as usize].window
-    }
-
-    #[inline]
-    fn count_try(&mut self, node: u32, hit: bool) {
-        let t = &mut self.starts[node as usize];
-        t.tries += 1;
-        t.hits += u32::from(hit);
-        if t.tries >= TRIAL {
-            if t.hits * 100 < t.tries * MIN_HIT_PERCENT {
-                // Not repeating at this width: try a narrower window, or
-                // give up below the narrowest.
-                t.window = if t.window > MIN_BIT_WINDOW {
-                    t.window / 2
-                } else {
-                    0
-                };
-            }
-            t.tries = 0;
-            t.hits = 0;
         }
     }
 }
@@ -299,7 +310,7 @@ pub(crate) fn span_step<R: Read>(
         return Ok(SpanStep::Nothing);
     };
     let window = if pp == w.cur {
-        spans.window(node, est.node_count())
+        spans.starts.window(node, est.node_count())
     } else {
         0
     };
@@ -375,7 +386,7 @@ fn replay_span<R: Read>(
     ecalls: &mut impl FnMut(&Counters, &[Ecall]),
 ) -> bool {
     let Some(s) = spans.memo.get_mut(&Key::at(history, node, window)) else {
-        spans.count_try(node, false);
+        spans.starts.count_try(node, false);
         return false;
     };
     let hart = hart_bit(history);
@@ -388,7 +399,7 @@ fn replay_span<R: Read>(
             .iter()
             .all(|&(site, record, target)| history.known_target(site, record) == Some(target))
         {
-            spans.count_try(node, false);
+            spans.starts.count_try(node, false);
             return false;
         }
         s.checked |= hart;
@@ -397,7 +408,7 @@ fn replay_span<R: Read>(
         Ok(()) => {}
         Err(Unfit::Event) => return false,
         Err(Unfit::Bounds) => {
-            spans.count_try(node, false);
+            spans.starts.count_try(node, false);
             return false;
         }
     }
@@ -409,7 +420,7 @@ fn replay_span<R: Read>(
     est.add_stretch(&s.delta, s.end_node);
     spans.stats.hits += 1;
     spans.stats.pps_memoised += s.walk.pps;
-    spans.count_try(node, true);
+    spans.starts.count_try(node, true);
     true
 }
 
