@@ -196,12 +196,9 @@ fn control_step<R: Read>(
     let Some((node, pp)) = est.current_control_node() else {
         return Ok(SpanStep::Nothing);
     };
-    let window = if pp == w.cur {
-        spans.starts.window(node, est.node_count())
-    } else {
-        0
-    };
-    if window == 0 {
+    // A stretch starts where the estimator's node is the walker's.
+    let window = spans.starts.window(node, est.node_count());
+    if pp != w.cur || window == 0 {
         return Ok(SpanStep::Nothing);
     }
     let key = Key {
@@ -234,11 +231,7 @@ fn control_step<R: Read>(
     est.begin_journal();
     let r = record(spans, w, table, history, est, key);
     est.end_journal();
-    Ok(match r? {
-        Recorded::Finished => SpanStep::Finished,
-        Recorded::Stepped => SpanStep::Moved,
-        Recorded::Nothing => SpanStep::Nothing,
-    })
+    Ok(r?.into())
 }
 
 enum Replayed {

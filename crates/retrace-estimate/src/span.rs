@@ -309,25 +309,16 @@ pub(crate) fn span_step<R: Read>(
     let Some((node, pp)) = est.current_node() else {
         return Ok(SpanStep::Nothing);
     };
-    let window = if pp == w.cur {
-        spans.starts.window(node, est.node_count())
-    } else {
-        0
-    };
-    if window == 0 {
+    // A stretch starts where the estimator's node is the walker's.
+    let window = spans.starts.window(node, est.node_count());
+    if pp != w.cur || window == 0 {
         return Ok(SpanStep::Nothing);
     }
     if replay_span(spans, w, history, est, node, window, limit, ecalls) {
         return Ok(SpanStep::Moved);
     }
     if spans.memo.len() < MAX_SPANS {
-        return Ok(
-            match record_span(spans, w, table, history, est, node, window, limit)? {
-                Recorded::Finished => SpanStep::Finished,
-                Recorded::Stepped => SpanStep::Moved,
-                Recorded::Nothing => SpanStep::Nothing,
-            },
-        );
+        return Ok(record_span(spans, w, table, history, est, node, window, limit)?.into());
     }
     Ok(SpanStep::Nothing)
 }
@@ -432,6 +423,16 @@ pub(crate) enum Recorded {
     Stepped,
     /// The first partial program could not be part of a stretch.
     Nothing,
+}
+
+impl From<Recorded> for SpanStep {
+    fn from(r: Recorded) -> SpanStep {
+        match r {
+            Recorded::Finished => SpanStep::Finished,
+            Recorded::Stepped => SpanStep::Moved,
+            Recorded::Nothing => SpanStep::Nothing,
+        }
+    }
 }
 
 /// Where a stretch being recorded began. The rules for extending a
