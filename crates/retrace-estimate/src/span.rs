@@ -347,15 +347,6 @@ pub(crate) fn walk_spans<R: Read>(
     }
 }
 
-/// The escape count a stretch's returns must stay below: the next escape
-/// recorded in the loaded segment happens after that many matched returns
-/// (none recorded: no limit). `None` when the trace is damaged or already
-/// out of step — the walker then reports it.
-#[inline]
-fn escape_limit<R: Read>(history: &mut TraceHistory<R>, matched: u64) -> Option<u64> {
-    history.returns_before_escape(matched)
-}
-
 /// The bit of `history`'s hart in [`Span::checked`] (0 for harts past 63:
 /// a stretch is then checked at every use).
 #[inline]
@@ -587,7 +578,9 @@ impl StretchWalk {
         instructions: u64,
     ) -> Result<(), Unfit> {
         let done = w.stats.instructions;
-        let Some(escapes) = escape_limit(history, w.matched) else {
+        // The escape count the stretch's returns must stay below (`None`:
+        // the trace is damaged or out of step, which the walker reports).
+        let Some(escapes) = history.returns_before_escape(w.matched) else {
             return Err(Unfit::Event);
         };
         // No trap may fall inside the stretch (one right after it is the
