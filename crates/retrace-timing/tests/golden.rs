@@ -375,6 +375,79 @@ fn rocket_latencies_and_predictor() {
     g.assert();
 }
 
+/// The E31's manual figures: LW 2, LH/LB 3, CSR reads 3, MUL 5, divides
+/// charged their maximum 33, a 3-cycle misprediction, a 2-way 16 KiB
+/// I-cache with 64-byte lines.
+#[test]
+fn e31_follows_its_manual() {
+    let mut g = golden("e31_follows_its_manual");
+    let m = no_caches("e31");
+    // lh: latency 3 → the dependent add issues at 3, ends 4; lw: 2 → 3.
+    g.add(
+        "lh, dependent add",
+        cycles(
+            &m,
+            &[load(Op::Lh, A0, 0x8020_0000), alu(Op::Add, A1, A0, A0)],
+        ),
+    );
+    g.add(
+        "lw, dependent add",
+        cycles(
+            &m,
+            &[load(Op::Lw, A0, 0x8020_0000), alu(Op::Add, A1, A0, A0)],
+        ),
+    );
+    // csrr a0, mcycle: latency 3 → the dependent add issues at 3, ends 4.
+    g.add(
+        "csr read, dependent add",
+        cycles(
+            &m,
+            &[
+                Step(i(Op::Csrrs, A0, 0, 0, 0xb00), Resolved::fall_through(0)),
+                alu(Op::Add, A1, A0, A0),
+            ],
+        ),
+    );
+    // mul latency 5: an independent add at 1, the dependent one at 5, ends 6.
+    g.add(
+        "mul, independent add, dependent add",
+        cycles(
+            &m,
+            &[
+                alu(Op::Mul, A0, A1, A2),
+                alu(Op::Add, A3, A1, A2),
+                alu(Op::Add, A3, A0, A0),
+            ],
+        ),
+    );
+    // div: the dependent add waits the maximum 33, ends 34.
+    g.add(
+        "div, dependent add",
+        cycles(&m, &[alu(Op::Div, A0, A1, A2), alu(Op::Add, A3, A0, A0)]),
+    );
+    // The BHT starts weakly not-taken: a first taken branch costs 1 + 3.
+    g.add("bne taken, first time", cycles(&m, &[branch(true, true)]));
+    // 16 KiB, 2 ways, 64-byte lines: 128 sets, so lines 8 KiB apart share
+    // a set. Three of them fetched in turn, then the first again: the
+    // third evicted the first (LRU), so four misses of 1 + 20 each.
+    let full = preset("e31").unwrap();
+    let nop = || alu(Op::Addi, 0, 0, 0);
+    let at = |pc: u64| (pc, nop());
+    g.add(
+        "three lines of one set, then the first again",
+        cycles_at(
+            &full,
+            &[
+                at(0x8000_0000),
+                at(0x8000_2000),
+                at(0x8000_4000),
+                at(0x8000_0000),
+            ],
+        ),
+    );
+    g.assert();
+}
+
 #[test]
 fn rocket_return_address_stack() {
     let mut g = golden("rocket_return_address_stack");
