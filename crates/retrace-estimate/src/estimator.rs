@@ -224,6 +224,19 @@ pub struct Estimate {
     pub lossy_cycles: f64,
 }
 
+impl Estimate {
+    /// Whether two estimates of one trace agree on everything the replay
+    /// computes, leaving out how much of it came from memoised stretches
+    /// ([`Estimate::memoised`]): the memoised and the step-by-step replay
+    /// ([`crate::estimate_trace_stepwise`]) must agree so.
+    pub fn same_results(&self, other: &Estimate) -> bool {
+        Estimate {
+            memoised: other.memoised,
+            ..*self
+        } == *other
+    }
+}
+
 /// Estimates cycles of one core while the walker replays.
 pub struct Estimator {
     timer: PathTimer,

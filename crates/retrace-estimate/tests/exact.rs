@@ -410,15 +410,14 @@ fn memo_matches_stepwise(
     let entry = Addr(r.elf.entry);
     let table = &r.program.table;
     let trace = &r.trace[..];
-    let mut memo = match memoised {
+    let memo = match memoised {
         Some(e) => e,
         None => estimate_trace(table, entry, trace, cores, fidelity, None).unwrap()[0].0,
     };
     let step = estimate_trace_stepwise(table, entry, trace, cores, fidelity, None).unwrap()[0].0;
     let used = memo.memoised;
-    memo.memoised = step.memoised;
     let mut bad = Vec::new();
-    if memo != step {
+    if !memo.same_results(&step) {
         bad.push(format!(
             "{name} on {} ({fidelity}): memoised replay {memo:?}, step by step {step:?}",
             core.name
