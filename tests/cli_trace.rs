@@ -610,6 +610,41 @@ fn format_json_csv_and_the_json_alias_agree() {
     let out = retrace(&["cores", "--format", "json"]);
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(csv_rows, j.as_array().unwrap().len());
+    // Each core says which FP extensions it has and which of its units take
+    // one operation at a time, as its TOML does.
+    let core = |name: &str| {
+        j.as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(core("rocket")["float"], "double");
+    assert_eq!(core("rocket")["busy"]["fp_sqrt_d"], 25);
+    assert_eq!(core("rocket")["fp_blocks_all"], false);
+    assert_eq!(core("cv32e40p")["float"], "single");
+    assert_eq!(core("cv32e40p")["fp_blocks_all"], true);
+    assert_eq!(core("picorv32")["float"], "none");
+    assert!(core("picorv32")["busy"].as_object().unwrap().is_empty());
+    assert!(core("ideal")["float"].is_null());
+    let text = String::from_utf8(retrace(&["cores"]).stdout).unwrap();
+    let line = |start: &str| {
+        text.lines()
+            .filter(|l| l.starts_with(start))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        line("rocket ").iter().any(|l| l.contains("fp_sqrt_d 25")),
+        "{text}"
+    );
+    assert!(
+        line("cv32e40p ")
+            .iter()
+            .any(|l| l.contains("no FP operation issues meanwhile")),
+        "{text}"
+    );
 }
 
 /// A failed recording leaves the previous trace at the output path as it

@@ -1,7 +1,7 @@
 //! `retrace cores`: the built-in core presets and their key parameters.
 
 use crate::report::{csv_of, print, FormatArgs, Report};
-use retrace_timing::{preset, CoreModel, PredictorKind, TimingClass, PRESETS};
+use retrace_timing::{preset, CoreModel, PredictorKind, TimingClass, Unit, PRESETS};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -42,6 +42,28 @@ fn cache(c: &Option<retrace_timing::CacheModel>) -> String {
     }
 }
 
+/// The FP extensions a core says it has: `-` when unsaid (any program
+/// runs), else `none`, `F` or `FD`.
+fn fpu(m: &CoreModel) -> &'static str {
+    match m.float {
+        None => "-",
+        Some(retrace_timing::FloatUnit::None) => "none",
+        Some(retrace_timing::FloatUnit::Single) => "F",
+        Some(retrace_timing::FloatUnit::Double) => "FD",
+    }
+}
+
+/// The classes that occupy a unit taking one operation at a time, with
+/// the cycles each keeps it from the next (`[busy]`; 1 is pipelined and
+/// left out).
+fn busy(m: &CoreModel) -> BTreeMap<&'static str, u32> {
+    TimingClass::ALL
+        .iter()
+        .filter(|&&c| Unit::of(c, m).is_some() && m.busy.get(c) > 1)
+        .map(|&c| (c.key(), m.busy.get(c)))
+        .collect()
+}
+
 /// Entry point of `retrace cores`.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(name) = args.show {
@@ -74,8 +96,15 @@ pub struct CoreEntry {
     description: String,
     rv32: bool,
     rv64: bool,
+    /// `none`, `single` or `double`; absent when the core does not say.
+    float: Option<&'static str>,
     latency: BTreeMap<&'static str, u32>,
     occupancy: BTreeMap<&'static str, u32>,
+    /// Classes on a unit that takes one operation at a time: the cycles
+    /// before the unit takes the next (`[busy]`).
+    busy: BTreeMap<&'static str, u32>,
+    /// While the FP divider is busy, no FP operation issues.
+    fp_blocks_all: bool,
     predictor: String,
     mispredict_penalty: u32,
     taken_penalty: u32,
@@ -99,8 +128,11 @@ impl CoreEntry {
             description: m.description.clone(),
             rv32: m.rv32,
             rv64: m.rv64,
+            float: m.float.map(|f| f.name()),
             latency: per_class(&|c| m.latency.get(c)),
             occupancy: per_class(&|c| m.occupancy.get(c)),
+            busy: busy(m),
+            fp_blocks_all: m.fp_blocks_all,
             predictor: predictor(m),
             mispredict_penalty: m.branch.mispredict_penalty,
             taken_penalty: m.branch.taken_penalty,
@@ -120,6 +152,10 @@ struct CoreCsvRow<'a> {
     description: &'a str,
     rv32: bool,
     rv64: bool,
+    float: &'a str,
+    /// `CLASS=CYCLES` for each class of [`CoreEntry::busy`], space-separated.
+    busy: String,
+    fp_blocks_all: bool,
     predictor: &'a str,
     mispredict_penalty: u32,
     taken_penalty: u32,
@@ -145,9 +181,10 @@ impl Report for CoresReport {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "{:<12} {:<8} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
+            "{:<12} {:<6} {:<4} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
             "core",
             "xlen",
+            "fpu",
             "alu",
             "lw",
             "mul",
@@ -167,9 +204,10 @@ impl Report for CoresReport {
             let l = |c| m.latency.get(c).max(m.occupancy.get(c));
             let _ = writeln!(
                 o,
-                "{:<12} {:<8} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
+                "{:<12} {:<6} {:<4} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
                 m.name,
                 xlen,
+                fpu(m),
                 l(TimingClass::Alu),
                 l(TimingClass::LoadWord),
                 l(TimingClass::Mul),
@@ -185,7 +223,27 @@ impl Report for CoresReport {
         for m in &self.models {
             let _ = writeln!(o, "{:<12} {}", m.name, m.description);
         }
-        let _ = writeln!(o, "\nCycles are max(latency, occupancy) per class; `retrace cores --show NAME` prints a preset's TOML, every field documented in docs/TIMING.md.");
+        let busy_cores: Vec<_> = self.models.iter().filter(|m| !busy(m).is_empty()).collect();
+        if !busy_cores.is_empty() {
+            let _ = writeln!(
+                o,
+                "\nUnits that take one operation at a time ([busy]: cycles before the next may start):"
+            );
+            for m in busy_cores {
+                let list: Vec<String> = busy(m).iter().map(|(k, v)| format!("{k} {v}")).collect();
+                let all = if m.fp_blocks_all {
+                    "; no FP operation issues meanwhile"
+                } else {
+                    ""
+                };
+                let _ = writeln!(o, "{:<12} {}{all}", m.name, list.join(", "));
+            }
+        }
+        let _ = writeln!(
+            o,
+            "\nfpu: the FP extensions a core implements (- when it does not say)."
+        );
+        let _ = writeln!(o, "Cycles are max(latency, occupancy) per class; `retrace cores --show NAME` prints a preset's TOML, every field documented in docs/TIMING.md.");
         o
     }
 
@@ -198,6 +256,14 @@ impl Report for CoresReport {
                 description: &c.description,
                 rv32: c.rv32,
                 rv64: c.rv64,
+                float: c.float.unwrap_or(""),
+                busy: c
+                    .busy
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                fp_blocks_all: c.fp_blocks_all,
                 predictor: &c.predictor,
                 mispredict_penalty: c.mispredict_penalty,
                 taken_penalty: c.taken_penalty,
