@@ -234,7 +234,7 @@ fn a_line_llvm_mca_rejects_is_named() {
     let fake = dir().join("fake-llvm-mca");
     std::fs::write(
         &fake,
-        "#!/bin/sh\ncat >/dev/null\necho '<stdin>:3:1: error: invalid operand for instruction' >&2\necho 'Iterations: 100'\necho 'Instructions: 100'\necho 'Total Cycles: 101'\necho 'Block RThroughput: 1.0'\n",
+        "#!/bin/sh\nwhile read -r l; do :; done\necho '<stdin>:3:1: error: invalid operand for instruction' >&2\necho 'Iterations: 100'\necho 'Instructions: 100'\necho 'Total Cycles: 101'\necho 'Block RThroughput: 1.0'\n",
     )
     .unwrap();
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
