@@ -393,19 +393,22 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let shown = args.program.display().to_string();
     let core = load_core_with(&args.core, &args.sets.set)?;
     check_xlen(&core, &elf, &shown)?;
-    let mcpu = match args.mcpu.clone().or_else(|| {
-        default_mcpu(&args.core, elf.xlen).map(str::to_string)
-    }) {
-        Some(m) => m,
-        None => {
-            return Err(tag(
-                anyhow!(
-                    "core {} has no LLVM scheduling model retrace knows of; give --mcpu (e.g. rocket-rv64, sifive-u74; `llvm-mca-14 -mtriple=riscv64 -mcpu=help` lists them)",
-                    core.name
-                ),
-                Status::BadInput,
-            ))
-        }
+    let mtriple = match elf.xlen {
+        Xlen::Rv32 => "riscv32",
+        Xlen::Rv64 => "riscv64",
+    };
+    let Some(mcpu) = args
+        .mcpu
+        .clone()
+        .or_else(|| default_mcpu(&args.core, elf.xlen).map(str::to_string))
+    else {
+        return Err(tag(
+            anyhow!(
+                "core {} has no LLVM scheduling model retrace knows of; give --mcpu (`llvm-mca-14 -mtriple={mtriple} -mcpu=help` lists LLVM's)",
+                core.name
+            ),
+            Status::BadInput,
+        ));
     };
     if !args.tolerance.is_finite() || args.tolerance < 0.0 {
         return Err(tag(
@@ -418,10 +421,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     }
     let mca = Mca {
         bin: mca_binary(&args.llvm_mca),
-        mtriple: match elf.xlen {
-            Xlen::Rv32 => "riscv32".into(),
-            Xlen::Rv64 => "riscv64".into(),
-        },
+        mtriple: mtriple.to_string(),
         mcpu,
         mattr: mattr(elf.extensions().as_deref()),
         iterations: args.iterations,
