@@ -17,6 +17,7 @@ pub mod estimate;
 pub mod estimate_mp;
 pub mod html_report;
 pub mod lbr;
+pub mod mca;
 pub mod pp;
 pub mod profile;
 pub mod record;
@@ -48,6 +49,9 @@ pub enum Command {
     Pp(pp::Args),
     /// Show one function's control-flow graph (Graphviz DOT with --dot).
     Cfg(cfg::Args),
+    /// Time a program's hottest straight-line blocks by a core model and by
+    /// LLVM's scheduling model of the core (llvm-mca), side by side.
+    Mca(mca::Args),
     /// Run a program once and record its branch history to a trace file.
     Record(record::Args),
     /// Record and replay a program at each aggregation level: bits, bytes, time, error.
@@ -85,6 +89,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Clock(c) => clock::main(c),
         Command::Pp(a) => pp::main(a),
         Command::Cfg(a) => cfg::main(a),
+        Command::Mca(a) => mca::main(a),
         Command::Record(a) => record::main(a),
         Command::Aggregate(a) => aggregate::main(a),
         Command::Estimate(a) => estimate::main(a),

@@ -29,6 +29,7 @@ pub mod compare;
 mod control_span;
 mod estimator;
 mod machine;
+pub mod mca;
 mod profile;
 mod run;
 pub mod sample_profile;

@@ -29,6 +29,7 @@
 #![deny(missing_docs)]
 
 pub mod attribution;
+pub mod blocks;
 pub mod check;
 pub mod clocked;
 pub mod csr;
