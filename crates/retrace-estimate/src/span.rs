@@ -40,9 +40,11 @@
 //! partial programs — per lookup. Where it does not repeat (branches on
 //! random data) 32-bit windows keep missing: after [`TRIAL`] tries with
 //! fewer than [`MIN_HIT_PERCENT`] percent hits a start node halves its bit
-//! window (32, 16, 8, 4 bits: at most 2⁴ keys per node and indirect window
-//! repeat soon, whatever the data), and below 4 bits it stops starting
-//! stretches and the walker steps through it.
+//! window (32, 16, 8 bits), and below 8 bits it stops starting stretches
+//! and the walker steps through it: narrower windows repeat soon whatever
+//! the data, but their stretches are too short to be worth a lookup, and
+//! every miss before the node gives up records a stretch, which costs more
+//! than stepping through it.
 //!
 //! The return stack's bound does not change that. A stretch never holds
 //! more than the bound of its own return points (it ends before a call
@@ -73,8 +75,12 @@ const INDIRECT_WINDOW: usize = 16;
 pub(crate) const MAX_PPS: u32 = 4096;
 /// A stretch shorter than this is not worth a lookup.
 pub(crate) const MIN_PPS: u32 = 3;
-/// Tries before a start node's hit rate is judged.
-pub const TRIAL: u32 = 1024;
+/// Tries before a start node's hit rate is judged. Short: a try that
+/// misses walks and records a whole stretch, which costs two to four times
+/// stepping through it, so where stretches do not repeat (random data
+/// deciding the branches) every try until the node gives up is a loss;
+/// where they do repeat, 64 tries find it as well as 1024 did.
+pub const TRIAL: u32 = 64;
 /// A start node keeps starting stretches while at least this share of its
 /// tries hit.
 pub const MIN_HIT_PERCENT: u32 = 25;
@@ -83,8 +89,13 @@ const MAX_SPANS: usize = 1 << 19;
 /// Branch bits a stretch may read at first (its key holds them); halved
 /// per start node while its stretches do not repeat.
 pub(crate) const BIT_WINDOW: u32 = 32;
-/// The smallest bit window tried.
+/// The smallest bit window tried (at `control`, `crate::control_span`).
 pub(crate) const MIN_BIT_WINDOW: u32 = 4;
+/// The smallest bit window `fast` tries. A stretch of fewer than 8 branch
+/// bits covers a handful of partial programs, and looking it up (the key's
+/// windows, a hash probe, the checks before applying it) costs about as
+/// much as stepping through them: below 8 bits a node steps.
+pub(crate) const FAST_MIN_BIT_WINDOW: u32 = 8;
 
 /// A memoised stretch of the walk.
 struct Span {
@@ -168,7 +179,7 @@ pub(crate) struct Spans {
     /// The walker's code epoch the memo's stretches ran in.
     epoch: u64,
     /// Per node: tries, hits and bit window.
-    starts: StartNodes<TRIAL>,
+    starts: StartNodes<TRIAL, FAST_MIN_BIT_WINDOW>,
     pub(crate) stats: SpanStats,
 }
 
@@ -218,12 +229,14 @@ struct StartNode {
 
 /// Per start node, the bit window it starts stretches with, judged every
 /// `TRIES` tries: a node whose stretches are found less often than
-/// [`MIN_HIT_PERCENT`] tries a narrower window, and below the narrowest
-/// starts none.
+/// [`MIN_HIT_PERCENT`] tries a narrower window, and below `MIN_WINDOW`
+/// bits starts none.
 #[derive(Default)]
-pub(crate) struct StartNodes<const TRIES: u32>(Vec<StartNode>);
+pub(crate) struct StartNodes<const TRIES: u32, const MIN_WINDOW: u32 = MIN_BIT_WINDOW>(
+    Vec<StartNode>,
+);
 
-impl<const TRIES: u32> StartNodes<TRIES> {
+impl<const TRIES: u32, const MIN_WINDOW: u32> StartNodes<TRIES, MIN_WINDOW> {
     /// The bit window `node` starts stretches with (0: it does not), among
     /// `nodes` nodes.
     #[inline]
@@ -249,7 +262,7 @@ impl<const TRIES: u32> StartNodes<TRIES> {
             if t.hits * 100 < t.tries * MIN_HIT_PERCENT {
                 // Not repeating at this width: try a narrower window, or
                 // give up below the narrowest.
-                t.window = if t.window > MIN_BIT_WINDOW {
+                t.window = if t.window > MIN_WINDOW {
                     t.window / 2
                 } else {
                     0
