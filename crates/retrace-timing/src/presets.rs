@@ -13,6 +13,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("ibex-small", include_str!("../presets/ibex-small.toml")),
     ("ibex-maxperf", include_str!("../presets/ibex-maxperf.toml")),
     ("cv32e40p", include_str!("../presets/cv32e40p.toml")),
+    ("u74", include_str!("../presets/u74.toml")),
 ];
 
 /// Asking for a preset that does not exist.
