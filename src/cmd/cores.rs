@@ -76,6 +76,11 @@ pub struct CoreEntry {
     rv64: bool,
     latency: BTreeMap<&'static str, u32>,
     occupancy: BTreeMap<&'static str, u32>,
+    /// Instructions issued per cycle at most (1 or 2).
+    issue_width: u32,
+    /// On a dual-issue core, per class the pipes it may issue on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pipes: Option<BTreeMap<&'static str, &'static str>>,
     predictor: String,
     mispredict_penalty: u32,
     taken_penalty: u32,
@@ -101,6 +106,13 @@ impl CoreEntry {
             rv64: m.rv64,
             latency: per_class(&|c| m.latency.get(c)),
             occupancy: per_class(&|c| m.occupancy.get(c)),
+            issue_width: m.issue_width,
+            pipes: (m.issue_width > 1).then(|| {
+                TimingClass::ALL
+                    .iter()
+                    .map(|c| (c.key(), m.pipes.get(*c).name()))
+                    .collect()
+            }),
             predictor: predictor(m),
             mispredict_penalty: m.branch.mispredict_penalty,
             taken_penalty: m.branch.taken_penalty,
@@ -120,6 +132,7 @@ struct CoreCsvRow<'a> {
     description: &'a str,
     rv32: bool,
     rv64: bool,
+    issue_width: u32,
     predictor: &'a str,
     mispredict_penalty: u32,
     taken_penalty: u32,
@@ -145,9 +158,10 @@ impl Report for CoresReport {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "{:<12} {:<8} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
+            "{:<12} {:<8} {:>5} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
             "core",
             "xlen",
+            "issue",
             "alu",
             "lw",
             "mul",
@@ -167,9 +181,10 @@ impl Report for CoresReport {
             let l = |c| m.latency.get(c).max(m.occupancy.get(c));
             let _ = writeln!(
                 o,
-                "{:<12} {:<8} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
+                "{:<12} {:<8} {:>5} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
                 m.name,
                 xlen,
+                m.issue_width,
                 l(TimingClass::Alu),
                 l(TimingClass::LoadWord),
                 l(TimingClass::Mul),
@@ -185,7 +200,7 @@ impl Report for CoresReport {
         for m in &self.models {
             let _ = writeln!(o, "{:<12} {}", m.name, m.description);
         }
-        let _ = writeln!(o, "\nCycles are max(latency, occupancy) per class; `retrace cores --show NAME` prints a preset's TOML, every field documented in docs/TIMING.md.");
+        let _ = writeln!(o, "\nCycles are max(latency, occupancy) per class; issue is the instructions issued per cycle at most (a dual-issue core's pipes per class are in --format json); `retrace cores --show NAME` prints a preset's TOML, every field documented in docs/TIMING.md.");
         o
     }
 
@@ -198,6 +213,7 @@ impl Report for CoresReport {
                 description: &c.description,
                 rv32: c.rv32,
                 rv64: c.rv64,
+                issue_width: c.issue_width,
                 predictor: &c.predictor,
                 mispredict_penalty: c.mispredict_penalty,
                 taken_penalty: c.taken_penalty,
