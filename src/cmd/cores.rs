@@ -158,7 +158,7 @@ impl Report for CoresReport {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "{:<12} {:<8} {:>5} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
+            "{:<12} {:<8} {:>5} {:>4} {:>4} {:>4} {:>4} {:<15} {:>4} {:>3} {:<16} {:<16}",
             "core",
             "xlen",
             "issue",
@@ -181,7 +181,7 @@ impl Report for CoresReport {
             let l = |c| m.latency.get(c).max(m.occupancy.get(c));
             let _ = writeln!(
                 o,
-                "{:<12} {:<8} {:>5} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
+                "{:<12} {:<8} {:>5} {:>4} {:>4} {:>4} {:>4} {:<15} {:>4} {:>3} {:<16} {:<16}",
                 m.name,
                 xlen,
                 m.issue_width,
