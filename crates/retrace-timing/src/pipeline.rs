@@ -830,6 +830,20 @@ mod tests {
         let mut q = Pipeline::from_signature(&sig);
         q.trap(&model);
         assert!(q.signature().0.is_empty());
+        // docs/TIMING.md's example: the issue clock after each.
+        let mut p = Pipeline::new();
+        let mut after = Vec::new();
+        for i in [
+            lw(10, 11),
+            inst(Op::Addi, 12, 12, 0, 1),
+            inst(Op::Ld, 13, 11, 0, 8),
+            inst(Op::Ld, 14, 11, 0, 16),
+            inst(Op::Add, 15, 10, 14, 0),
+        ] {
+            p.issue(&model, 0x1000, &i, none);
+            after.push(p.cycle());
+        }
+        assert_eq!(after, [1, 1, 2, 3, 6]);
         // Width 1: the same program on rocket never pairs.
         let rocket = preset("rocket").unwrap();
         let mut r = Pipeline::new();
