@@ -105,6 +105,11 @@ pub struct CoreEntry {
     busy: BTreeMap<&'static str, u32>,
     /// While the FP divider is busy, no FP operation issues.
     fp_blocks_all: bool,
+    /// Instructions issued per cycle at most (1 or 2).
+    issue_width: u32,
+    /// On a dual-issue core, per class the pipes it may issue on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pipes: Option<BTreeMap<&'static str, &'static str>>,
     predictor: String,
     mispredict_penalty: u32,
     taken_penalty: u32,
@@ -133,6 +138,13 @@ impl CoreEntry {
             occupancy: per_class(&|c| m.occupancy.get(c)),
             busy: busy(m),
             fp_blocks_all: m.fp_blocks_all,
+            issue_width: m.issue_width,
+            pipes: (m.issue_width > 1).then(|| {
+                TimingClass::ALL
+                    .iter()
+                    .map(|c| (c.key(), m.pipes.get(*c).name()))
+                    .collect()
+            }),
             predictor: predictor(m),
             mispredict_penalty: m.branch.mispredict_penalty,
             taken_penalty: m.branch.taken_penalty,
@@ -156,6 +168,7 @@ struct CoreCsvRow<'a> {
     /// `CLASS=CYCLES` for each class of [`CoreEntry::busy`], space-separated.
     busy: String,
     fp_blocks_all: bool,
+    issue_width: u32,
     predictor: &'a str,
     mispredict_penalty: u32,
     taken_penalty: u32,
@@ -181,10 +194,11 @@ impl Report for CoresReport {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "{:<12} {:<6} {:<4} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
+            "{:<12} {:<6} {:<4} {:>5} {:>4} {:>4} {:>4} {:>4} {:<15} {:>4} {:>3} {:<16} {:<16}",
             "core",
             "xlen",
             "fpu",
+            "issue",
             "alu",
             "lw",
             "mul",
@@ -204,10 +218,11 @@ impl Report for CoresReport {
             let l = |c| m.latency.get(c).max(m.occupancy.get(c));
             let _ = writeln!(
                 o,
-                "{:<12} {:<6} {:<4} {:>4} {:>4} {:>4} {:>4} {:<12} {:>4} {:>3} {:<16} {:<16}",
+                "{:<12} {:<6} {:<4} {:>5} {:>4} {:>4} {:>4} {:>4} {:<15} {:>4} {:>3} {:<16} {:<16}",
                 m.name,
                 xlen,
                 fpu(m),
+                m.issue_width,
                 l(TimingClass::Alu),
                 l(TimingClass::LoadWord),
                 l(TimingClass::Mul),
@@ -243,7 +258,7 @@ impl Report for CoresReport {
             o,
             "\nfpu: the FP extensions a core implements (- when it does not say)."
         );
-        let _ = writeln!(o, "Cycles are max(latency, occupancy) per class; `retrace cores --show NAME` prints a preset's TOML, every field documented in docs/TIMING.md.");
+        let _ = writeln!(o, "Cycles are max(latency, occupancy) per class; issue is the instructions issued per cycle at most (a dual-issue core's pipes per class are in --format json); `retrace cores --show NAME` prints a preset's TOML, every field documented in docs/TIMING.md.");
         o
     }
 
@@ -264,6 +279,7 @@ impl Report for CoresReport {
                     .collect::<Vec<_>>()
                     .join(" "),
                 fp_blocks_all: c.fp_blocks_all,
+                issue_width: c.issue_width,
                 predictor: &c.predictor,
                 mispredict_penalty: c.mispredict_penalty,
                 taken_penalty: c.taken_penalty,

@@ -565,13 +565,8 @@ impl Estimator {
         if i >= log.in_flight.len() {
             let timer = &self.timer;
             let from = log.in_flight.len();
-            log.in_flight.extend((from..=i).map(|k| {
-                timer
-                    .signature(SignatureId(k as u32))
-                    .0
-                    .iter()
-                    .fold(0u32, |m, &(r, _)| m | 1 << (r & 31))
-            }));
+            log.in_flight
+                .extend((from..=i).map(|k| timer.signature(SignatureId(k as u32)).registers()));
         }
         log.loaded & log.in_flight[i]
     }

@@ -3,21 +3,24 @@
 //! every preset that runs it (its XLEN, and its F/D if the core says), the
 //! estimate from one recorded trace equals the cycle-level engine's cycles
 //! exactly — `fast` on the context-free cores (ideal, picorv32, inorder5,
-//! ibex-small, ibex-maxperf, cv32e40p), `control` on e31 and on rocket
-//! without its data cache. With the data cache (miss rate measured at
-//! recording), the error is printed and must stay within 2%.
+//! ibex-small, ibex-maxperf, cv32e40p, and the dual-issue u74 without
+//! predictor tables, return stack or caches), `control` on e31, and on
+//! rocket and u74 without their data caches. With the data cache (miss
+//! rate measured at recording), the error is printed and must stay within
+//! 2%.
 //!
 //! One trial per row, run in parallel by libtest's pool: for each program
 //! in `programs/bin/` (found by listing it),
 //! - `exact::PROG::replay-check`: the replay reproduces the functional
 //!   engine's pc sequence;
 //! - `exact::PROG::CORE` (`ideal`, `picorv32`, `inorder5`, `ibex-small`,
-//!   `ibex-maxperf`, `cv32e40p`, `e31`, `rocket`, `rocket-dcache`):
-//!   estimate against the cycle-level engine; on `picorv32`, `inorder5`
-//!   and `cv32e40p` also the memoised `fast` replay against the
-//!   step-by-step one, on `e31` the memoised `control` replay; on the exact rows, the profile's cycles per function
-//!   (exclusive, inclusive, calls, instructions) against the cycle-level
-//!   engine's, function by function, with exclusive ≤ inclusive, and the
+//!   `ibex-maxperf`, `cv32e40p`, `e31`, `rocket`, `rocket-dcache`, `u74`,
+//!   `u74-dcache`, `u74-static`): estimate against the cycle-level engine;
+//!   on `picorv32`, `inorder5`, `cv32e40p` and `u74-static` also the
+//!   memoised `fast` replay against the step-by-step one, on `e31` the
+//!   memoised `control` replay; on the exact rows, the profile's cycles per
+//!   function (exclusive, inclusive, calls, instructions) against the
+//!   cycle-level engine's, function by function, with exclusive ≤ inclusive, and the
 //!   profile's CPI stack (the sum of its instructions' stacks) against the
 //!   engine's, part by part, both summing to the cycles;
 //! - `exact::tail-calls`: the sweep covers functions entered by a tail
@@ -28,7 +31,7 @@
 //! - `exact::PROG::memo-control-rocket`, `…-rocket-no-dcache`: the
 //!   memoised `control` replay, whose memo also keys on the predictor and
 //!   I-cache, against the step-by-step one, with the data-cache term and
-//!   without.
+//!   without; `exact::PROG::memo-control-u74-no-dcache` the same on u74.
 //!
 //! A program runs once, by whichever of its trials comes first, with the
 //! recorder, the pc summary and every core's cycle-level model watching
@@ -47,7 +50,7 @@ use retrace_sim::record::record_run_watched;
 use retrace_sim::{Console, HostConfig};
 use retrace_testkit::programs::{example_programs, program_dir, programs_in, ExampleProgram};
 use retrace_testkit::trials::{self, all_ok, Failed, Trial};
-use retrace_timing::{preset, CoreModel, CpiStack};
+use retrace_timing::{preset, CoreModel, CpiStack, PredictorKind};
 use retrace_trace::PcSequence;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -431,6 +434,16 @@ fn memo_matches_stepwise(
 
 fn main() {
     let rocket = preset("rocket").unwrap();
+    // The dual-issue core, and the same without predictor tables, return
+    // stack or caches: context-free, so `fast` is exact on it.
+    let u74 = preset("u74").unwrap();
+    let mut u74_static = u74.clone();
+    u74_static.name = "u74-static".into();
+    u74_static.branch.predictor = PredictorKind::Btfn;
+    u74_static.branch.ras_depth = 0;
+    u74_static.icache = None;
+    u74_static.dcache = None;
+    assert!(u74_static.is_context_free());
     let fast = |name: &'static str, memo: bool| Row {
         name,
         core: preset(name).unwrap(),
@@ -467,6 +480,27 @@ fn main() {
             fidelity: Fidelity::Control,
             exact: false,
             memo: false,
+        },
+        Row {
+            name: "u74",
+            core: u74.without_dcache(),
+            fidelity: Fidelity::Control,
+            exact: true,
+            memo: false,
+        },
+        Row {
+            name: "u74-dcache",
+            core: u74.clone(),
+            fidelity: Fidelity::Control,
+            exact: false,
+            memo: false,
+        },
+        Row {
+            name: "u74-static",
+            core: u74_static,
+            fidelity: Fidelity::Fast,
+            exact: true,
+            memo: true,
         },
     ]);
     // The integer examples and the floating-point ones beside them.
@@ -523,6 +557,15 @@ fn main() {
                 move || memo_matches_stepwise(&case, &core, Fidelity::Control, None),
             ));
         }
+    }
+    // The dual-issue core's memo at `control`: its signatures carry the
+    // open issue group.
+    for case in cases.iter().filter(|c| c.runs_on(&u74)) {
+        let (case, core) = (case.clone(), u74.without_dcache());
+        trials.push(Trial::test(
+            format!("exact::{}::memo-control-u74-no-dcache", case.name()),
+            move || memo_matches_stepwise(&case, &core, Fidelity::Control, None),
+        ));
     }
     for case in &cases {
         let case = case.clone();

@@ -181,6 +181,56 @@ pub struct CoreModel {
     /// The floating-point extensions the core implements, if the
     /// description says (`float`); unsaid, a program's are not checked.
     pub float: Option<FloatUnit>,
+    /// Instructions that may issue in one cycle: 1 (single issue) or 2
+    /// (dual issue, on the pipes [`CoreModel::pipes`] says).
+    pub issue_width: u32,
+    /// Per class, the pipes an instruction may issue on (dual issue only).
+    pub pipes: PipeTable,
+}
+
+/// The issue pipes of a dual-issue core that an instruction may use: two
+/// instructions issue together only on different pipes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Deserialize)]
+pub enum Pipes {
+    /// Pipe A only.
+    A,
+    /// Pipe B only.
+    B,
+    /// Either pipe.
+    #[default]
+    AB,
+}
+
+impl Pipes {
+    /// The pipes as a bit set: A is 1, B is 2.
+    pub fn mask(self) -> u8 {
+        match self {
+            Pipes::A => 1,
+            Pipes::B => 2,
+            Pipes::AB => 3,
+        }
+    }
+
+    /// The description's spelling: `A`, `B`, `AB`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pipes::A => "A",
+            Pipes::B => "B",
+            Pipes::AB => "AB",
+        }
+    }
+}
+
+/// The pipes per timing class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PipeTable(pub [Pipes; CLASS_COUNT]);
+
+impl PipeTable {
+    /// The pipes of one class.
+    #[inline(always)]
+    pub fn get(&self, class: TimingClass) -> Pipes {
+        self.0[class as usize]
+    }
 }
 
 /// Which floating-point extensions a core implements.
@@ -344,10 +394,13 @@ struct RawModel {
     trap_penalty: u32,
     frequency_mhz: Option<f64>,
     float: Option<FloatUnit>,
+    #[serde(default = "default_issue_width")]
+    issue_width: u32,
     #[serde(default)]
-    latency: RawClasses,
+    latency: RawClasses<u32>,
     #[serde(default)]
-    occupancy: RawClasses,
+    occupancy: RawClasses<u32>,
+    pipes: Option<RawClasses<Pipes>>,
     #[serde(default)]
     busy: RawBusy,
     #[serde(default)]
@@ -372,19 +425,37 @@ fn default_word_bytes() -> u32 {
     4
 }
 
+fn default_issue_width() -> u32 {
+    1
+}
+
 macro_rules! raw_classes {
     ($($field:ident => $class:ident),* $(,)?) => {
-        #[derive(Deserialize, Default)]
+        #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
-        struct RawClasses { $( $field: Option<u32>, )* }
+        struct RawClasses<T> { $( $field: Option<T>, )* }
 
-        impl RawClasses {
-            /// The table, with classes left out taking `fallback(class)`.
-            fn table(&self, fallback: impl Fn(TimingClass) -> u32) -> ClassTable {
-                let mut t = ClassTable::uniform(0);
-                $( t.0[TimingClass::$class as usize] =
+        impl<T> Default for RawClasses<T> {
+            fn default() -> Self {
+                RawClasses { $( $field: None, )* }
+            }
+        }
+
+        impl<T: Copy> RawClasses<T> {
+            /// The values per class, with classes left out taking
+            /// `fallback(class)`.
+            fn values(&self, fallback: impl Fn(TimingClass) -> T) -> [T; CLASS_COUNT] {
+                let mut t = [fallback(TimingClass::ALL[0]); CLASS_COUNT];
+                $( t[TimingClass::$class as usize] =
                     self.$field.unwrap_or_else(|| fallback(TimingClass::$class)); )*
                 t
+            }
+        }
+
+        impl RawClasses<u32> {
+            /// The table, with classes left out taking `fallback(class)`.
+            fn table(&self, fallback: impl Fn(TimingClass) -> u32) -> ClassTable {
+                ClassTable(self.values(fallback))
             }
         }
     };
@@ -655,6 +726,23 @@ impl RawModel {
                 }
             }
         };
+        if !(1..=2).contains(&self.issue_width) {
+            return Err(invalid(
+                "issue_width",
+                self.issue_width.to_string(),
+                "1 (single issue) or 2 (dual issue)",
+            ));
+        }
+        // Pipes matter only when two instructions may issue together: a
+        // `[pipes]` table on a single-issue core is a mistake, not a no-op.
+        if self.pipes.is_some() && self.issue_width == 1 {
+            return Err(invalid(
+                "pipes",
+                "a table".into(),
+                "only with issue_width = 2 (a single-issue core has one pipe)",
+            ));
+        }
+        let pipes = PipeTable(self.pipes.unwrap_or_default().values(|_| Pipes::AB));
         let frequency_hz = match self.frequency_mhz {
             None => None,
             Some(mhz) if mhz.is_finite() && (0.001..=100_000.0).contains(&mhz) => {
@@ -692,6 +780,8 @@ impl RawModel {
             dcache: cache("dcache", self.dcache)?,
             trap_penalty: self.trap_penalty,
             fetch,
+            issue_width: self.issue_width,
+            pipes,
         })
     }
 }

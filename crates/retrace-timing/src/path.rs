@@ -3,8 +3,9 @@
 //!
 //! Because [`Pipeline::issue`] only ever compares times with each other, the
 //! pipeline is translation-invariant: its future depends on the register
-//! ready times *relative to* the issue clock, nothing else. A signature is
-//! exactly that, so "cycles of path P entered in state S (with events E)"
+//! ready times *relative to* the issue clock, and on a dual-issue core on
+//! which pipes the issue group still open has taken, nothing else. A
+//! signature is exactly that, so "cycles of path P entered in state S (with events E)"
 //! is a pure function that the replay memoises, and summing memoised path
 //! times gives the cycle-level engine's total to the cycle.
 
@@ -36,10 +37,23 @@ pub struct Events {
     pub fallthrough_len: u8,
 }
 
-/// Registers whose values are still in flight, with the cycles until each is
-/// ready, relative to the issue clock; sorted by register.
+/// Registers whose values are still in flight (and non-pipelined units still
+/// busy), with the cycles until each is ready, relative to the issue clock;
+/// sorted by slot ([`crate::Pipeline::signature`]). On a dual-issue core a
+/// last entry, slot 66, holds the pipes of an issue group still open.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Signature(pub Box<[(u8, u32)]>);
+
+impl Signature {
+    /// The integer registers (`x1`–`x31`) in flight, as a bit set (bit `r`
+    /// for `xr`): FP registers, units and the issue group left out.
+    pub fn registers(&self) -> u32 {
+        self.0
+            .iter()
+            .filter(|&&(slot, _)| slot < 32)
+            .fold(0, |m, &(r, _)| m | 1 << r)
+    }
+}
 
 /// An interned [`Signature`]: a small integer for memo keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -1,6 +1,7 @@
-//! The in-order, single-issue pipeline: a register scoreboard and an issue
-//! clock. [`Pipeline::issue`] is *the* timing rule of retrace — the
-//! cycle-level engine and the replay's path timing both end here.
+//! The in-order pipeline, single- or dual-issue: a register scoreboard, an
+//! issue clock and the issue group still open. [`Pipeline::issue`] is *the*
+//! timing rule of retrace — the cycle-level engine and the replay's path
+//! timing both end here.
 
 use crate::cpi::{CpiAccount, CpiPart};
 use crate::model::{BranchModel, CoreModel, FetchModel, Unit};
@@ -17,6 +18,13 @@ pub(crate) const FP_BASE: u8 = 32;
 const INT_DIV_SLOT: u8 = 64;
 /// The FP divider's slot.
 const FP_DIV_SLOT: u8 = 65;
+/// Not a scoreboard slot: the [`Signature`] entry that holds the open issue
+/// group's pipes ([`Pipeline::signature`]), after every real slot.
+pub(crate) const GROUP_SLOT: u8 = SLOTS as u8;
+/// The internal clock starts here, not at 0, so that "the cycle before the
+/// issue clock" — where an open issue group is — always exists, also in a
+/// pipeline made from a signature; [`Pipeline::cycle`] subtracts it.
+const ORIGIN: u64 = 1;
 
 fn unit_slot(unit: Unit) -> u8 {
     match unit {
@@ -27,11 +35,18 @@ fn unit_slot(unit: Unit) -> u8 {
 
 /// Pipeline state: the cycle at which the next instruction may issue, for
 /// each register (integer and FP apart) the cycle at which its newest value
-/// may be consumed, and for each non-pipelined unit the cycle it is free.
+/// may be consumed, for each non-pipelined unit the cycle it is free, and on
+/// a dual-issue core the pipes of the instruction issued in the cycle before
+/// the issue clock when the next one may still join it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pipeline {
+    /// The issue clock, plus [`ORIGIN`].
     cycle: u64,
     ready: [u64; SLOTS],
+    /// The open issue group: the pipes ([`crate::Pipes::mask`]) of the one
+    /// instruction issued at `cycle - 1` that another may still issue
+    /// beside; 0 when there is none (always, on a single-issue core).
+    group: u8,
 }
 
 impl Default for Pipeline {
@@ -44,14 +59,18 @@ impl Pipeline {
     /// An idle pipeline at cycle 0.
     pub fn new() -> Pipeline {
         Pipeline {
-            cycle: 0,
+            cycle: ORIGIN,
             ready: [0; SLOTS],
+            group: 0,
         }
     }
 
-    /// The cycle at which the next instruction may issue: the elapsed time.
+    /// The cycle at which the next instruction may issue on its own (one
+    /// may still join the open issue group a cycle earlier): the elapsed
+    /// time.
+    #[inline]
     pub fn cycle(&self) -> u64 {
-        self.cycle
+        self.cycle - ORIGIN
     }
 
     /// Issue one instruction.
@@ -63,6 +82,13 @@ impl Pipeline {
     /// result is ready `latency` cycles later (plus a data-cache miss); the
     /// next instruction may issue `occupancy` cycles later, plus any
     /// data-cache miss stall and control-flow penalty.
+    ///
+    /// On a dual-issue core an instruction may instead issue in the same
+    /// cycle as the one before it (pair with it) when that one left its
+    /// issue group open — it took one cycle, stalled for nothing and did
+    /// not redirect fetch — and this one needs no fetch stall, has its
+    /// operands and unit ready in that cycle, and the two can be put on
+    /// different pipes. A pair closes the group.
     #[inline]
     pub fn issue(&mut self, model: &CoreModel, pc: u64, inst: &Inst, ev: Events) {
         let costs = Costs::of(model);
@@ -133,6 +159,15 @@ impl Pipeline {
             0
         };
         start += split;
+        // Dual issue: without a fetch stall, try the open group's cycle
+        // first. Both pipes together are {A, B}: the two fit on different
+        // pipes unless both need the same one. If an operand or the unit
+        // is not ready there, the waits below take the instruction to the
+        // cycle it would have had alone (max(cycle - 1, t) = max(cycle, t)
+        // for any t ≥ cycle).
+        if self.group != 0 && (self.group | facts.pipe) == 3 && start == self.cycle {
+            start -= 1;
+        }
         let free = start;
         // x0 is never written (see below), so `ready[0]` stays 0 and reading
         // it never delays; the facts say which fields are really registers
@@ -156,7 +191,20 @@ impl Pipeline {
         let mem_stall = if ev.data_miss { costs.data_miss } else { 0 };
         let (taken, mispredict) = control_penalty(&costs.branch, flow, ev);
         let fallthrough = taken_split_fallthrough(&costs.fetch, pc, inst, flow, ev);
+        // Issued in the open group's cycle: paired with the one before.
+        let paired = start < self.cycle;
         if let Some(a) = ledger.account() {
+            // A paired instruction starts no cycle of its own: it charges
+            // only what it adds beyond the issue clock (occupancy beyond
+            // one, stalls, penalties), and nothing to `base`, which counts
+            // issue cycles. One that tried the open group and had to wait
+            // is charged its waits from the issue clock, as if it had not.
+            let (free, operands) = if paired {
+                (start, start)
+            } else {
+                let free = free.max(self.cycle);
+                (free, operands.max(free))
+            };
             let rs1 = usize::from(inst.rs1 & 31 | facts.rs1_file) & 63;
             let rs2 = usize::from(inst.rs2 & 31 | facts.rs2_file) & 63;
             let s = &mut a.stack;
@@ -194,7 +242,7 @@ impl Pipeline {
             }
             let occupancy = u64::from(facts.occupancy);
             let s = &mut a.stack;
-            s.charge(CpiPart::Base, occupancy.min(1));
+            s.charge(CpiPart::Base, if paired { 0 } else { occupancy.min(1) });
             s.charge(facts.occupancy_part, occupancy.saturating_sub(1));
             s.charge(CpiPart::DCache, mem_stall);
             s.charge(CpiPart::Taken, taken);
@@ -208,8 +256,23 @@ impl Pipeline {
         if facts.writes_rd && rd != 0 {
             self.ready[rd] = start + u64::from(facts.latency) + mem_stall;
         }
-        self.cycle =
-            start + u64::from(facts.occupancy) + mem_stall + taken + mispredict + fallthrough;
+        let stall = mem_stall + taken + mispredict + fallthrough;
+        self.cycle = start + u64::from(facts.occupancy) + stall;
+        // The group stays open for one more instruction when this one
+        // opened it (a pair fills it), took one cycle, stalled for nothing
+        // and did not redirect fetch: a taken branch or a jump ends the
+        // fetch group, so what follows it starts a cycle of its own.
+        // `facts.pipe` is 0 on a single-issue core: the group never opens.
+        self.group = if facts.pipe != 0
+            && !paired
+            && facts.occupancy == 1
+            && stall == 0
+            && !redirects(flow, ev)
+        {
+            facts.pipe
+        } else {
+            0
+        };
     }
 
     /// The waits of an instruction with [`OpFacts::special`]: for its
@@ -265,19 +328,29 @@ impl Pipeline {
         }
         self.cycle = after;
         self.ready = [0; SLOTS];
+        self.group = 0;
     }
 
     /// The state that matters for the future, relative to the current cycle:
     /// registers whose values are not yet ready, and units still busy (by
     /// their slots: `x0`–`x31` are 0–31, `f0`–`f31` 32–63, the integer
-    /// divider 64, the FP divider 65).
+    /// divider 64, the FP divider 65); then, on a dual-issue core, an open
+    /// issue group as the entry `(66, pipes)` — not a register, and its
+    /// number is the pipe mask, not cycles ([`Signature::registers`] leaves
+    /// it out).
+    ///
+    /// With a group open, a value ready exactly at the issue clock still
+    /// matters (relative time 0): it is not ready in the group's cycle, so
+    /// it keeps an instruction that reads it out of the group.
     pub fn signature(&self) -> Signature {
+        let since = self.cycle - u64::from(self.group != 0);
         let pending = self
             .ready
             .iter()
             .enumerate()
-            .filter(|(_, &r)| r > self.cycle)
+            .filter(|(_, &r)| r > since)
             .map(|(reg, &r)| (reg as u8, (r - self.cycle) as u32))
+            .chain((self.group != 0).then_some((GROUP_SLOT, u32::from(self.group))))
             .collect();
         Signature(pending)
     }
@@ -286,7 +359,11 @@ impl Pipeline {
     pub fn from_signature(sig: &Signature) -> Pipeline {
         let mut p = Pipeline::new();
         for &(reg, rel) in sig.0.iter() {
-            p.ready[usize::from(reg)] = u64::from(rel);
+            if reg == GROUP_SLOT {
+                p.group = (rel & 3) as u8;
+            } else if let Some(r) = p.ready.get_mut(usize::from(reg)) {
+                *r = p.cycle + u64::from(rel);
+            }
         }
         p
     }
@@ -344,6 +421,9 @@ pub(crate) struct OpFacts {
     pub rd_file: u8,
     /// The slot of the non-pipelined unit it occupies; 0 for none.
     pub unit: u8,
+    /// The pipes it may issue on ([`crate::Pipes::mask`]) on a dual-issue
+    /// core; 0 on a single-issue one.
+    pub pipe: u8,
     /// Cycles it keeps that unit busy.
     pub busy: u32,
     /// It names an FP register, reads `rs3` or occupies a unit: its waits
@@ -393,6 +473,11 @@ impl OpFacts {
             writes_rd: probe.writes() == Some(3) || fp_rd,
             rd_file: file(fp_rd),
             unit: Unit::of(class, model).map_or(0, unit_slot),
+            pipe: if model.issue_width > 1 {
+                model.pipes.get(class).mask()
+            } else {
+                0
+            },
             busy: model.busy.get(class),
             special: fp_rs1
                 || fp_rs2
@@ -464,6 +549,19 @@ fn taken_split_fallthrough(
         u64::from(penalty)
     } else {
         0
+    }
+}
+
+/// Whether `flow` (with `ev`) sends fetch elsewhere than the next
+/// instruction.
+#[inline(always)]
+fn redirects(flow: Flow, ev: Events) -> bool {
+    match flow {
+        Flow::Next => false,
+        Flow::CondBranch => ev.taken,
+        // Jumps, calls, returns; and `ecall`, `ebreak`, `mret` go to a
+        // handler or back from one.
+        _ => true,
     }
 }
 
@@ -602,7 +700,14 @@ mod tests {
                 counted.trap_accounting(&model, &mut acct);
                 assert_eq!(plain, counted, "{name}");
                 assert_eq!(acct.stack.total(), plain.cycle(), "{name} {events}");
-                assert_eq!(acct.stack.get(CpiPart::Base), program.len() as u64);
+                // `base` counts issue cycles: one per instruction on a
+                // single-issue core, fewer when some pair.
+                let base = acct.stack.get(CpiPart::Base);
+                if model.issue_width == 1 {
+                    assert_eq!(base, program.len() as u64);
+                } else {
+                    assert!(base <= program.len() as u64 && base > 0, "{name}");
+                }
             }
         }
         // inorder5: `add` waits a cycle for the load before it (load-use),
@@ -615,6 +720,170 @@ mod tests {
         }
         assert_eq!(acct.stack.get(CpiPart::LoadUse), 1);
         assert_eq!(acct.stack.get(CpiPart::Interlock), 2);
+    }
+
+    /// Dual issue on u74: two independent ALU operations share a cycle; two
+    /// loads (both pipe A) do not, nor a multiply and a branch (both B); a
+    /// dependent pair does not; a load pairs with an ALU operation either
+    /// way round; a taken branch ends its group, a not-taken one does not;
+    /// a third instruction starts a new cycle. The accounting sums to the
+    /// cycles with `base` one per issue cycle, and the plain rule and a
+    /// replay from the signature give the same times.
+    #[test]
+    fn dual_issue_pairs_on_different_pipes() {
+        use crate::cpi::{CpiAccount, CpiPart};
+        use retrace_testkit::asm::inst;
+        let model = preset("u74").unwrap();
+        assert_eq!(model.issue_width, 2);
+        let run = |program: &[(Inst, Events)]| {
+            let (mut p, mut q) = (Pipeline::new(), Pipeline::new());
+            let mut acct = CpiAccount::default();
+            for (k, (i, ev)) in program.iter().enumerate() {
+                let pc = 0x1000 + 4 * k as u64;
+                p.issue(&model, pc, i, *ev);
+                q.issue_accounting(&model, pc, i, *ev, &mut acct);
+            }
+            assert_eq!(p, q);
+            assert_eq!(acct.stack.total(), p.cycle(), "{program:?}");
+            (p.cycle(), acct.stack.get(CpiPart::Base))
+        };
+        let none = Events::default();
+        let plain = |is: &[Inst]| run(&is.iter().map(|&i| (i, none)).collect::<Vec<_>>()).0;
+        let add = |rd, rs1| inst(Op::Add, rd, rs1, rs1, 0);
+        let lw = |rd, rs1| inst(Op::Ld, rd, rs1, 0, 0);
+        // Two independent adds: one cycle; a third: a second cycle.
+        assert_eq!(plain(&[add(5, 1), add(6, 2)]), 1);
+        assert_eq!(run(&[(add(5, 1), none), (add(6, 2), none)]).1, 1);
+        assert_eq!(plain(&[add(5, 1), add(6, 2), add(7, 3)]), 2);
+        assert_eq!(plain(&[add(5, 1), add(6, 2), add(7, 3), add(8, 4)]), 2);
+        // Dependent: the second waits for the first (latency 1).
+        assert_eq!(plain(&[add(5, 1), add(6, 5)]), 2);
+        // Two loads: both on pipe A.
+        assert_eq!(plain(&[lw(5, 1), lw(6, 2)]), 2);
+        // A load and an add pair either way round (A and AB).
+        assert_eq!(plain(&[lw(5, 1), add(6, 2)]), 1);
+        assert_eq!(plain(&[add(6, 2), lw(5, 1)]), 1);
+        // Multiply and branch: both on pipe B.
+        let mul = inst(Op::Mul, 5, 1, 2, 0);
+        let beq = inst(Op::Beq, 0, 3, 4, 64);
+        assert_eq!(plain(&[mul, beq]), 2);
+        assert_eq!(plain(&[lw(6, 7), beq]), 1);
+        // A taken branch ends its group; a not-taken one leaves it open.
+        let taken = Events {
+            taken: true,
+            ..none
+        };
+        assert_eq!(run(&[(beq, taken), (add(5, 1), none)]).0, 2);
+        assert_eq!(run(&[(beq, none), (add(5, 1), none)]).0, 1);
+        // A jump ends its group too.
+        let jal = inst(Op::Jal, 1, 0, 0, 64);
+        assert_eq!(plain(&[jal, add(5, 2)]), 2);
+        // A data-cache miss stalls: nothing joins the load.
+        let miss = Events {
+            data_miss: true,
+            ..none
+        };
+        let dmiss = u64::from(model.dcache.unwrap().miss_penalty);
+        assert_eq!(run(&[(lw(5, 1), miss), (add(6, 2), none)]).0, 2 + dmiss);
+        // The paired instruction's own fetch miss keeps it out of the group.
+        let fmiss = Events {
+            fetch_miss: true,
+            ..none
+        };
+        let imiss = u64::from(model.icache.unwrap().miss_penalty);
+        assert_eq!(run(&[(add(5, 1), none), (add(6, 2), fmiss)]).0, 2 + imiss);
+        // A divide pairs (pipe B, occupancy 1), but the next divide waits
+        // for the divider (busy 15) and the group is gone by then.
+        let div = |rd| inst(Op::Div, rd, 1, 2, 0);
+        assert_eq!(plain(&[lw(6, 7), div(5)]), 1);
+        assert_eq!(plain(&[div(5), div(6)]), 16);
+        // The open group crosses a signature: a path cut after the first
+        // add times the second as part of the same cycle.
+        let mut p = Pipeline::new();
+        p.issue(&model, 0x1000, &lw(5, 1), none);
+        let sig = p.signature();
+        assert_eq!(sig.registers(), 1 << 5);
+        assert!(sig.0.iter().any(|&(s, m)| s == GROUP_SLOT && m == 1));
+        let mut q = Pipeline::from_signature(&sig);
+        q.issue(&model, 0x1004, &add(6, 2), none);
+        assert_eq!(q.cycle(), 0);
+        assert_eq!(q.signature(), {
+            p.issue(&model, 0x1004, &add(6, 2), none);
+            p.signature()
+        });
+        // A value ready exactly at the issue clock is not ready in the
+        // group's cycle: the signature keeps it (at 0), so a dependent
+        // instruction after the cut does not pair, as without the cut.
+        let mut p = Pipeline::new();
+        p.issue(&model, 0x1000, &add(5, 1), none);
+        assert!(p.signature().0.contains(&(5, 0)));
+        let mut q = Pipeline::from_signature(&p.signature());
+        q.issue(&model, 0x1004, &add(6, 5), none);
+        p.issue(&model, 0x1004, &add(6, 5), none);
+        assert_eq!((p.cycle(), q.cycle()), (2, 1));
+        assert_eq!(p.signature(), q.signature());
+        // A second load after the signature cannot join pipe A's group.
+        let mut q = Pipeline::from_signature(&sig);
+        q.issue(&model, 0x1004, &lw(6, 2), none);
+        assert_eq!(q.cycle(), 1);
+        // A trap drains and closes the group.
+        let mut q = Pipeline::from_signature(&sig);
+        q.trap(&model);
+        assert!(q.signature().0.is_empty());
+        // docs/TIMING.md's example: the issue clock after each.
+        let mut p = Pipeline::new();
+        let mut after = Vec::new();
+        for i in [
+            lw(10, 11),
+            inst(Op::Addi, 12, 12, 0, 1),
+            inst(Op::Ld, 13, 11, 0, 8),
+            inst(Op::Ld, 14, 11, 0, 16),
+            inst(Op::Add, 15, 10, 14, 0),
+        ] {
+            p.issue(&model, 0x1000, &i, none);
+            after.push(p.cycle());
+        }
+        assert_eq!(after, [1, 1, 2, 3, 6]);
+        // Width 1: the same program on rocket never pairs.
+        let rocket = preset("rocket").unwrap();
+        let mut r = Pipeline::new();
+        for i in [add(5, 1), add(6, 2), lw(7, 3), add(8, 4)] {
+            r.issue(&rocket, 0x1000, &i, none);
+        }
+        assert_eq!(r.cycle(), 4);
+        assert!(r.signature().0.iter().all(|&(s, _)| s < GROUP_SLOT));
+    }
+
+    /// A core description refuses an issue width other than 1 or 2, a
+    /// `[pipes]` table on a single-issue core, and a pipe other than A, B,
+    /// AB; unlisted classes take either pipe.
+    #[test]
+    fn issue_width_and_pipes_are_checked() {
+        let base = "name = \"x\"\nxlen = [64]\n";
+        for (body, want) in [
+            ("issue_width = 3\n", "issue_width"),
+            ("issue_width = 0\n", "issue_width"),
+            ("[pipes]\nalu = \"A\"\n", "pipes"),
+            ("issue_width = 2\n[pipes]\nalu = \"C\"\n", "AB"),
+            ("issue_width = 2\n[pipes]\nalus = \"A\"\n", "alu"),
+        ] {
+            let msg = CoreModel::from_toml(&format!("{base}{body}"), "c.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(msg.contains(want), "{body}: {msg}");
+        }
+        let m = CoreModel::from_toml(
+            &format!("{base}issue_width = 2\n[pipes]\nmul = \"B\"\n"),
+            "c.toml",
+        )
+        .unwrap();
+        use crate::model::{Pipes, TimingClass};
+        assert_eq!(m.pipes.get(TimingClass::Mul), Pipes::B);
+        assert_eq!(m.pipes.get(TimingClass::Alu), Pipes::AB);
+        assert_eq!(OpFacts::of(&m, Op::Mul).pipe, 2);
+        let one = CoreModel::from_toml(base, "c.toml").unwrap();
+        assert_eq!(one.issue_width, 1);
+        assert_eq!(OpFacts::of(&one, Op::Mul).pipe, 0);
     }
 
     /// FP registers are scoreboarded apart from the integer ones (`f5` is

@@ -14,6 +14,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("ibex-maxperf", include_str!("../presets/ibex-maxperf.toml")),
     ("cv32e40p", include_str!("../presets/cv32e40p.toml")),
     ("e31", include_str!("../presets/e31.toml")),
+    ("u74", include_str!("../presets/u74.toml")),
 ];
 
 /// Asking for a preset that does not exist.
