@@ -253,6 +253,22 @@ impl Times {
     }
 }
 
+/// What the unit needs of a hart's class of calls, found once: one load
+/// per call instead of a chain of them.
+#[derive(Clone, Copy)]
+struct ClassInfo {
+    /// The run's number of the class.
+    class: u32,
+    /// Its object's number (or [`NONE`]) and the call.
+    object: u32,
+    op: SyncOp,
+    /// The number its object's state is found by.
+    number: u32,
+    /// The object's handle and the descriptor's parameter (0 for none).
+    handle: u64,
+    param: u32,
+}
+
 /// Where a hart stands in the unit's run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Standing {
@@ -272,8 +288,8 @@ struct Hart<'a> {
     /// The values of its `set_hz` calls, in order, and how many it made.
     values: &'a [u64],
     set_hz: usize,
-    /// The run's numbers of its own classes.
-    classes: &'a [u32],
+    /// Its own classes, as the run numbers them.
+    classes: Vec<ClassInfo>,
     run: &'a HartRun,
     /// Its next call.
     next: usize,
@@ -616,6 +632,33 @@ fn order<'a>(
         of_hart,
     } = numbers;
     let n = recorded.len();
+    // The objects' states are found by their numbers. A call on no object
+    // (only in a damaged trace, for calls that take one) is a call on
+    // handle 0, as the engine would see it: that object's number, or one
+    // of its own.
+    let none_number = objects
+        .iter()
+        .position(|&(handle, _)| handle == 0)
+        .unwrap_or(objects.len()) as u32;
+    let info = |own: &[u32]| -> Vec<ClassInfo> {
+        own.iter()
+            .map(|&class| {
+                let (o, op) = classes[class as usize];
+                let ((handle, param), number) = match o {
+                    NONE => ((0, 0), none_number),
+                    o => (objects[o as usize], o),
+                };
+                ClassInfo {
+                    class,
+                    object: o,
+                    op,
+                    number,
+                    handle,
+                    param,
+                }
+            })
+            .collect()
+    };
     let mut harts: Vec<Hart> = recorded
         .iter()
         .zip(runs)
@@ -625,7 +668,7 @@ fn order<'a>(
             calls,
             values: &calls.values,
             set_hz: 0,
-            classes: own,
+            classes: info(own),
             run,
             next: 0,
             wait: 0,
@@ -655,14 +698,6 @@ fn order<'a>(
     let (mut calls, mut reordered, mut first_reordered) = (0u64, 0u64, None);
     // The harts each call resumes: one buffer for the run.
     let mut woken = Vec::with_capacity(n);
-    // The objects' states are found by their numbers. A call on no object
-    // (only in a damaged trace, for calls that take one) is a call on
-    // handle 0, as the engine would see it: that object's number, or one
-    // of its own.
-    let none_number = objects
-        .iter()
-        .position(|&(handle, _)| handle == 0)
-        .unwrap_or(objects.len()) as u32;
     // The call with the earliest time, the lowest hart on a tie.
     while let Some(h) = at.earliest() {
         let hart = &mut harts[h];
@@ -670,8 +705,15 @@ fn order<'a>(
         let call = hart.calls.get(k);
         hart.next += 1;
         places.meet(h, call.place)?;
-        let class = hart.classes[call.class as usize] as usize;
-        let (o, op) = classes[class];
+        let ClassInfo {
+            class,
+            object: o,
+            op,
+            number,
+            handle: object,
+            param,
+        } = hart.classes[call.class as usize];
+        let class = class as usize;
         let value = if op == SyncOp::SET_HZ {
             hart.set_hz += 1;
             hart.values[hart.set_hz - 1]
@@ -679,10 +721,6 @@ fn order<'a>(
             0
         };
         calls += 1;
-        let (object, param) = match o {
-            NONE => (0, 0),
-            o => objects[o as usize],
-        };
         let r = match o {
             NONE => None,
             o => {
@@ -716,10 +754,6 @@ fn order<'a>(
             let clock = hart.clock(call.before);
             hart.timeline_calls.push((clock, op.0, object));
         }
-        let number = match o {
-            NONE => none_number,
-            o => o,
-        };
         let done = state.replay_numbered_call_into(h, op, number, object, param, value, &mut woken).map_err(|e| {
             ReplayError::System(format!(
                 "hart {h}'s synchronisation call #{k} does not fit the others' ({e}): the trace is damaged; record it again"
