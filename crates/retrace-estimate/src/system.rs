@@ -73,7 +73,7 @@ mod hart;
 use crate::estimator::Fidelity;
 use crate::source::TraceSource;
 use crate::walk::ReplayError;
-use calls::{decode_hart, number, ranks, Call, HartCalls, Numbers, Places, NONE};
+use calls::{decode_hart, number, ranks, HartCalls, Numbers, Places, NONE};
 use hart::{replay_hart, HartRun, Shared};
 use retrace_program::{Addr, PpTable};
 use retrace_sim::frequency::{HartClock, DEFAULT_HZ};
@@ -200,6 +200,75 @@ const SEGMENT_CACHE_BYTES: usize = 1 << 28;
 /// "Not at a call" in the unit's table of the harts' call times.
 const NOT_AT_CALL: u128 = u128::MAX;
 
+/// The time of each hart's next call, or [`NOT_AT_CALL`]: what the unit
+/// looks through for the earliest call, once per call. When cycles order
+/// the harts (every time is a clock, below 2^64 as the clocks' sums are),
+/// the times are kept as 64-bit integers, which halves that search.
+struct Times {
+    by_cycles: bool,
+    wide: Vec<u128>,
+    narrow: Vec<u64>,
+}
+
+impl Times {
+    fn new(by_cycles: bool, n: usize) -> Times {
+        match by_cycles {
+            true => Times {
+                by_cycles,
+                wide: Vec::new(),
+                narrow: vec![u64::MAX; n],
+            },
+            false => Times {
+                by_cycles,
+                wide: vec![NOT_AT_CALL; n],
+                narrow: Vec::new(),
+            },
+        }
+    }
+
+    #[inline]
+    fn set(&mut self, h: usize, t: u128) {
+        match self.by_cycles {
+            true => self.narrow[h] = u64::try_from(t).unwrap_or(u64::MAX),
+            false => self.wide[h] = t,
+        }
+    }
+
+    /// The hart whose call comes first, the lowest on a tie.
+    #[inline]
+    fn earliest(&self) -> Option<usize> {
+        fn first<T: Copy + Ord>(times: &[T], none: T) -> Option<usize> {
+            let (mut h, mut earliest) = (usize::MAX, none);
+            for (i, &t) in times.iter().enumerate() {
+                if t < earliest {
+                    (h, earliest) = (i, t);
+                }
+            }
+            (h != usize::MAX).then_some(h)
+        }
+        match self.by_cycles {
+            true => first(&self.narrow, u64::MAX),
+            false => first(&self.wide, NOT_AT_CALL),
+        }
+    }
+}
+
+/// What the unit needs of a hart's class of calls, found once: one load
+/// per call instead of a chain of them.
+#[derive(Clone, Copy)]
+struct ClassInfo {
+    /// The run's number of the class.
+    class: u32,
+    /// Its object's number (or [`NONE`]) and the call.
+    object: u32,
+    op: SyncOp,
+    /// The number its object's state is found by.
+    number: u32,
+    /// The object's handle and the descriptor's parameter (0 for none).
+    handle: u64,
+    param: u32,
+}
+
 /// Where a hart stands in the unit's run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Standing {
@@ -215,12 +284,12 @@ enum Standing {
 /// One hart in the unit's run: its calls, where its replay ended, its
 /// clock.
 struct Hart<'a> {
-    calls: &'a [Call],
+    calls: &'a HartCalls,
     /// The values of its `set_hz` calls, in order, and how many it made.
     values: &'a [u64],
     set_hz: usize,
-    /// The run's numbers of its own classes.
-    classes: &'a [u32],
+    /// Its own classes, as the run numbers them.
+    classes: Vec<ClassInfo>,
     run: &'a HartRun,
     /// Its next call.
     next: usize,
@@ -271,7 +340,7 @@ impl Hart<'_> {
     /// is done. (Its replay has not ended: its next call is one it
     /// reached.)
     fn go_on(&mut self) -> u128 {
-        match self.calls.get(self.next) {
+        match self.calls.calls.get(self.next) {
             Some(c) => {
                 let t = self.time(c.before);
                 self.standing = Standing::AtCall;
@@ -563,16 +632,43 @@ fn order<'a>(
         of_hart,
     } = numbers;
     let n = recorded.len();
+    // The objects' states are found by their numbers. A call on no object
+    // (only in a damaged trace, for calls that take one) is a call on
+    // handle 0, as the engine would see it: that object's number, or one
+    // of its own.
+    let none_number = objects
+        .iter()
+        .position(|&(handle, _)| handle == 0)
+        .unwrap_or(objects.len()) as u32;
+    let info = |own: &[u32]| -> Vec<ClassInfo> {
+        own.iter()
+            .map(|&class| {
+                let (o, op) = classes[class as usize];
+                let ((handle, param), number) = match o {
+                    NONE => ((0, 0), none_number),
+                    o => (objects[o as usize], o),
+                };
+                ClassInfo {
+                    class,
+                    object: o,
+                    op,
+                    number,
+                    handle,
+                    param,
+                }
+            })
+            .collect()
+    };
     let mut harts: Vec<Hart> = recorded
         .iter()
         .zip(runs)
         .zip(of_hart)
         .enumerate()
         .map(|(h, ((calls, run), own))| Hart {
-            calls: &calls.calls,
+            calls,
             values: &calls.values,
             set_hz: 0,
-            classes: own,
+            classes: info(own),
             run,
             next: 0,
             wait: 0,
@@ -584,9 +680,12 @@ fn order<'a>(
         })
         .collect();
     // The time of each hart's next call, or `NOT_AT_CALL`.
-    let mut at: Vec<u128> = harts.iter_mut().map(Hart::go_on).collect();
+    let mut at = Times::new(by_cycles, n);
+    for (h, hart) in harts.iter_mut().enumerate() {
+        at.set(h, hart.go_on());
+    }
     let mut state = SyncState::new(n);
-    let mut places = Places::new(harts.iter().map(|h| h.calls.len()).sum());
+    let mut places = Places::new(harts.iter().map(|h| h.calls.calls.len()).sum());
     // Per object, its entry in `resources`, made on its first call.
     let mut resource_of = vec![NONE; objects.len()];
     let mut resources: Vec<ResourceEstimate> = Vec::new();
@@ -599,33 +698,22 @@ fn order<'a>(
     let (mut calls, mut reordered, mut first_reordered) = (0u64, 0u64, None);
     // The harts each call resumes: one buffer for the run.
     let mut woken = Vec::with_capacity(n);
-    // The objects' states are found by their numbers. A call on no object
-    // (only in a damaged trace, for calls that take one) is a call on
-    // handle 0, as the engine would see it: that object's number, or one
-    // of its own.
-    let none_number = objects
-        .iter()
-        .position(|&(handle, _)| handle == 0)
-        .unwrap_or(objects.len()) as u32;
-    loop {
-        // The call with the earliest time, the lowest hart on a tie.
-        let mut h = usize::MAX;
-        let mut earliest = NOT_AT_CALL;
-        for (i, &t) in at.iter().enumerate() {
-            if t < earliest {
-                (h, earliest) = (i, t);
-            }
-        }
-        if h == usize::MAX {
-            break;
-        }
+    // The call with the earliest time, the lowest hart on a tie.
+    while let Some(h) = at.earliest() {
         let hart = &mut harts[h];
         let k = hart.next;
-        let call = hart.calls[k];
+        let call = hart.calls.get(k);
         hart.next += 1;
         places.meet(h, call.place)?;
-        let class = hart.classes[call.class as usize] as usize;
-        let (o, op) = classes[class];
+        let ClassInfo {
+            class,
+            object: o,
+            op,
+            number,
+            handle: object,
+            param,
+        } = hart.classes[call.class as usize];
+        let class = class as usize;
         let value = if op == SyncOp::SET_HZ {
             hart.set_hz += 1;
             hart.values[hart.set_hz - 1]
@@ -633,10 +721,6 @@ fn order<'a>(
             0
         };
         calls += 1;
-        let (object, param) = match o {
-            NONE => (0, 0),
-            o => objects[o as usize],
-        };
         let r = match o {
             NONE => None,
             o => {
@@ -670,10 +754,6 @@ fn order<'a>(
             let clock = hart.clock(call.before);
             hart.timeline_calls.push((clock, op.0, object));
         }
-        let number = match o {
-            NONE => none_number,
-            o => o,
-        };
         let done = state.replay_numbered_call_into(h, op, number, object, param, value, &mut woken).map_err(|e| {
             ReplayError::System(format!(
                 "hart {h}'s synchronisation call #{k} does not fit the others' ({e}): the trace is damaged; record it again"
@@ -691,9 +771,9 @@ fn order<'a>(
             hart.clock.set_hz(now, value);
         }
         let now_time = hart.time(busy);
-        at[h] = NOT_AT_CALL;
+        at.set(h, NOT_AT_CALL);
         if done && !hart.ended_by(k) {
-            at[h] = hart.go_on();
+            at.set(h, hart.go_on());
         } else if done || op == SyncOp::HART_EXIT {
             hart.standing = Standing::Done;
         } else {
@@ -726,7 +806,7 @@ fn order<'a>(
             if hart.ended_by(hart.next - 1) {
                 hart.standing = Standing::Done;
             } else {
-                at[w] = hart.go_on();
+                at.set(w, hart.go_on());
             }
         }
     }
@@ -746,12 +826,12 @@ fn order<'a>(
     if let Some((h, hart)) = harts
         .iter()
         .enumerate()
-        .find(|(_, x)| x.next != x.calls.len())
+        .find(|(_, x)| x.next != x.calls.calls.len())
     {
         return Err(ReplayError::System(format!(
             "hart {h}'s replay ended after {} of its {} recorded synchronisation calls: the trace does not fit this program",
             hart.next,
-            hart.calls.len()
+            hart.calls.calls.len()
         )));
     }
     resources.sort_by_key(|r| r.object);

@@ -73,10 +73,43 @@ impl Iterator for Varints<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<u64> {
+        // Most items are below 128: one byte, no loop.
+        if let Some((&b, rest)) = self.0.split_first() {
+            if b < 0x80 {
+                self.0 = rest;
+                return Some(u64::from(b));
+            }
+        }
         let (v, n) = decode_varint(self.0)?;
         self.0 = &self.0[n..];
         Some(v)
     }
+}
+
+/// The length of the first `count` varints of `bytes`, checked as
+/// [`decode_varint`] checks each (`None`: the bytes end inside one, or one
+/// is longer than [`crate::MAX_VARINT_LEN`] bytes). A varint ends at each byte
+/// below 128, so they are counted without being decoded.
+fn varints_len(bytes: &[u8], count: u64) -> Option<usize> {
+    let (mut left, mut run) = (count, 0usize);
+    if left == 0 {
+        return Some(0);
+    }
+    for (i, &b) in bytes.iter().enumerate() {
+        if b < 0x80 {
+            left -= 1;
+            if left == 0 {
+                return Some(i + 1);
+            }
+            run = 0;
+        } else {
+            run += 1;
+            if run == crate::MAX_VARINT_LEN {
+                return None;
+            }
+        }
+    }
+    None
 }
 
 /// Reads a trace from any `Read`; see the crate documentation.
@@ -976,12 +1009,8 @@ impl<R: Read> TraceReader<R> {
             for (h, s) in self.harts.iter().enumerate() {
                 let k = kind.index();
                 let bytes = &s.records[k][s.record_pos[k]..];
-                let mut len = 0;
-                for _ in 0..s.record_left[k] {
-                    let (_, n) =
-                        decode_varint(&bytes[len..]).ok_or_else(|| self.bad_varint(kind))?;
-                    len += n;
-                }
+                let len =
+                    varints_len(bytes, s.record_left[k]).ok_or_else(|| self.bad_varint(kind))?;
                 out[h].extend_from_slice(&bytes[..len]);
             }
             for s in &mut self.harts {
@@ -1154,5 +1183,34 @@ pub fn rewrite_records(
             }
             _ => return Err(bad(at, "unknown record tag")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_are_counted_as_decoded() {
+        // 1, 300, 2^63 (ten bytes), 0.
+        let mut bytes = vec![1u8, 0xac, 0x02];
+        bytes.extend([0x80; 9]);
+        bytes.push(0x01);
+        bytes.push(0);
+        let mut at = 0;
+        for count in 0..=4u64 {
+            assert_eq!(varints_len(&bytes, count), Some(at));
+            if count < 4 {
+                at += decode_varint(&bytes[at..]).unwrap().1;
+            }
+        }
+        // The bytes end inside one, or one is eleven bytes long.
+        assert_eq!(varints_len(&bytes, 5), None);
+        assert_eq!(varints_len(&[0x80; 11], 1), None);
+        assert_eq!(decode_varint(&[0x80; 11]), None);
+        assert_eq!(varints_len(&[0x80, 0x80], 1), None);
+        // Items read one at a time agree.
+        let items: Vec<u64> = Varints(&bytes).collect();
+        assert_eq!(items, [1, 300, 1 << 63, 0]);
     }
 }

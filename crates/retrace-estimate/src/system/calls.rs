@@ -1,5 +1,5 @@
 //! The recorded synchronisation calls as the unit reads them: every
-//! hart's calls decoded once into flat records of 24 bytes — where the
+//! hart's calls decoded once into flat records of 16 bytes — where the
 //! call falls in the hart's busy cycles (once the hart's replay has
 //! reached it), its place in the recorded run's order and its class (the
 //! object and the call, numbered).
@@ -28,12 +28,34 @@ use rustc_hash::{FxHashMap, FxHashSet};
 /// "None" for an object.
 pub(super) const NONE: u32 = u32::MAX;
 
-/// One recorded call.
+/// One recorded call, in 16 bytes: the unit reads 1.6 million of them on
+/// `table`, and the memory they take is paid for in page faults and
+/// cache misses. A call whose place, class or trap does not fit its field
+/// here (more than 2^32 calls in the run, 2^16 classes on one hart, an
+/// `ecall` and trap of 2^16 cycles) is *wide*: all three are then in
+/// [`HartCalls::wide`], found by its index ([`HartCalls::get`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Call {
     /// Until the hart's replay reaches the call, the instructions the hart
     /// executed before its `ecall` (what the replay finds it by); then its
     /// busy cycles before the `ecall` (the data-cache term included).
+    pub before: u64,
+    /// Its place among all harts' calls in the recorded run, from 0.
+    place: u32,
+    /// Busy cycles its `ecall` and the trap take.
+    trap: u16,
+    /// Its class among the hart's own ([`HartCalls::classes`]); [`WIDE`]:
+    /// the call is wide.
+    class: u16,
+}
+
+/// [`Call::class`] of a wide call.
+const WIDE: u16 = u16::MAX;
+
+/// A call's fields in full ([`HartCalls::get`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct FullCall {
+    /// As [`Call::before`].
     pub before: u64,
     /// Its place among all harts' calls in the recorded run, from 0.
     pub place: u64,
@@ -43,7 +65,7 @@ pub(super) struct Call {
     pub class: u32,
 }
 
-impl Call {
+impl FullCall {
     /// Busy cycles once its `ecall` and the trap are done.
     #[inline]
     pub fn after(&self) -> u64 {
@@ -51,11 +73,21 @@ impl Call {
     }
 }
 
+/// The place, trap and class of a wide call.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Wide {
+    place: u64,
+    trap: u32,
+    class: u32,
+}
+
 /// One hart's recorded events.
 #[derive(Default)]
 pub(super) struct HartCalls {
-    /// Its calls, in its order.
+    /// Its calls, in its order ([`HartCalls::get`] reads one whole).
     pub calls: Vec<Call>,
+    /// The wide calls' fields, by the call's index ([`Call`]).
+    pub wide: FxHashMap<usize, Wide>,
     /// The values of its `set_hz` calls, in order.
     pub values: Vec<u64>,
     /// Instructions it executed in the whole run.
@@ -70,6 +102,88 @@ pub(super) struct HartCalls {
     /// Its classes in order of first use: the object (among its own, or
     /// [`NONE`]) and the call.
     pub classes: Classes,
+}
+
+impl HartCalls {
+    /// Call `k` in full.
+    #[inline]
+    pub fn get(&self, k: usize) -> FullCall {
+        let c = self.calls[k];
+        match c.class {
+            WIDE => {
+                let w = self.wide[&k];
+                FullCall {
+                    before: c.before,
+                    place: w.place,
+                    trap: w.trap,
+                    class: w.class,
+                }
+            }
+            class => FullCall {
+                before: c.before,
+                place: u64::from(c.place),
+                trap: u32::from(c.trap),
+                class: u32::from(class),
+            },
+        }
+    }
+
+    /// A call after `at` instructions, in `place`, of `class`.
+    #[inline]
+    fn push(&mut self, at: u64, place: u64, class: u32) {
+        let k = self.calls.len();
+        match (u32::try_from(place), u16::try_from(class)) {
+            (Ok(p), Ok(c)) if p != u32::MAX && c != WIDE => self.calls.push(Call {
+                before: at,
+                place: p,
+                trap: 0,
+                class: c,
+            }),
+            _ => {
+                self.wide.insert(
+                    k,
+                    Wide {
+                        place,
+                        trap: 0,
+                        class,
+                    },
+                );
+                self.calls.push(Call {
+                    before: at,
+                    place: 0,
+                    trap: 0,
+                    class: WIDE,
+                });
+            }
+        }
+    }
+
+    /// Call `k` was reached: `before`, its busy cycles before the `ecall`,
+    /// which with the trap take `trap`.
+    #[inline]
+    pub fn reached(&mut self, k: usize, before: u64, trap: u32) {
+        let c = &mut self.calls[k];
+        c.before = before;
+        match (c.class, u16::try_from(trap)) {
+            (WIDE, _) => {
+                if let Some(w) = self.wide.get_mut(&k) {
+                    w.trap = trap;
+                }
+            }
+            (_, Ok(t)) if t != u16::MAX => c.trap = t,
+            (class, _) => {
+                self.wide.insert(
+                    k,
+                    Wide {
+                        place: u64::from(c.place),
+                        trap,
+                        class: u32::from(class),
+                    },
+                );
+                c.class = WIDE;
+            }
+        }
+    }
 }
 
 /// Hart `hart`'s synchronisation events (`bytes`, their varints), decoded.
@@ -92,12 +206,8 @@ pub(super) fn decode_hart(hart: u16, bytes: &[u8]) -> Result<HartCalls, TraceErr
         if call.op == SET_HZ {
             out.values.push(call.value);
         }
-        out.calls.push(Call {
-            before: call.at,
-            place: call.seq,
-            trap: 0,
-            class: out.classes.of(object, call.op),
-        });
+        let class = out.classes.of(object, call.op);
+        out.push(call.at, call.seq, class);
     })?;
     out.instructions = rest.instructions;
     out.last_pc = rest.last_pc;
@@ -158,10 +268,10 @@ pub(super) fn ranks(harts: &[HartCalls], numbers: &Numbers) -> Vec<Vec<u64>> {
         .zip(&numbers.of_hart)
         .enumerate()
         .flat_map(|(h, (hart, of))| {
-            hart.calls
-                .iter()
-                .enumerate()
-                .map(move |(k, c)| (of[c.class as usize], c.place, h as u32, k as u32))
+            (0..hart.calls.len()).map(move |k| {
+                let c = hart.get(k);
+                (of[c.class as usize], c.place, h as u32, k as u32)
+            })
         })
         .collect();
     all.sort_unstable();
@@ -303,11 +413,12 @@ mod tests {
         let numbers = number(&harts);
         let ranks = ranks(&harts, &numbers);
         let got = |h: usize| -> Vec<(u64, u64, u32, u64)> {
-            harts[h]
-                .calls
-                .iter()
+            (0..harts[h].calls.len())
                 .zip(&ranks[h])
-                .map(|(c, &r)| (c.before, c.place, numbers.of_hart[h][c.class as usize], r))
+                .map(|(k, &r)| {
+                    let c = harts[h].get(k);
+                    (c.before, c.place, numbers.of_hart[h][c.class as usize], r)
+                })
                 .collect()
         };
         let (send, recv, harts_call) = (0, 1, 2);
@@ -319,6 +430,37 @@ mod tests {
         assert_eq!(numbers.objects, [(0x100, 1)]);
         assert_eq!(numbers.classes[recv as usize], (0, SyncOp(3)));
         assert_eq!(numbers.classes[harts_call as usize], (NONE, SyncOp(0)));
+    }
+
+    #[test]
+    fn calls_whose_fields_do_not_fit_keep_them_whole() {
+        let mut hart = HartCalls::default();
+        // Fits; a place beyond 2^32; a class beyond 2^16; fits, then its
+        // trap does not; wide, then its trap is set.
+        hart.push(10, 7, 3);
+        hart.push(20, 1 << 40, 4);
+        hart.push(30, 9, 70_000);
+        hart.push(40, 11, 5);
+        hart.reached(0, 100, 12);
+        hart.reached(1, 200, 13);
+        hart.reached(2, 300, 1 << 20);
+        hart.reached(3, 400, 65_535);
+        let got: Vec<(u64, u64, u32, u32, u64)> = (0..4)
+            .map(|k| {
+                let c = hart.get(k);
+                (c.before, c.place, c.trap, c.class, c.after())
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (100, 7, 12, 3, 112),
+                (200, 1 << 40, 13, 4, 213),
+                (300, 9, 1 << 20, 70_000, 300 + (1 << 20)),
+                (400, 11, 65_535, 5, 400 + 65_535),
+            ]
+        );
+        assert_eq!(hart.wide.len(), 3);
     }
 
     #[test]

@@ -20,7 +20,7 @@
 //! and one memo ([`Shared`]), so what one hart's replay learnt the next
 //! one reuses.
 
-use super::calls::{Call, HartCalls};
+use super::calls::HartCalls;
 use crate::estimator::{Counters, DcacheTerm, Ecall, Estimator, Fidelity};
 use crate::machine::TraceHistory;
 use crate::source::TraceSource;
@@ -178,7 +178,7 @@ pub(super) fn replay_hart<S: TraceSource + ?Sized>(
     });
     let mut found = Found {
         hart: h,
-        calls: &mut calls.calls,
+        calls: &mut *calls,
         next: 0,
         last_at: 0,
         dcache: est.dcache_term(),
@@ -274,8 +274,8 @@ pub(super) fn replay_hart<S: TraceSource + ?Sized>(
 /// record.
 struct Found<'a> {
     hart: usize,
-    /// The calls, those before `next` found ([`Call::before`]).
-    calls: &'a mut [Call],
+    /// The calls, those before `next` found ([`super::calls::Call::before`]).
+    calls: &'a mut HartCalls,
     /// The next call to find.
     next: usize,
     /// The instructions before the last found call's `ecall`.
@@ -291,12 +291,12 @@ impl Found<'_> {
     /// operations.
     #[inline]
     fn ecall(&mut self, at: u64, before: u64, after: u64, mem_ops: u64) {
-        match self.calls.get_mut(self.next) {
-            Some(call) if call.before == at => {
+        match self.calls.calls.get(self.next).map(|c| c.before) {
+            Some(wanted) if wanted == at => {
                 self.last_at = at;
-                call.before = before + self.dcache.cycles(mem_ops);
+                let busy = before + self.dcache.cycles(mem_ops);
                 match u32::try_from(after - before) {
-                    Ok(trap) => call.trap = trap,
+                    Ok(trap) => self.calls.reached(self.next, busy, trap),
                     Err(_) => {
                         self.error.get_or_insert(ReplayError::System(format!(
                             "hart {}'s `ecall` after {at} instructions takes {} cycles: more than this replay counts",
@@ -307,8 +307,8 @@ impl Found<'_> {
                 }
                 self.next += 1;
             }
-            Some(call) if call.before < at => {
-                let e = misplaced(self.hart, self.next, call.before, at);
+            Some(wanted) if wanted < at => {
+                let e = misplaced(self.hart, self.next, wanted, at);
                 self.error.get_or_insert(e);
             }
             // Another `ecall` (not the synchronisation API's).
