@@ -150,7 +150,7 @@ impl DemoReport {
 
     fn row_line(r: &DemoRow) -> String {
         format!(
-            "  {:<10} {:<8} reference {:>14} cycles ({:>6.2} s)   estimate {:>14} cycles   error {:+.4}%\n",
+            "  {:<12} {:<8} reference {:>14} cycles ({:>6.2} s)   estimate {:>14} cycles   error {:+.4}%\n",
             r.core,
             r.fidelity.to_string(),
             thousands(r.reference_cycles),
