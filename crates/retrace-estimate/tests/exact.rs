@@ -39,9 +39,7 @@
 //! stays in memory.
 //! `cargo test --test exact -- sort-rv32` runs one program's rows.
 
-use retrace_estimate::{
-    estimate_trace, estimate_trace_stepwise, profile_trace, replay_check, Fidelity,
-};
+use retrace_estimate::{estimate_trace, profile_trace, replay_check, Fidelity};
 use retrace_isa::Xlen;
 use retrace_program::{Addr, Elf, FunctionRanges, Program};
 use retrace_sim::check::PcSequenceObserver;
@@ -54,6 +52,8 @@ use retrace_timing::{preset, CoreModel, CpiStack, PredictorKind};
 use retrace_trace::PcSequence;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
+
+mod common;
 
 /// The instruction budget of every run: far above any example's length.
 const BUDGET: Option<u64> = Some(2_000_000_000);
@@ -417,14 +417,10 @@ fn memo_matches_stepwise(
         Some(e) => e,
         None => estimate_trace(table, entry, trace, cores, fidelity, None).unwrap()[0].0,
     };
-    let step = estimate_trace_stepwise(table, entry, trace, cores, fidelity, None).unwrap()[0].0;
     let used = memo.memoised;
     let mut bad = Vec::new();
-    if !memo.same_results(&step) {
-        bad.push(format!(
-            "{name} on {} ({fidelity}): memoised replay {memo:?}, step by step {step:?}",
-            core.name
-        ));
+    if let Err(e) = common::stepwise_agrees(&name, table, entry, trace, core, fidelity, &memo) {
+        bad.push(e);
     }
     if used.pps == 0 || used.pps_memoised > used.pps {
         bad.push(format!("{name}: implausible memo counts {used:?}"));

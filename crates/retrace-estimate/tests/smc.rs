@@ -31,9 +31,7 @@
 //! `RETRACE_SMC_ELF_DIR=DIR` writes the programs there as ELF files, for
 //! the command line.
 
-use retrace_estimate::{
-    estimate_trace, estimate_trace_stepwise, profile_trace, replay_check, Fidelity,
-};
+use retrace_estimate::{estimate_trace, profile_trace, replay_check, Fidelity};
 use retrace_isa::{Op, Xlen};
 use retrace_program::{Addr, Elf, Program};
 use retrace_sim::check::{check_table, functional_pc_sequence, PcSequenceObserver};
@@ -46,6 +44,8 @@ use retrace_testkit::trials::{self, all_ok, Failed, Trial};
 use retrace_timing::{preset, CoreModel, PRESETS};
 use retrace_trace::{rewrite_records, PcSequence, StreamKind};
 use std::sync::{Arc, OnceLock};
+
+mod common;
 
 const T2: u8 = 7;
 const T3: u8 = 28;
@@ -571,13 +571,10 @@ fn core_row(case: &Case, row: usize) -> Result<(), Failed> {
     }
     for fidelity in [Fidelity::Fast, Fidelity::Control] {
         let memo = estimate(fidelity)?;
-        let step = estimate_trace_stepwise(table, entry, &r.trace[..], cores, fidelity, None)
-            .map_err(|e| format!("{name} ({fidelity}, step by step): {e}"))?[0]
-            .0;
-        if !memo.same_results(&step) {
-            bad.push(format!(
-                "{name} ({fidelity}): memoised {memo:?}, step by step {step:?}"
-            ));
+        if let Err(e) =
+            common::stepwise_agrees(name, table, entry, &r.trace[..], core, fidelity, &memo)
+        {
+            bad.push(e);
         }
     }
     all_ok(bad)
