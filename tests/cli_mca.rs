@@ -167,6 +167,82 @@ fn bundled_programs_compare_their_hottest_blocks() {
 }
 
 #[test]
+fn flagged_blocks_are_explained_by_llvm_mca_conventions() {
+    if !LLVM_MCA.available("flagged_blocks_are_explained_by_llvm_mca_conventions") {
+        return;
+    }
+    // dhry's string loops: a byte load, then one-cycle instructions that
+    // retrace issues past it and llvm-mca holds back to write back in
+    // order (docs/TIMING.md, cause 1 on Rocket).
+    let j = json(&mca(
+        &program_dir().join("dhry-rv64-O2.elf"),
+        &["--core", "rocket", "--format", "json"],
+    ));
+    let mut flagged = 0;
+    for b in j["blocks"].as_array().unwrap() {
+        let why = &b["why"];
+        assert!(why.is_object(), "every timed block is re-timed: {b}");
+        if !b["flagged"].as_bool().unwrap() {
+            continue;
+        }
+        flagged += 1;
+        assert_eq!(why["explained"], true, "{b}");
+        assert_eq!(
+            why["causes"],
+            serde_json::json!(["in-order-writeback"]),
+            "{b}"
+        );
+        // The steps land on llvm-mca's figure: the schedule, then its count.
+        let m = b["mca_cycles"].as_f64().unwrap();
+        assert!(
+            (why["with_mca_counting"].as_f64().unwrap() - m).abs() < 0.005,
+            "{b}"
+        );
+    }
+    assert!(flagged >= 2, "dhry's string loops are flagged: {j}");
+    // exprparse's digit loop: a divuw whose result the block does not read.
+    // LLVM's divider takes one divide at a time (reciprocal throughput
+    // 34), the preset's issues past it: LLVM's table explains it.
+    let out = mca(
+        &program_dir().join("exprparse-rv64-O2.elf"),
+        &["--core", "rocket", "--format", "json"],
+    );
+    let j = json(&out);
+    let divide = j["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| {
+            b["asm"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|l| l.as_str().unwrap().starts_with("divuw"))
+                && b["flagged"] == true
+        })
+        .expect("exprparse's divide loop is flagged");
+    let why = &divide["why"];
+    assert_eq!(why["explained"], true, "{divide}");
+    assert_eq!(why["causes"][0], "llvm-table", "{divide}");
+    let row = why["table"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["class"] == "div_w")
+        .expect("the divuw's figures differ");
+    assert!(row["llvm_rthroughput"].as_f64().unwrap() >= 33.0, "{row}");
+    // The text says the same in a line per flagged block.
+    let out = mca(
+        &program_dir().join("exprparse-rv64-O2.elf"),
+        &["--core", "rocket"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Why the flagged blocks differ"), "{text}");
+    assert!(text.contains("LLVM's table (divuw"), "{text}");
+    assert!(text.contains("(explained)"), "{text}");
+}
+
+#[test]
 fn an_unknown_mcpu_is_one_line() {
     if !LLVM_MCA.available("an_unknown_mcpu_is_one_line") {
         return;

@@ -9,8 +9,9 @@ use crate::report::{csv_of, hex, print, FormatArgs, Report};
 use crate::status::{tag, Status};
 use anyhow::anyhow;
 use retrace_estimate::mca::{
-    block_cycles, default_mcpu, hottest, mattr, mca_figures, mca_problem, mca_source,
-    without_control_penalties, McaProblem, McaSource, DEFAULT_ITERATIONS,
+    block_cycles, default_mcpu, explain, hottest, mattr, mca_figures, mca_instruction_info,
+    mca_problem, mca_source, without_control_penalties, Explanation, McaInstInfo, McaProblem,
+    McaSource, DEFAULT_ITERATIONS,
 };
 use retrace_isa::{Flow, Xlen};
 use retrace_program::{Addr, Names};
@@ -121,8 +122,145 @@ pub struct BlockRow {
     pub flagged: bool,
     /// What was done to the block for llvm-mca, or why it was not timed.
     pub note: Option<String>,
+    /// Why the two differ: the block re-timed by retrace under llvm-mca's
+    /// conventions (every timed block has one).
+    pub why: Option<Why>,
     /// The block as given to llvm-mca, one instruction a line.
     pub asm: Vec<String>,
+}
+
+/// An instruction whose figures differ between the core's table and
+/// LLVM's.
+#[derive(Serialize)]
+pub struct TableRow {
+    /// The instruction, as given to llvm-mca.
+    pub instruction: String,
+    /// Its timing class.
+    pub class: &'static str,
+    /// The core's latency.
+    pub latency: u32,
+    /// LLVM's latency.
+    pub llvm_latency: u32,
+    /// The core's cycles before the next of its kind may start.
+    pub throughput: u32,
+    /// LLVM's reciprocal throughput.
+    pub llvm_rthroughput: f64,
+}
+
+/// A block re-timed by retrace under llvm-mca's conventions, one added at
+/// a time; the causes are the steps that moved its figure.
+#[derive(Serialize)]
+pub struct Why {
+    /// The instructions whose latency or throughput LLVM's table gives
+    /// otherwise.
+    pub table: Vec<TableRow>,
+    /// Cycles per iteration with LLVM's latencies and throughputs.
+    pub with_llvm_table: f64,
+    /// … and results written back in program order, as llvm-mca's
+    /// in-order pipeline does.
+    pub with_in_order_writeback: f64,
+    /// … and the issue group left open across the closing jump, as
+    /// llvm-mca issues the next iteration beside it.
+    pub with_group_across_jump: f64,
+    /// … and counted as llvm-mca counts (one cycle more in all).
+    pub with_mca_counting: f64,
+    /// Causes, in the order applied: `llvm-table`, `in-order-writeback`,
+    /// `group-across-jump`, `counting`.
+    pub causes: Vec<&'static str>,
+    /// With every step the block is within the tolerance of llvm-mca.
+    pub explained: bool,
+    /// (last step - llvm-mca) / llvm-mca, in percent.
+    pub residual_percent: f64,
+}
+
+impl Why {
+    /// `e` for a block retrace timed at `retrace` cycles an iteration and
+    /// llvm-mca at `mca`: a step is a cause when it moved the figure by a
+    /// hundredth of a cycle an iteration or more; counting only when it is
+    /// what brings the block within `tolerance`.
+    fn of(e: Explanation, source: &McaSource, retrace: f64, mca: f64, tolerance: f64) -> Why {
+        let off = |c: f64| (c - mca) / mca * 100.0;
+        let moved = |a: f64, b: f64| (a - b).abs() >= 0.005;
+        let mut causes = Vec::new();
+        if moved(e.with_llvm_table, retrace) {
+            causes.push("llvm-table");
+        }
+        if moved(e.with_in_order_writeback, e.with_llvm_table) {
+            causes.push("in-order-writeback");
+        }
+        if moved(e.with_group_across_jump, e.with_in_order_writeback) {
+            causes.push("group-across-jump");
+        }
+        if off(e.with_group_across_jump).abs() > tolerance
+            && off(e.with_mca_counting).abs() <= tolerance
+        {
+            causes.push("counting");
+        }
+        let residual = off(e.with_mca_counting);
+        Why {
+            table: e
+                .table
+                .iter()
+                .map(|d| TableRow {
+                    instruction: source
+                        .lines
+                        .get(d.index)
+                        .map_or(String::new(), |l| l.replace('\t', " ")),
+                    class: d.class,
+                    latency: d.latency,
+                    llvm_latency: d.llvm_latency,
+                    throughput: d.throughput,
+                    llvm_rthroughput: d.llvm_rthroughput,
+                })
+                .collect(),
+            with_llvm_table: e.with_llvm_table,
+            with_in_order_writeback: e.with_in_order_writeback,
+            with_group_across_jump: e.with_group_across_jump,
+            with_mca_counting: e.with_mca_counting,
+            causes,
+            explained: residual.abs() <= tolerance,
+            residual_percent: residual,
+        }
+    }
+
+    /// The causes and table differences in a few words.
+    fn summary(&self) -> String {
+        let mut o = Vec::new();
+        for c in &self.causes {
+            o.push(match *c {
+                "llvm-table" => {
+                    let mut seen = Vec::new();
+                    for t in &self.table {
+                        let mnemonic = t.instruction.split(' ').next().unwrap_or("");
+                        let mut d = Vec::new();
+                        if t.latency != t.llvm_latency {
+                            d.push(format!("latency {} vs {}", t.latency, t.llvm_latency));
+                        }
+                        if t.llvm_rthroughput >= 1.0
+                            && t.llvm_rthroughput.round() as u32 != t.throughput
+                        {
+                            d.push(format!(
+                                "throughput {} vs {}",
+                                t.throughput, t.llvm_rthroughput
+                            ));
+                        }
+                        let item = format!("{mnemonic} {}", d.join(", "));
+                        if !seen.contains(&item) {
+                            seen.push(item);
+                        }
+                    }
+                    format!("LLVM's table ({})", seen.join("; "))
+                }
+                "in-order-writeback" => "llvm-mca's in-order write-back".to_string(),
+                "group-across-jump" => "llvm-mca pairing across the jump".to_string(),
+                _ => "llvm-mca's count of one cycle more".to_string(),
+            });
+        }
+        if o.is_empty() {
+            o.push("none of llvm-mca's conventions".to_string());
+        }
+        o.join(" + ")
+    }
 }
 
 /// What `retrace mca` reports.
@@ -171,6 +309,8 @@ struct CsvRow<'a> {
     mca_rthroughput: Option<f64>,
     difference_percent: Option<f64>,
     flagged: bool,
+    explained: Option<bool>,
+    causes: String,
     note: Option<&'a str>,
 }
 
@@ -191,6 +331,8 @@ impl Report for McaReport {
                 mca_rthroughput: b.mca_rthroughput,
                 difference_percent: b.difference_percent,
                 flagged: b.flagged,
+                explained: b.why.as_ref().map(|w| w.explained),
+                causes: b.why.as_ref().map_or(String::new(), |w| w.causes.join(" ")),
                 note: b.note.as_deref(),
             })
             .collect();
@@ -257,6 +399,39 @@ impl Report for McaReport {
             "\n{} of {} blocks timed by llvm-mca are within {}% (* marks the others)",
             self.within_tolerance, self.compared, self.tolerance_percent
         );
+        let flagged: Vec<&BlockRow> = self.blocks.iter().filter(|b| b.flagged).collect();
+        if !flagged.is_empty() {
+            let explained = flagged
+                .iter()
+                .filter(|b| b.why.as_ref().is_some_and(|w| w.explained))
+                .count();
+            let _ = writeln!(
+                o,
+                "\nWhy the flagged blocks differ: each re-timed by retrace with LLVM's latencies and throughputs,\nthen with llvm-mca's in-order write-back, then issuing beside its closing jump, then counted as\nllvm-mca counts ({explained} of {} within {}% after):",
+                flagged.len(),
+                self.tolerance_percent
+            );
+            for b in flagged {
+                let Some(w) = &b.why else { continue };
+                let verdict = if w.explained {
+                    "explained".to_string()
+                } else {
+                    format!("not explained, {:+.1}% left", w.residual_percent)
+                };
+                let _ = writeln!(
+                    o,
+                    "{:<12} {:<30} {:>8.2} -> {:.2}, {:.2}, {:.2}, {:.2}: {} ({verdict})",
+                    format!("{:#x}", b.start),
+                    b.at,
+                    b.retrace_cycles,
+                    w.with_llvm_table,
+                    w.with_in_order_writeback,
+                    w.with_group_across_jump,
+                    w.with_mca_counting,
+                    w.summary()
+                );
+            }
+        }
         o
     }
 }
@@ -298,7 +473,7 @@ fn mca_binary(arg: &Option<PathBuf>) -> PathBuf {
 
 /// How one block fared under llvm-mca.
 enum McaOutcome {
-    Timed(retrace_estimate::mca::McaFigures),
+    Timed(retrace_estimate::mca::McaFigures, Vec<McaInstInfo>),
     Unsupported(String),
 }
 
@@ -383,7 +558,13 @@ impl Mca {
                 figures.instructions
             ));
         }
-        Ok(McaOutcome::Timed(figures))
+        let Some(info) = mca_instruction_info(&stdout).filter(|i| i.len() == source.lines.len())
+        else {
+            return bad(format!(
+                "llvm-mca {shown} gave no instruction table for the block at {at}, or one of another length"
+            ));
+        };
+        Ok(McaOutcome::Timed(figures, info))
     }
 }
 
@@ -453,23 +634,29 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         let source = mca_source(&b.insts, elf.xlen);
         let retrace = block_cycles(&flat, &b.insts, args.iterations) as f64 / n;
         let ends = flow_name(b.insts.last().map_or(Flow::Next, |(_, i)| i.flow()));
-        let (mca_cycles, rthroughput, note) = match mca.run(&source, &at)? {
-            McaOutcome::Timed(f) => (
+        let (mca_cycles, rthroughput, note, info) = match mca.run(&source, &at)? {
+            McaOutcome::Timed(f, info) => (
                 Some(f.total_cycles as f64 / n),
                 Some(f.block_rthroughput),
                 source
                     .call_as_jump
                     .then(|| "call given to llvm-mca as a jump".to_string()),
+                Some(info),
             ),
             McaOutcome::Unsupported(i) => (
                 None,
                 None,
                 Some(format!("llvm-mca does not simulate `{i}`")),
+                None,
             ),
         };
         let difference = mca_cycles
             .filter(|&m| m > 0.0)
             .map(|m| (retrace - m) / m * 100.0);
+        let why = mca_cycles.filter(|&m| m > 0.0).zip(info).map(|(m, info)| {
+            let e = explain(&flat, &b.insts, &info, args.iterations);
+            Why::of(e, &source, retrace, m, args.tolerance)
+        });
         rows.push(BlockRow {
             start: b.start(),
             at,
@@ -483,6 +670,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             difference_percent: difference,
             flagged: difference.is_some_and(|d| d.abs() > args.tolerance),
             note,
+            why,
             asm: source.lines.iter().map(|l| l.replace('\t', " ")).collect(),
         });
     }

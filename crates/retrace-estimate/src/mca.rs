@@ -12,9 +12,9 @@
 //! What is left is the scoreboard and the latencies and occupancies of the
 //! core's table, which is what the comparison is about.
 
-use retrace_isa::{disasm, Flow, Inst, Xlen};
+use retrace_isa::{disasm, Flow, Inst, Op, Xlen};
 use retrace_sim::blocks::Block;
-use retrace_timing::{CoreModel, Events, Pipeline};
+use retrace_timing::{CoreModel, Events, Pipeline, TimingClass, Unit};
 
 /// Iterations of each block when none are asked for: `llvm-mca`'s own
 /// default.
@@ -77,8 +77,260 @@ pub fn block_cycles(core: &CoreModel, insts: &[(u64, Inst)], iterations: u32) ->
             p.issue(core, *pc, inst, Events::default());
         }
     }
-    let in_flight = p.signature().0.iter().map(|&(_, rel)| rel).max();
-    p.cycle() + u64::from(in_flight.unwrap_or(0))
+    p.cycle() + in_flight(&p)
+}
+
+/// Cycles from the issue clock until the last register result in flight
+/// is ready (a unit still busy or an open issue group is not a result).
+fn in_flight(p: &Pipeline) -> u64 {
+    let signature = p.signature();
+    let registers = signature.0.iter().filter(|&&(slot, _)| slot < 64);
+    u64::from(registers.map(|&(_, rel)| rel).max().unwrap_or(0))
+}
+
+/// [`block_cycles`] under one more rule, `llvm-mca`'s and not the core's:
+/// results are written back in program order. `llvm-mca`'s in-order
+/// pipeline (its `InOrderIssueStage`, LLVM 14) holds an instruction until
+/// its first write-back — `latency` cycles after issue, for an instruction
+/// that writes nothing too — would come no earlier than the last one of any
+/// older instruction; every younger one waits behind it. Retrace's rule is
+/// a scoreboard (an instruction waits for its own operands only), so this
+/// is how the two schedules differ when everything else is equal.
+pub fn block_cycles_in_order_writeback(
+    core: &CoreModel,
+    insts: &[(u64, Inst)],
+    iterations: u32,
+) -> u64 {
+    let mut p = Pipeline::new();
+    let mut last_writeback = 0u64;
+    for _ in 0..iterations {
+        for (pc, inst) in insts {
+            let class = inst.class();
+            let occupancy = u64::from(core.occupancy.get(class));
+            let latency = u64::from(core.latency.get(class));
+            // Where it would issue, found by issuing it on a copy: with no
+            // control penalty, miss or split fetch to add, the issue clock
+            // after an instruction is its issue cycle plus its occupancy.
+            let writeback = loop {
+                let mut q = p.clone();
+                q.issue(core, *pc, inst, Events::default());
+                let issue = q.cycle().saturating_sub(occupancy);
+                let writeback = issue + latency;
+                if writeback >= last_writeback {
+                    p = q;
+                    break writeback;
+                }
+                // Issue it no earlier than its write-back allows: it may
+                // have paired in the cycle before the clock, so the stall
+                // is counted from the clock.
+                let at = issue + (last_writeback - writeback);
+                p.stall(at.saturating_sub(p.cycle()));
+            };
+            last_writeback = writeback;
+        }
+    }
+    (p.cycle() + in_flight(&p)).max(last_writeback)
+}
+
+/// The block with its closing jump, call or return given as a conditional
+/// branch that falls through, on a core that times that branch as it
+/// timed the jump: `llvm-mca` issues the next iteration's first
+/// instruction beside the jump, where retrace's rule ends the issue group
+/// at every control transfer (fetch is redirected). `None` when the block
+/// does not end in one.
+pub fn jump_as_fall_through(
+    core: &CoreModel,
+    insts: &[(u64, Inst)],
+) -> Option<(CoreModel, Vec<(u64, Inst)>)> {
+    let &(pc, last) = insts.last()?;
+    let reads_register = match last.flow() {
+        Flow::Jump | Flow::Call => false,
+        Flow::IndirectJump | Flow::IndirectCall | Flow::Return => true,
+        _ => return None,
+    };
+    let jump = last.class();
+    // `bne rs1, x0`: reads what the jump read (`jalr`'s base register),
+    // writes nothing — `llvm-mca` was given calls without their link too.
+    let branch = Inst {
+        op: Op::Bne,
+        rd: 0,
+        rs1: if reads_register { last.rs1 } else { 0 },
+        rs2: 0,
+        imm: i32::from(last.len),
+        len: last.len,
+        raw: 0,
+    };
+    let mut m = core.clone();
+    let b = TimingClass::Branch as usize;
+    m.latency.0[b] = core.latency.get(jump);
+    m.occupancy.0[b] = core.occupancy.get(jump);
+    m.pipes.0[b] = core.pipes.get(jump);
+    let mut block = insts.to_vec();
+    *block.last_mut()? = (pc, branch);
+    Some((m, block))
+}
+
+/// One instruction's line of `llvm-mca`'s "Instruction Info" table.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct McaInstInfo {
+    /// "Latency": cycles until its result may be used.
+    pub latency: u32,
+    /// "RThroughput": cycles between two independent ones, from the
+    /// resources it holds (0.5 where two pipes take it).
+    pub rthroughput: f64,
+}
+
+/// Read the "Instruction Info" table of `llvm-mca`'s report, one entry per
+/// instruction of the block in order; `None` when it is missing or
+/// unreadable.
+pub fn mca_instruction_info(stdout: &str) -> Option<Vec<McaInstInfo>> {
+    let mut lines = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Instruction Info:"))
+        .skip_while(|l| !(l.starts_with("[1]") && l.contains("Instructions:")))
+        .skip(1);
+    let mut info = Vec::new();
+    for l in lines.by_ref() {
+        if l.trim().is_empty() {
+            break;
+        }
+        let mut f = l.split_whitespace();
+        let _uops = f.next()?;
+        info.push(McaInstInfo {
+            latency: f.next()?.parse().ok()?,
+            rthroughput: f.next()?.parse().ok()?,
+        });
+    }
+    (!info.is_empty()).then_some(info)
+}
+
+/// An instruction of a block whose latency or throughput differs between
+/// the core's table and LLVM's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableDifference {
+    /// Its place in the block (0-based).
+    pub index: usize,
+    /// Its timing class, as the core's TOML names it.
+    pub class: &'static str,
+    /// The core's latency for it.
+    pub latency: u32,
+    /// LLVM's.
+    pub llvm_latency: u32,
+    /// Cycles before the next of its kind may start on the core: its
+    /// unit's busy time, else its occupancy.
+    pub throughput: u32,
+    /// LLVM's reciprocal throughput.
+    pub llvm_rthroughput: f64,
+}
+
+/// The core's cycles between two independent instructions of `class`:
+/// the busy time of the unit it takes, else its occupancy.
+fn throughput(core: &CoreModel, class: TimingClass) -> u32 {
+    let busy = Unit::of(class, core).map_or(0, |_| core.busy.get(class));
+    busy.max(core.occupancy.get(class))
+}
+
+/// `core` with LLVM's figures for the block's instructions, and the
+/// instructions whose figures differed. A class takes LLVM's latency when
+/// LLVM gives all of the block's instructions of that class one latency;
+/// an LLVM reciprocal throughput of one cycle or more becomes the busy time
+/// of the class's unit (dividers) or else its occupancy.
+pub fn with_llvm_table(
+    core: &CoreModel,
+    insts: &[(u64, Inst)],
+    info: &[McaInstInfo],
+) -> (CoreModel, Vec<TableDifference>) {
+    let mut m = core.clone();
+    let mut differences = Vec::new();
+    let mut latency: Vec<Option<Option<u32>>> = vec![None; TimingClass::COUNT];
+    let mut rthroughput: Vec<Option<Option<u32>>> = vec![None; TimingClass::COUNT];
+    // One figure per class, or none where the block's instructions of the
+    // class disagree on LLVM's side.
+    let agree = |seen: &mut Option<Option<u32>>, v: u32| {
+        *seen = match *seen {
+            None => Some(Some(v)),
+            Some(Some(w)) if w == v => Some(Some(v)),
+            _ => Some(None),
+        }
+    };
+    for (index, ((_, inst), i)) in insts.iter().zip(info).enumerate() {
+        let class = inst.class();
+        let own = throughput(core, class);
+        let llvm = (i.rthroughput >= 1.0).then(|| i.rthroughput.round() as u32);
+        agree(&mut latency[class as usize], i.latency);
+        agree(&mut rthroughput[class as usize], llvm.unwrap_or(own));
+        if core.latency.get(class) != i.latency || llvm.is_some_and(|t| t != own) {
+            differences.push(TableDifference {
+                index,
+                class: class.key(),
+                latency: core.latency.get(class),
+                llvm_latency: i.latency,
+                throughput: own,
+                llvm_rthroughput: i.rthroughput,
+            });
+        }
+    }
+    for class in TimingClass::ALL {
+        let c = class as usize;
+        if let Some(Some(l)) = latency[c] {
+            m.latency.0[c] = l;
+        }
+        if let Some(Some(t)) = rthroughput[c] {
+            if t != throughput(core, class) {
+                if Unit::of(class, core).is_some() {
+                    m.busy.0[c] = t;
+                } else {
+                    m.occupancy.0[c] = t.max(1);
+                }
+            }
+        }
+    }
+    (m, differences)
+}
+
+/// A block re-timed by retrace under `llvm-mca`'s conventions, added one
+/// at a time: what is left of the difference after each says what causes
+/// it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Explanation {
+    /// The block's instructions whose latency or throughput LLVM's table
+    /// gives otherwise.
+    pub table: Vec<TableDifference>,
+    /// Cycles per iteration with LLVM's figures ([`with_llvm_table`]).
+    pub with_llvm_table: f64,
+    /// … and results written back in program order
+    /// ([`block_cycles_in_order_writeback`]).
+    pub with_in_order_writeback: f64,
+    /// … and the issue group left open across the block's closing jump
+    /// ([`jump_as_fall_through`]); the same figure when it ends otherwise.
+    pub with_group_across_jump: f64,
+    /// … and counted as `llvm-mca` counts: one cycle more in all (its
+    /// total includes the cycle in which the last result is written).
+    pub with_mca_counting: f64,
+}
+
+/// Re-time a block under `llvm-mca`'s conventions (see [`Explanation`]).
+/// `core` is the one the block was timed on, as [`block_cycles`] took it.
+pub fn explain(
+    core: &CoreModel,
+    insts: &[(u64, Inst)],
+    info: &[McaInstInfo],
+    iterations: u32,
+) -> Explanation {
+    let n = f64::from(iterations.max(1));
+    let (llvm, table) = with_llvm_table(core, insts, info);
+    let with_table = block_cycles(&llvm, insts, iterations);
+    let in_order = block_cycles_in_order_writeback(&llvm, insts, iterations);
+    let across = jump_as_fall_through(&llvm, insts).map_or(in_order, |(m, block)| {
+        block_cycles_in_order_writeback(&m, &block, iterations)
+    });
+    Explanation {
+        table,
+        with_llvm_table: with_table as f64 / n,
+        with_in_order_writeback: in_order as f64 / n,
+        with_group_across_jump: across as f64 / n,
+        with_mca_counting: (across + 1) as f64 / n,
+    }
 }
 
 /// A block as `llvm-mca` input.
@@ -296,6 +548,77 @@ mod tests {
         // The loop branch costs nothing more, taken or not.
         let b = block(&[0x0015_0513, 0xfeb5_1ee3]);
         assert_eq!(block_cycles(&rocket, &b, 10), 20);
+    }
+
+    /// What `llvm-mca-14` reports for each instruction (latency,
+    /// reciprocal throughput), as its Instruction Info table gives them.
+    fn info(figures: &[(u32, f64)]) -> Vec<McaInstInfo> {
+        figures
+            .iter()
+            .map(|&(latency, rthroughput)| McaInstInfo {
+                latency,
+                rthroughput,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn in_order_writeback_times_blocks_as_llvm_mca_does() {
+        // docs/TIMING.md's two-instruction blocks on Rocket, 100 iterations:
+        // `llvm-mca-14 -mcpu=rocket-rv64` gives 301 and 401 total cycles,
+        // one more than its schedule (it counts the write-back cycle).
+        let rocket = without_control_penalties(&preset("rocket").unwrap());
+        // lbu a0,0(a1) (latency 3); addi a2,a2,1: retrace issues the add
+        // beside the load in flight, 2 cycles an iteration; written back
+        // in order, the add waits a cycle more (3).
+        let b = block(&[0x0005_c503, 0x0016_0613]);
+        assert_eq!(block_cycles(&rocket, &b, 100), 201);
+        assert_eq!(block_cycles_in_order_writeback(&rocket, &b, 100), 300);
+        // mul a0,a1,a2 (latency 4); addi a3,a3,1: 2 against 4 an iteration.
+        let b = block(&[0x02c5_8533, 0x0016_8693]);
+        assert_eq!(block_cycles(&rocket, &b, 100), 202);
+        assert_eq!(block_cycles_in_order_writeback(&rocket, &b, 100), 400);
+        let e = explain(&rocket, &b, &info(&[(4, 1.0), (1, 1.0)]), 100);
+        assert!(e.table.is_empty());
+        assert_eq!(e.with_llvm_table, 2.02);
+        assert_eq!(e.with_mca_counting, 4.01);
+    }
+
+    #[test]
+    fn llvm_table_and_the_jump_explain_a_u74_block() {
+        let u74 = without_control_penalties(&preset("u74").unwrap());
+        // addw a5,t0,a4 ; j back. `llvm-mca-14 -mcpu=sifive-u74`: 202
+        // cycles for 100 iterations; the addw has latency 3 there (1 on
+        // the preset) and the j latency 1; the next iteration's addw issues
+        // beside the j, which waits for the addw's write-back.
+        let b = block(&[0x00e2_87bb, 0xffdf_f06f]);
+        let e = explain(&u74, &b, &info(&[(3, 0.5), (1, 1.0)]), 100);
+        assert_eq!(e.table.len(), 1);
+        assert_eq!((e.table[0].class, e.table[0].llvm_latency), ("alu", 3));
+        // The addw's result now in flight at the end: 1.02 (retrace: 1.00).
+        assert_eq!(e.with_llvm_table, 1.02);
+        // Written back in order, the j waits two cycles for the addw, and
+        // the group closes behind it: 3 an iteration.
+        assert_eq!(e.with_in_order_writeback, 3.0);
+        // Issued beside the j, as llvm-mca does: 2 an iteration, 202 in all.
+        assert_eq!(e.with_group_across_jump, 2.01);
+        assert_eq!(e.with_mca_counting, 2.02);
+        // A block that ends in no jump is left as it is.
+        assert!(jump_as_fall_through(&u74, &b[..1]).is_none());
+    }
+
+    #[test]
+    fn the_instruction_table_is_read() {
+        let out = "Iterations: 100\n\nInstruction Info:\n[1]: #uOps\n[2]: Latency\n\n[1]    [2]    [3]    [4]    [5]    [6]    Instructions:\n 1      3     1.00    *                   lbu\ta0, 0(a1)\n 1      16    16.00                       divuw\ta3, a4, a5\n\n\nResources:\n";
+        assert_eq!(
+            mca_instruction_info(out),
+            Some(info(&[(3, 1.0), (16, 16.0)]))
+        );
+        assert_eq!(mca_instruction_info("Iterations: 100\n"), None);
+        assert_eq!(
+            mca_instruction_info("Instruction Info:\n[1]    [2]    Instructions:\n 1 x 1.0 add\n"),
+            None
+        );
     }
 
     #[test]

@@ -73,6 +73,16 @@ impl Pipeline {
         self.cycle - ORIGIN
     }
 
+    /// Close any open issue group and hold the issue stage for `cycles`
+    /// more cycles (none: only close the group): a stall from outside the
+    /// core's own rule. `retrace
+    /// mca` uses it to time a block under a rule of another model's
+    /// (`llvm-mca`'s in-order write-back) without changing this one.
+    pub fn stall(&mut self, cycles: u64) {
+        self.cycle += cycles;
+        self.group = 0;
+    }
+
     /// Issue one instruction.
     ///
     /// It issues when the issue stage is free (after a fetch stall on an
