@@ -46,8 +46,8 @@ pub use cache::Cache;
 pub use cpi::{loaded_after, CpiAccount, CpiPart, CpiStack, CPI_PARTS};
 pub use frontend::Frontend;
 pub use model::{
-    BranchModel, CacheModel, ClassTable, CoreModel, FetchModel, FloatUnit, ModelError, PipeTable,
-    Pipes, PredictorKind, TimingClass, Unit,
+    BranchModel, CacheModel, ClassTable, CoreModel, FetchModel, FloatUnit, LateAlu, ModelError,
+    PipeTable, Pipes, PredictorKind, TimingClass, Unit,
 };
 pub use overrides::{
     core_with_overrides, grid, Axis, Override, OverrideError, OverrideValue, MAX_AXIS_POINTS,

@@ -186,6 +186,69 @@ pub struct CoreModel {
     pub issue_width: u32,
     /// Per class, the pipes an instruction may issue on (dual issue only).
     pub pipes: PipeTable,
+    /// The classes that may execute late, and how many stages later
+    /// (`late_alu`, `late_alu_stages`); none by default.
+    pub late_alu: LateAlu,
+}
+
+/// An early/late ALU: instructions of some classes may issue before their
+/// operands are ready and execute that many stages further down the
+/// pipeline instead, as SiFive's 7 series runs simple integer operations
+/// either in its address-generation stage or two stages later (LLVM review
+/// D153666, "RISCV: Model bypass for SiFive7"). What it changes in the
+/// timing rule is [`crate::Pipeline::issue`]'s business.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct LateAlu {
+    /// The classes that may execute late, bit `class as usize` each.
+    classes: u64,
+    /// How many stages after the issue stage the late unit executes (the
+    /// most an operand may still be outstanding at issue); 0 when no class
+    /// may execute late.
+    pub stages: u32,
+}
+
+impl LateAlu {
+    /// No class executes late.
+    pub const NONE: LateAlu = LateAlu {
+        classes: 0,
+        stages: 0,
+    };
+
+    /// The largest `late_alu_stages` a description may give.
+    pub const MAX_STAGES: u32 = 16;
+
+    /// Late execution for `classes`, `stages` stages after issue (no class
+    /// at all, or 0 stages, is [`LateAlu::NONE`]).
+    pub fn new(classes: &[TimingClass], stages: u32) -> LateAlu {
+        let classes = classes.iter().fold(0u64, |m, &c| m | 1 << c as usize);
+        if classes == 0 || stages == 0 {
+            LateAlu::NONE
+        } else {
+            LateAlu { classes, stages }
+        }
+    }
+
+    /// Whether instructions of `class` may execute late.
+    #[inline(always)]
+    pub fn covers(&self, class: TimingClass) -> bool {
+        self.classes & 1 << class as usize != 0
+    }
+
+    /// The classes that may execute late, in table order.
+    pub fn classes(&self) -> impl Iterator<Item = TimingClass> + '_ {
+        TimingClass::ALL.into_iter().filter(|&c| self.covers(c))
+    }
+
+    /// The stages a `class` instruction may run late by: [`LateAlu::stages`]
+    /// for a class it covers, else 0.
+    #[inline(always)]
+    pub fn stages_of(&self, class: TimingClass) -> u32 {
+        if self.covers(class) {
+            self.stages
+        } else {
+            0
+        }
+    }
 }
 
 /// The issue pipes of a dual-issue core that an instruction may use: two
@@ -397,6 +460,10 @@ struct RawModel {
     #[serde(default = "default_issue_width")]
     issue_width: u32,
     #[serde(default)]
+    late_alu: Vec<String>,
+    #[serde(default = "default_late_alu_stages")]
+    late_alu_stages: u32,
+    #[serde(default)]
     latency: RawClasses<u32>,
     #[serde(default)]
     occupancy: RawClasses<u32>,
@@ -427,6 +494,10 @@ fn default_word_bytes() -> u32 {
 
 fn default_issue_width() -> u32 {
     1
+}
+
+fn default_late_alu_stages() -> u32 {
+    2
 }
 
 macro_rules! raw_classes {
@@ -743,6 +814,26 @@ impl RawModel {
             ));
         }
         let pipes = PipeTable(self.pipes.unwrap_or_default().values(|_| Pipes::AB));
+        if !(1..=LateAlu::MAX_STAGES).contains(&self.late_alu_stages) {
+            return Err(invalid(
+                "late_alu_stages",
+                self.late_alu_stages.to_string(),
+                &format!("1 to {} stages", LateAlu::MAX_STAGES),
+            ));
+        }
+        let mut late = Vec::new();
+        for key in &self.late_alu {
+            let Some(class) = TimingClass::ALL.into_iter().find(|c| c.key() == key) else {
+                let keys: Vec<&str> = TimingClass::ALL.iter().map(|c| c.key()).collect();
+                return Err(invalid(
+                    "late_alu",
+                    format!("{key:?}"),
+                    &format!("a list of instruction classes: {}", keys.join(", ")),
+                ));
+            };
+            late.push(class);
+        }
+        let late_alu = LateAlu::new(&late, self.late_alu_stages);
         let frequency_hz = match self.frequency_mhz {
             None => None,
             Some(mhz) if mhz.is_finite() && (0.001..=100_000.0).contains(&mhz) => {
@@ -782,6 +873,7 @@ impl RawModel {
             fetch,
             issue_width: self.issue_width,
             pipes,
+            late_alu,
         })
     }
 }
@@ -980,6 +1072,49 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(msg.contains("busy.div"), "{msg}");
+    }
+
+    /// `late_alu` takes class keys, `late_alu_stages` 1 to 16 (default
+    /// 2); an unknown class is refused with the list, and no class at all
+    /// is no late execution.
+    #[test]
+    fn late_alu_keys_and_stages() {
+        let base = "name = \"x\"\nxlen = [64]\n";
+        let m = CoreModel::from_toml(base, "c.toml").unwrap();
+        assert_eq!(m.late_alu, LateAlu::NONE);
+        let m = CoreModel::from_toml(
+            &format!("{base}late_alu = [\"alu\", \"branch\"]\n"),
+            "c.toml",
+        )
+        .unwrap();
+        assert_eq!(m.late_alu.stages, 2);
+        assert!(m.late_alu.covers(TimingClass::Alu) && m.late_alu.covers(TimingClass::Branch));
+        assert!(!m.late_alu.covers(TimingClass::Shift));
+        assert_eq!(
+            m.late_alu.classes().collect::<Vec<_>>(),
+            [TimingClass::Alu, TimingClass::Branch]
+        );
+        assert_eq!(m.late_alu.stages_of(TimingClass::Mul), 0);
+        let m = CoreModel::from_toml(
+            &format!("{base}late_alu = []\nlate_alu_stages = 3\n"),
+            "c.toml",
+        )
+        .unwrap();
+        assert_eq!(m.late_alu, LateAlu::NONE);
+        for (body, want) in [
+            ("late_alu = [\"alus\"]\n", "div_w"),
+            (
+                "late_alu = [\"alu\"]\nlate_alu_stages = 0\n",
+                "late_alu_stages",
+            ),
+            ("late_alu = [\"alu\"]\nlate_alu_stages = 17\n", "1 to 16"),
+            ("late_alu = \"alu\"\n", "sequence"),
+        ] {
+            let msg = CoreModel::from_toml(&format!("{base}{body}"), "c.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(msg.contains(want), "{body}: {msg}");
+        }
     }
 
     #[test]

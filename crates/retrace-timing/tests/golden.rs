@@ -345,7 +345,8 @@ fn rocket_latencies_and_predictor() {
             &[load(Op::Lw, A0, 0x8020_0000), alu(Op::Add, A1, A0, A0)],
         ),
     );
-    // div latency 34, occupancy 1: independent add at 1, dependent add at 34.
+    // div latency 33 (RocketModel's WriteIDiv), occupancy 1: independent
+    // add at 1, dependent add at 33, ends 34.
     g.add(
         "div, independent add, dependent add",
         cycles(
@@ -356,6 +357,11 @@ fn rocket_latencies_and_predictor() {
                 alu(Op::Add, A3, A0, A0),
             ],
         ),
+    );
+    // divw latency 34 (WriteIDiv32): the dependent add at 34, ends 35.
+    g.add(
+        "divw, dependent add",
+        cycles(&m, &[alu(Op::Divw, A0, A1, A2), alu(Op::Add, A3, A0, A0)]),
     );
     // Bimodal starts weakly not-taken: the first taken outcome of one branch
     // is mispredicted (1 + 3), the next is predicted (1). Same pc both times.
@@ -535,9 +541,9 @@ fn traps_drain_then_pay_the_penalty() {
     // picorv32: add 3, trap 3, add 3 = 9.
     let m = preset("picorv32").unwrap();
     g.add("picorv32: add, trap, add", trapped(&m, &[add()], &[add()]));
-    // rocket: div (latency 34) ends at 1; the drain waits until 34, the
-    // penalty 5 makes 39; the handler's add that reads the quotient's
-    // register issues at once (nothing in flight): 40.
+    // rocket: div (latency 33) ends at 1; the drain waits until 33, the
+    // penalty 5 makes 38; the handler's add that reads the quotient's
+    // register issues at once (nothing in flight): 39.
     let m = no_caches("rocket");
     g.add(
         "rocket: div, trap, dependent add",
