@@ -154,6 +154,8 @@ pub struct Why {
     /// The instructions whose latency or throughput LLVM's table gives
     /// otherwise.
     pub table: Vec<TableRow>,
+    /// The core's late ALU was turned off with LLVM's table.
+    pub late_alu_off: bool,
     /// Cycles per iteration with LLVM's latencies and throughputs.
     pub with_llvm_table: f64,
     /// … and results written back in program order, as llvm-mca's
@@ -213,6 +215,7 @@ impl Why {
                     llvm_rthroughput: d.llvm_rthroughput,
                 })
                 .collect(),
+            late_alu_off: e.late_alu,
             with_llvm_table: e.with_llvm_table,
             with_in_order_writeback: e.with_in_order_writeback,
             with_group_across_jump: e.with_group_across_jump,
@@ -230,6 +233,9 @@ impl Why {
             o.push(match *c {
                 "llvm-table" => {
                     let mut seen = Vec::new();
+                    if self.late_alu_off {
+                        seen.push("no late ALU".to_string());
+                    }
                     for t in &self.table {
                         let mnemonic = t.instruction.split(' ').next().unwrap_or("");
                         let mut d = Vec::new();

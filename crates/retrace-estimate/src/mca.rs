@@ -14,7 +14,7 @@
 
 use retrace_isa::{disasm, Flow, Inst, Op, Xlen};
 use retrace_sim::blocks::Block;
-use retrace_timing::{CoreModel, Events, Pipeline, TimingClass, Unit};
+use retrace_timing::{CoreModel, Events, LateAlu, Pipeline, TimingClass, Unit};
 
 /// Iterations of each block when none are asked for: `llvm-mca`'s own
 /// default.
@@ -234,13 +234,17 @@ fn throughput(core: &CoreModel, class: TimingClass) -> u32 {
 /// instructions whose figures differed. A class takes LLVM's latency when
 /// LLVM gives all of the block's instructions of that class one latency;
 /// an LLVM reciprocal throughput of one cycle or more becomes the busy time
-/// of the class's unit (dividers) or else its occupancy.
+/// of the class's unit (dividers) or else its occupancy. A late ALU
+/// ([`CoreModel::late_alu`]) is turned off.
 pub fn with_llvm_table(
     core: &CoreModel,
     insts: &[(u64, Inst)],
     info: &[McaInstInfo],
 ) -> (CoreModel, Vec<TableDifference>) {
     let mut m = core.clone();
+    // LLVM 14's models have no late ALU (a latency that depends on the
+    // consumer): its latencies are the early ones.
+    m.late_alu = LateAlu::NONE;
     let mut differences = Vec::new();
     let mut latency: Vec<Option<Option<u32>>> = vec![None; TimingClass::COUNT];
     let mut rthroughput: Vec<Option<Option<u32>>> = vec![None; TimingClass::COUNT];
@@ -296,6 +300,9 @@ pub struct Explanation {
     /// The block's instructions whose latency or throughput LLVM's table
     /// gives otherwise.
     pub table: Vec<TableDifference>,
+    /// The core has a late ALU, which LLVM's table does not (turned off
+    /// with the table).
+    pub late_alu: bool,
     /// Cycles per iteration with LLVM's figures ([`with_llvm_table`]).
     pub with_llvm_table: f64,
     /// … and results written back in program order
@@ -326,6 +333,7 @@ pub fn explain(
     });
     Explanation {
         table,
+        late_alu: core.late_alu != LateAlu::NONE,
         with_llvm_table: with_table as f64 / n,
         with_in_order_writeback: in_order as f64 / n,
         with_group_across_jump: across as f64 / n,
