@@ -628,6 +628,14 @@ fn format_json_csv_and_the_json_alias_agree() {
     assert_eq!(core("picorv32")["float"], "none");
     assert!(core("picorv32")["busy"].as_object().unwrap().is_empty());
     assert!(core("ideal")["float"].is_null());
+    // u74 runs ALU operations, shifts and branches early or late, two
+    // stages apart; a core without late execution says nothing of it.
+    assert_eq!(
+        core("u74")["late_alu"],
+        serde_json::json!(["alu", "shift", "branch"])
+    );
+    assert_eq!(core("u74")["late_alu_stages"], 2);
+    assert!(core("rocket").get("late_alu").is_none());
     let text = String::from_utf8(retrace(&["cores"]).stdout).unwrap();
     let line = |start: &str| {
         text.lines()
@@ -643,6 +651,12 @@ fn format_json_csv_and_the_json_alias_agree() {
         line("cv32e40p ")
             .iter()
             .any(|l| l.contains("no FP operation issues meanwhile")),
+        "{text}"
+    );
+    assert!(
+        line("u74 ")
+            .iter()
+            .any(|l| l.contains("alu, shift, branch, 2 stages")),
         "{text}"
     );
 }

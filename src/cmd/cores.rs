@@ -110,6 +110,12 @@ pub struct CoreEntry {
     /// On a dual-issue core, per class the pipes it may issue on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pipes: Option<BTreeMap<&'static str, &'static str>>,
+    /// The classes that may execute late (`late_alu`), when any may.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    late_alu: Vec<&'static str>,
+    /// How many stages after issue they execute late, when any may.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    late_alu_stages: Option<u32>,
     predictor: String,
     mispredict_penalty: u32,
     taken_penalty: u32,
@@ -145,6 +151,8 @@ impl CoreEntry {
                     .map(|c| (c.key(), m.pipes.get(*c).name()))
                     .collect()
             }),
+            late_alu: m.late_alu.classes().map(|c| c.key()).collect(),
+            late_alu_stages: (m.late_alu.stages > 0).then_some(m.late_alu.stages),
             predictor: predictor(m),
             mispredict_penalty: m.branch.mispredict_penalty,
             taken_penalty: m.branch.taken_penalty,
@@ -169,6 +177,10 @@ struct CoreCsvRow<'a> {
     busy: String,
     fp_blocks_all: bool,
     issue_width: u32,
+    /// The classes of [`CoreEntry::late_alu`], space-separated.
+    late_alu: String,
+    /// [`CoreEntry::late_alu_stages`], 0 for none.
+    late_alu_stages: u32,
     predictor: &'a str,
     mispredict_penalty: u32,
     taken_penalty: u32,
@@ -254,6 +266,27 @@ impl Report for CoresReport {
                 let _ = writeln!(o, "{:<12} {}{all}", m.name, list.join(", "));
             }
         }
+        let late_cores: Vec<_> = self
+            .models
+            .iter()
+            .filter(|m| m.late_alu.stages > 0)
+            .collect();
+        if !late_cores.is_empty() {
+            let _ = writeln!(
+                o,
+                "\nEarly/late execution (late_alu: may issue before its operands are ready, then executes that many stages later):"
+            );
+            for m in late_cores {
+                let list: Vec<&str> = m.late_alu.classes().map(|c| c.key()).collect();
+                let _ = writeln!(
+                    o,
+                    "{:<12} {}, {} stages",
+                    m.name,
+                    list.join(", "),
+                    m.late_alu.stages
+                );
+            }
+        }
         let _ = writeln!(
             o,
             "\nfpu: the FP extensions a core implements (- when it does not say)."
@@ -280,6 +313,8 @@ impl Report for CoresReport {
                     .join(" "),
                 fp_blocks_all: c.fp_blocks_all,
                 issue_width: c.issue_width,
+                late_alu: c.late_alu.join(" "),
+                late_alu_stages: c.late_alu_stages.unwrap_or(0),
                 predictor: &c.predictor,
                 mispredict_penalty: c.mispredict_penalty,
                 taken_penalty: c.taken_penalty,

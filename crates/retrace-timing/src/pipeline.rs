@@ -99,6 +99,12 @@ impl Pipeline {
     /// not redirect fetch — and this one needs no fetch stall, has its
     /// operands and unit ready in that cycle, and the two can be put on
     /// different pipes. A pair closes the group.
+    ///
+    /// On a core with late execution ([`crate::LateAlu`]) an instruction of
+    /// a listed class may issue up to `stages` cycles before its operands
+    /// are ready; if one is not ready when it issues it executes late, and
+    /// its result (and a misprediction's redirect) comes `stages` cycles
+    /// later.
     #[inline]
     pub fn issue(&mut self, model: &CoreModel, pc: u64, inst: &Inst, ev: Events) {
         let costs = Costs::of(model);
@@ -193,15 +199,25 @@ impl Pipeline {
         // the early one, and so does a misprediction's redirect. Every
         // other instruction has `late` = 0, which makes both the same wait
         // as without late execution and `late_by` 0.
+        // The integer instructions that always execute at issue keep the
+        // shortest path, as before there was late execution.
         let late = u64::from(facts.late);
-        let (operands, rd, need) = if facts.special {
+        let (operands, rd, late_by) = if facts.special {
             let (operands, issue, need) = self.special_waits(facts, inst, start);
             start = issue;
             (
                 operands,
                 usize::from(inst.rd & 31 | facts.rd_file) & 63,
-                need,
+                if need > start { late } else { 0 },
             )
+        } else if late == 0 {
+            if facts.reads_rs1 {
+                start = start.max(self.ready[usize::from(inst.rs1 & 31)]);
+            }
+            if facts.reads_rs2 {
+                start = start.max(self.ready[usize::from(inst.rs2 & 31)]);
+            }
+            (start, usize::from(inst.rd & 31), 0)
         } else {
             let mut need = 0;
             if facts.reads_rs1 {
@@ -211,9 +227,12 @@ impl Pipeline {
                 need = need.max(self.ready[usize::from(inst.rs2 & 31)]);
             }
             start = start.max(need.saturating_sub(late));
-            (start, usize::from(inst.rd & 31), need)
+            (
+                start,
+                usize::from(inst.rd & 31),
+                if need > start { late } else { 0 },
+            )
         };
-        let late_by = if need > start { late } else { 0 };
         let mem_stall = if ev.data_miss { costs.data_miss } else { 0 };
         let (taken, mut mispredict) = control_penalty(&costs.branch, flow, ev);
         if mispredict != 0 {

@@ -454,6 +454,66 @@ fn e31_follows_its_manual() {
     g.assert();
 }
 
+/// u74's early and late ALU (`late_alu` alu, shift, branch; 2 stages):
+/// ALU 1, `ld` 3 on pipe A, `mul` 3 on pipe B, ALU on either pipe; the
+/// same sequences with `late_alu` off for comparison.
+#[test]
+fn u74_early_and_late_alu() {
+    let mut g = golden("u74_early_and_late_alu");
+    let m = no_caches("u74");
+    let ld = |rd, base| {
+        Step(
+            i(Op::Ld, rd, base, 0, 0),
+            Resolved {
+                next_pc: 0,
+                taken: false,
+                mem_addr: 0x8020_0000,
+                fallthrough_len: 0,
+            },
+        )
+    };
+    // ld at 0 (a0 ready at 3); the add cannot join it (3 > 0 + 2), issues
+    // at max(1, 3 - 2) = 1 and executes late: ends 2, a1 ready at 4.
+    g.add(
+        "ld, dependent add",
+        cycles(&m, &[ld(A0, SP), alu(Op::Add, A1, A0, A0)]),
+    );
+    // A load on a1 waits for it: at 4, ends 5.
+    g.add(
+        "ld, dependent add, ld on its result",
+        cycles(&m, &[ld(A0, SP), alu(Op::Add, A1, A0, A0), ld(A2, A1)]),
+    );
+    // add a0 at 0 (early, ready 1); add a3, a0 pairs with it at 0 and
+    // executes late (a3 ready at 3): 1 cycle.
+    g.add(
+        "add, dependent add",
+        cycles(&m, &[alu(Op::Add, A0, A1, A2), alu(Op::Add, A3, A0, A0)]),
+    );
+    // A third add on a3: the group is full, so at max(1, 3 - 2) = 1,
+    // late again; ends 2.
+    let three = [
+        alu(Op::Add, A0, A1, A2),
+        alu(Op::Add, A3, A0, A0),
+        alu(Op::Add, A2, A3, A3),
+    ];
+    g.add("three dependent adds", cycles(&m, &three));
+    // A multiply cannot execute late: it waits for the load until 3; ends 4.
+    g.add(
+        "ld, dependent mul",
+        cycles(&m, &[ld(A0, SP), alu(Op::Mul, A1, A0, A0)]),
+    );
+    // Without late execution: the add waits for the load until 3, ends
+    // 4; the three adds take a cycle each (the second cannot pair), 3.
+    let mut off = m.clone();
+    off.late_alu = retrace_timing::LateAlu::NONE;
+    g.add(
+        "late_alu off: ld, dependent add",
+        cycles(&off, &[ld(A0, SP), alu(Op::Add, A1, A0, A0)]),
+    );
+    g.add("late_alu off: three dependent adds", cycles(&off, &three));
+    g.assert();
+}
+
 #[test]
 fn rocket_return_address_stack() {
     let mut g = golden("rocket_return_address_stack");
