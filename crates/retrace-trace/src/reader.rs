@@ -476,6 +476,15 @@ impl<R: Read> TraceReader<R> {
         if !self.mid_gap {
             return Ok(false);
         }
+        // A follower treats every segment as closed mid-gap, and asks at
+        // nearly every step of its replay: while its hart has branch bits
+        // left, the segment is not drained (the common answer, without a
+        // call).
+        if let Some(h) = self.follow.and_then(|f| self.harts.get(usize::from(f))) {
+            if h.bit_pos < h.bit_count {
+                return Ok(false);
+            }
+        }
         self.cross_mid_gap_slow()
     }
 
