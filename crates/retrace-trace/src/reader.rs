@@ -798,9 +798,15 @@ impl<R: Read> TraceReader<R> {
         if raw_len > MAX_SEGMENT_RAW || stored_len > MAX_SEGMENT_RAW || codec > 1 {
             return Err(corrupt(at, format!("implausible header of segment {seq}")));
         }
+        // Read into the buffer's spare room, not zeroed first: every reader
+        // of a multi-hart replay reads every segment.
         let mut stored = std::mem::take(&mut self.stored);
-        stored.resize(stored_len as usize, 0);
-        if read_full(&mut self.input, &mut stored)? < stored.len() {
+        stored.clear();
+        stored.reserve(stored_len as usize);
+        (&mut self.input)
+            .take(u64::from(stored_len))
+            .read_to_end(&mut stored)?;
+        if stored.len() < stored_len as usize {
             return Err(truncated(at, &format!("payload of segment {seq}")));
         }
         if crc32fast::hash(&stored) != crc {
