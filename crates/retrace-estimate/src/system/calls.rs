@@ -186,34 +186,6 @@ impl HartCalls {
     }
 }
 
-/// Room for `n` records (a stream has four bytes a call at least).
-/// A run of `table` writes 1.6 million of them, 25 MB that the process
-/// touches for the first time: in pages of 4 KB that is thousands of page
-/// faults, a fifth of the replay's time in the kernel. On Linux the room
-/// is offered huge pages (2 MB) where the kernel has them to give.
-fn records(n: usize) -> Vec<Call> {
-    let v: Vec<Call> = Vec::with_capacity(n);
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let bytes = v.capacity() * std::mem::size_of::<Call>();
-        if bytes >= HUGE {
-            // The whole pages inside the allocation (the kernel gives huge
-            // pages to the aligned 2 MB blocks among them).
-            let start = (v.as_ptr() as usize).next_multiple_of(4096);
-            let end = (v.as_ptr() as usize + bytes) & !4095;
-            // SAFETY: the range lies inside the vector's allocation, which
-            // this process owns; the advice changes how its pages are
-            // provided, not their contents, and a refusal leaves them as
-            // they were.
-            unsafe {
-                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-            }
-        }
-    }
-    v
-}
-
 /// Hart `hart`'s synchronisation events (`bytes`, their varints), decoded.
 /// The common stream — one-byte items, nothing out of the ordinary — is
 /// read by [`decode_plain`], a loop over the bytes; anything it does not
@@ -245,7 +217,7 @@ fn varint(bytes: &[u8], i: &mut usize) -> Option<u64> {
 /// (or read it in any other way than the protocol's plain one).
 fn decode_plain(bytes: &[u8]) -> Option<HartCalls> {
     let mut out = HartCalls {
-        calls: records(bytes.len() / 4),
+        calls: Vec::with_capacity(bytes.len() / 4),
         ..HartCalls::default()
     };
     let (mut i, mut at, mut next_seq) = (0usize, 0u64, 0u64);
@@ -305,7 +277,7 @@ fn decode_plain(bytes: &[u8]) -> Option<HartCalls> {
 fn decode_checked(hart: u16, bytes: &[u8]) -> Result<HartCalls, TraceError> {
     // Four bytes a call at least.
     let mut out = HartCalls {
-        calls: records(bytes.len() / 4),
+        calls: Vec::with_capacity(bytes.len() / 4),
         ..HartCalls::default()
     };
     let rest = SyncEvents::new(hart, Varints(bytes)).each_call(|call, number| {
