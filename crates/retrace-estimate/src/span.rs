@@ -194,10 +194,17 @@ fn indirect_window(bytes: &[u8]) -> (u128, u32) {
     // The common record is one byte, a known target's number below 128
     // ([`one_byte_index`]): those first, then any longer ones.
     let head = &bytes[..bytes.len().min(INDIRECT_WINDOW)];
-    let mut n = head
-        .iter()
-        .position(|&b| one_byte_index(&[b]).is_none())
-        .unwrap_or(head.len());
+    let mut n = match <[u8; INDIRECT_WINDOW]>::try_from(head) {
+        // A whole window: its one-byte records found a word at a time.
+        Ok(w) => one_byte_records(u128::from_le_bytes(w)),
+        Err(_) => head
+            .iter()
+            .position(|&b| one_byte_index(&[b]).is_none())
+            .unwrap_or(head.len()),
+    };
+    if n == INDIRECT_WINDOW {
+        return (u128::from_le_bytes(head.try_into().unwrap()), n as u32);
+    }
     while let Some(len) = known_target_len(&bytes[n..]) {
         if n + len > INDIRECT_WINDOW {
             break;
@@ -207,6 +214,19 @@ fn indirect_window(bytes: &[u8]) -> (u128, u32) {
     let mut w = [0u8; INDIRECT_WINDOW];
     w[..n].copy_from_slice(&bytes[..n]);
     (u128::from_le_bytes(w), n as u32)
+}
+
+/// How many of the bytes of `w` (little-endian), from the first, are
+/// one-byte records of known targets (1 to 127, [`one_byte_index`]).
+#[inline]
+fn one_byte_records(w: u128) -> usize {
+    const LOW: u128 = u128::from_le_bytes([0x01; INDIRECT_WINDOW]);
+    const HIGH: u128 = u128::from_le_bytes([0x80; INDIRECT_WINDOW]);
+    // A byte's high bit is set when the byte is 0x80 or above, or (for the
+    // lowest such byte, which has none of those below it to borrow from)
+    // when it is 0.
+    let bad = (w & HIGH) | (w.wrapping_sub(LOW) & !w & HIGH);
+    (bad.trailing_zeros() / 8) as usize
 }
 
 /// The bit window: the next [`BIT_WINDOW`] bits (or fewer, at the end of
@@ -719,4 +739,37 @@ fn record_span<R: Read>(
         spans.stats.recorded += 1;
     }
     Ok(Recorded::Stepped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_byte_records_are_counted_a_word_at_a_time_as_byte_by_byte() {
+        let bytes_of = |seed: u64| -> [u8; INDIRECT_WINDOW] {
+            let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+            std::array::from_fn(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Mostly one-byte records, now and then 0 or a long one.
+                match x % 8 {
+                    0 => 0,
+                    1 => 0x80 | (x >> 8) as u8,
+                    _ => 1 + (x >> 8) as u8 % 127,
+                }
+            })
+        };
+        for seed in 0..5000 {
+            let b = bytes_of(seed);
+            let want = b
+                .iter()
+                .position(|&b| one_byte_index(&[b]).is_none())
+                .unwrap_or(INDIRECT_WINDOW);
+            assert_eq!(one_byte_records(u128::from_le_bytes(b)), want, "{b:?}");
+        }
+        assert_eq!(one_byte_records(u128::from_le_bytes([5; 16])), 16);
+        assert_eq!(one_byte_records(0), 0);
+    }
 }

@@ -73,7 +73,7 @@ mod hart;
 use crate::estimator::Fidelity;
 use crate::source::TraceSource;
 use crate::walk::ReplayError;
-use calls::{decode_hart, number, ranks, HartCalls, Numbers, Places, NONE};
+use calls::{decode_hart, number, ranks, Call, HartCalls, Numbers, Places, NONE};
 use hart::{replay_hart, HartRun, Shared};
 use retrace_program::{Addr, PpTable};
 use retrace_sim::frequency::{HartClock, DEFAULT_HZ};
@@ -205,7 +205,6 @@ const NOT_AT_CALL: u128 = u128::MAX;
 /// the harts (every time is a clock, below 2^64 as the clocks' sums are),
 /// the times are kept as 64-bit integers, which halves that search.
 struct Times {
-    by_cycles: bool,
     wide: Vec<u128>,
     narrow: Vec<u64>,
 }
@@ -214,29 +213,27 @@ impl Times {
     fn new(by_cycles: bool, n: usize) -> Times {
         match by_cycles {
             true => Times {
-                by_cycles,
                 wide: Vec::new(),
                 narrow: vec![u64::MAX; n],
             },
             false => Times {
-                by_cycles,
                 wide: vec![NOT_AT_CALL; n],
                 narrow: Vec::new(),
             },
         }
     }
 
-    #[inline]
-    fn set(&mut self, h: usize, t: u128) {
-        match self.by_cycles {
+    #[inline(always)]
+    fn set<const BY_CYCLES: bool>(&mut self, h: usize, t: u128) {
+        match BY_CYCLES {
             true => self.narrow[h] = u64::try_from(t).unwrap_or(u64::MAX),
             false => self.wide[h] = t,
         }
     }
 
     /// The hart whose call comes first, the lowest on a tie.
-    #[inline]
-    fn earliest(&self) -> Option<usize> {
+    #[inline(always)]
+    fn earliest<const BY_CYCLES: bool>(&self) -> Option<usize> {
         fn first<T: Copy + Ord>(times: &[T], none: T) -> Option<usize> {
             let (mut h, mut earliest) = (usize::MAX, none);
             for (i, &t) in times.iter().enumerate() {
@@ -246,7 +243,7 @@ impl Times {
             }
             (h != usize::MAX).then_some(h)
         }
-        match self.by_cycles {
+        match BY_CYCLES {
             true => first(&self.narrow, u64::MAX),
             false => first(&self.wide, NOT_AT_CALL),
         }
@@ -285,6 +282,11 @@ enum Standing {
 /// clock.
 struct Hart<'a> {
     calls: &'a HartCalls,
+    /// Its calls' records ([`HartCalls::calls`]).
+    records: &'a [Call],
+    /// The call by which its replay had ended ([`HartRun::last`];
+    /// `usize::MAX`: none).
+    last: usize,
     /// The values of its `set_hz` calls, in order, and how many it made.
     values: &'a [u64],
     set_hz: usize,
@@ -296,9 +298,6 @@ struct Hart<'a> {
     wait: u64,
     /// Its clock against time.
     clock: HartClock,
-    /// Every hart's clock runs at one frequency, which none changes:
-    /// cycles order the harts as time does.
-    by_cycles: bool,
     standing: Standing,
     /// With a timeline: its waits (busy cycle before the `ecall`, cycles
     /// waited, call, object) and calls.
@@ -314,35 +313,45 @@ impl Hart<'_> {
 
     /// Its time with `busy` cycles, as the unit compares harts: in
     /// attoseconds, or its clock when cycles order the harts as time does.
-    #[inline]
-    fn time(&self, busy: u64) -> u128 {
-        match self.by_cycles {
+    #[inline(always)]
+    fn time<const BY_CYCLES: bool>(&self, busy: u64) -> u128 {
+        match BY_CYCLES {
             true => u128::from(self.clock(busy)),
             false => self.clock.time_at(self.clock(busy)),
         }
     }
 
     /// Its first clock at or after `time` ([`Hart::time`]'s measure).
-    #[inline]
-    fn counter_reaching(&self, time: u128) -> u64 {
-        match self.by_cycles {
+    #[inline(always)]
+    fn counter_reaching<const BY_CYCLES: bool>(&self, time: u128) -> u64 {
+        match BY_CYCLES {
             true => time as u64,
             false => self.clock.counter_reaching(time),
         }
     }
 
     /// Whether its replay had ended by call `k`.
+    #[inline(always)]
     fn ended_by(&self, k: usize) -> bool {
-        self.run.last.is_some_and(|last| k >= last)
+        k >= self.last
     }
 
     /// On to its next call, if it has one (the time of that call); else it
     /// is done. (Its replay has not ended: its next call is one it
     /// reached.)
-    fn go_on(&mut self) -> u128 {
-        match self.calls.calls.get(self.next) {
+    #[inline(always)]
+    fn go_on<const BY_CYCLES: bool>(&mut self) -> u128 {
+        // The harts' records are read in turn, eight streams or more from
+        // memory the replays wrote long before: a line ahead is asked for
+        // now, which the hardware's own prefetch does not keep up with.
+        prefetch(
+            self.records
+                .as_ptr()
+                .wrapping_add(self.next + RECORDS_AHEAD),
+        );
+        match self.records.get(self.next) {
             Some(c) => {
-                let t = self.time(c.before);
+                let t = self.time::<BY_CYCLES>(c.before);
                 self.standing = Standing::AtCall;
                 t
             }
@@ -352,6 +361,24 @@ impl Hart<'_> {
             }
         }
     }
+}
+
+/// How far ahead of a hart's next call its record is fetched: a cache
+/// line of them (4 records of 16 bytes), tens of calls of the run ahead.
+const RECORDS_AHEAD: usize = 4;
+
+/// Ask the processor to bring the cache line at `p` in: a hint, which
+/// reads nothing into the program and is ignored for any address.
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch neither reads nor faults, whatever the address;
+    // SSE, which it needs, is part of every x86-64 processor.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Replay the multi-hart `trace` of the program (`table`, `entry`) with
@@ -542,15 +569,11 @@ fn replay_system<S: TraceSource + ?Sized>(
         && start_hz[0] <= 1_000_000_000_000_000_000
         && numbers.classes.iter().all(|&(_, op)| op != SyncOp::SET_HZ);
     let unit = |ranks: Option<&[Vec<u64>]>| {
-        order(
-            &recorded,
-            &runs,
-            &numbers,
-            ranks,
-            &start_hz,
-            by_cycles,
-            ranges.is_some(),
-        )
+        let timeline = ranges.is_some();
+        match by_cycles {
+            true => order::<true>(&recorded, &runs, &numbers, ranks, &start_hz, timeline),
+            false => order::<false>(&recorded, &runs, &numbers, ranks, &start_hz, timeline),
+        }
     };
     // Ranked only if some class's calls come out of their places.
     let ordered = std::thread::scope(|s| {
@@ -612,18 +635,18 @@ struct Ordered<'a> {
 
 /// The unit: order the harts' calls (`recorded`, where each hart's replay
 /// put them; `runs`, how the replays ended) by the harts' clocks, starting
-/// at `start_hz` (compared as cycles when `by_cycles`), and simulate their
+/// at `start_hz` (compared as cycles when `BY_CYCLES`: every hart's clock
+/// runs at one frequency, which none changes), and simulate their
 /// objects. With `ranks` (per hart, each call's rank in its class), count
 /// the calls met out of rank; without, stop (`None`) at the first call of
 /// a class met before one placed earlier — until then every call was met
 /// at its rank (see [`calls`]).
-fn order<'a>(
+fn order<'a, const BY_CYCLES: bool>(
     recorded: &'a [HartCalls],
     runs: &'a [HartRun],
     numbers: &'a Numbers,
     ranks: Option<&[Vec<u64>]>,
     start_hz: &[u64],
-    by_cycles: bool,
     timeline: bool,
 ) -> Result<Option<Ordered<'a>>, ReplayError> {
     let Numbers {
@@ -666,6 +689,8 @@ fn order<'a>(
         .enumerate()
         .map(|(h, ((calls, run), own))| Hart {
             calls,
+            records: &calls.calls,
+            last: run.last.unwrap_or(usize::MAX),
             values: &calls.values,
             set_hz: 0,
             classes: info(own),
@@ -673,16 +698,15 @@ fn order<'a>(
             next: 0,
             wait: 0,
             clock: HartClock::new(start_hz[h]),
-            by_cycles,
             standing: Standing::Done,
             waits: Vec::new(),
             timeline_calls: Vec::new(),
         })
         .collect();
     // The time of each hart's next call, or `NOT_AT_CALL`.
-    let mut at = Times::new(by_cycles, n);
+    let mut at = Times::new(BY_CYCLES, n);
     for (h, hart) in harts.iter_mut().enumerate() {
-        at.set(h, hart.go_on());
+        at.set::<BY_CYCLES>(h, hart.go_on::<BY_CYCLES>());
     }
     let mut state = SyncState::new(n);
     let mut places = Places::new(harts.iter().map(|h| h.calls.calls.len()).sum());
@@ -699,7 +723,7 @@ fn order<'a>(
     // The harts each call resumes: one buffer for the run.
     let mut woken = Vec::with_capacity(n);
     // The call with the earliest time, the lowest hart on a tie.
-    while let Some(h) = at.earliest() {
+    while let Some(h) = at.earliest::<BY_CYCLES>() {
         let hart = &mut harts[h];
         let k = hart.next;
         let call = hart.calls.get(k);
@@ -738,14 +762,7 @@ fn order<'a>(
                 }
                 let r = &mut resource_of[o as usize];
                 if *r == NONE {
-                    *r = resources.len() as u32;
-                    resources.push(ResourceEstimate {
-                        object,
-                        kind: op.object_kind().map_or("object".into(), |k| k.to_string()),
-                        calls: 0,
-                        waits: 0,
-                        wait_cycles: 0,
-                    });
+                    *r = new_resource(&mut resources, object, op);
                 }
                 Some(*r as usize)
             }
@@ -754,11 +771,9 @@ fn order<'a>(
             let clock = hart.clock(call.before);
             hart.timeline_calls.push((clock, op.0, object));
         }
-        let done = state.replay_numbered_call_into(h, op, number, object, param, value, &mut woken).map_err(|e| {
-            ReplayError::System(format!(
-                "hart {h}'s synchronisation call #{k} does not fit the others' ({e}): the trace is damaged; record it again"
-            ))
-        })?;
+        let done = state
+            .replay_numbered_call_into(h, op, number, object, param, value, &mut woken)
+            .map_err(|e| unfit_call(h, k, e))?;
         if let Some(r) = r {
             resources[r].calls += 1;
         }
@@ -770,10 +785,10 @@ fn order<'a>(
             let now = hart.clock(busy);
             hart.clock.set_hz(now, value);
         }
-        let now_time = hart.time(busy);
-        at.set(h, NOT_AT_CALL);
+        let now_time = hart.time::<BY_CYCLES>(busy);
+        at.set::<BY_CYCLES>(h, NOT_AT_CALL);
         if done && !hart.ended_by(k) {
-            at.set(h, hart.go_on());
+            at.set::<BY_CYCLES>(h, hart.go_on::<BY_CYCLES>());
         } else if done || op == SyncOp::HART_EXIT {
             hart.standing = Standing::Done;
         } else {
@@ -786,11 +801,9 @@ fn order<'a>(
         for &(w, _) in &woken {
             let hart = &mut harts[w];
             let Standing::Blocked(b) = hart.standing else {
-                return Err(ReplayError::System(format!(
-                    "hart {w} is resumed by hart {h}'s call but does not wait: the trace is damaged"
-                )));
+                return Err(not_waiting(w, h));
             };
-            let then = hart.counter_reaching(now_time);
+            let then = hart.counter_reaching::<BY_CYCLES>(now_time);
             let waited = then.saturating_sub(hart.clock(b));
             if timeline && waited > 0 {
                 let (op, object) = hart
@@ -806,7 +819,7 @@ fn order<'a>(
             if hart.ended_by(hart.next - 1) {
                 hart.standing = Standing::Done;
             } else {
-                at.set(w, hart.go_on());
+                at.set::<BY_CYCLES>(w, hart.go_on::<BY_CYCLES>());
             }
         }
     }
@@ -842,6 +855,39 @@ fn order<'a>(
         reordered,
         first_reordered,
     }))
+}
+
+/// The entry in `resources` of an object met for the first time, by a
+/// call `op` on its handle `object`.
+#[cold]
+#[inline(never)]
+fn new_resource(resources: &mut Vec<ResourceEstimate>, object: u64, op: SyncOp) -> u32 {
+    resources.push(ResourceEstimate {
+        object,
+        kind: op.object_kind().map_or("object".into(), |k| k.to_string()),
+        calls: 0,
+        waits: 0,
+        wait_cycles: 0,
+    });
+    resources.len() as u32 - 1
+}
+
+/// Hart `h`'s call #`k` broke the objects' rules (`e`).
+#[cold]
+#[inline(never)]
+fn unfit_call(h: usize, k: usize, e: retrace_sim::sync::SyncError) -> ReplayError {
+    ReplayError::System(format!(
+        "hart {h}'s synchronisation call #{k} does not fit the others' ({e}): the trace is damaged; record it again"
+    ))
+}
+
+/// Hart `h`'s call resumed hart `w`, which was not waiting.
+#[cold]
+#[inline(never)]
+fn not_waiting(w: usize, h: usize) -> ReplayError {
+    ReplayError::System(format!(
+        "hart {w} is resumed by hart {h}'s call but does not wait: the trace is damaged"
+    ))
 }
 
 /// A hart's slices in its cycle counter: its function `runs` in busy

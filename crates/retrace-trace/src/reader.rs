@@ -476,6 +476,15 @@ impl<R: Read> TraceReader<R> {
         if !self.mid_gap {
             return Ok(false);
         }
+        // A follower treats every segment as closed mid-gap, and asks at
+        // nearly every step of its replay: while its hart has branch bits
+        // left, the segment is not drained (the common answer, without a
+        // call).
+        if let Some(h) = self.follow.and_then(|f| self.harts.get(usize::from(f))) {
+            if h.bit_pos < h.bit_count {
+                return Ok(false);
+            }
+        }
         self.cross_mid_gap_slow()
     }
 
@@ -789,9 +798,15 @@ impl<R: Read> TraceReader<R> {
         if raw_len > MAX_SEGMENT_RAW || stored_len > MAX_SEGMENT_RAW || codec > 1 {
             return Err(corrupt(at, format!("implausible header of segment {seq}")));
         }
+        // Read into the buffer's spare room, not zeroed first: every reader
+        // of a multi-hart replay reads every segment.
         let mut stored = std::mem::take(&mut self.stored);
-        stored.resize(stored_len as usize, 0);
-        if read_full(&mut self.input, &mut stored)? < stored.len() {
+        stored.clear();
+        stored.reserve(stored_len as usize);
+        (&mut self.input)
+            .take(u64::from(stored_len))
+            .read_to_end(&mut stored)?;
+        if stored.len() < stored_len as usize {
             return Err(truncated(at, &format!("payload of segment {seq}")));
         }
         if crc32fast::hash(&stored) != crc {

@@ -21,8 +21,8 @@
 //! calls ordered again, counting the calls met out of rank.
 
 use retrace_sim::sync::SyncOp;
-use retrace_trace::protocol::sync::{SyncEvents, SET_HZ};
-use retrace_trace::{DcacheMeasurement, TraceError, Varints};
+use retrace_trace::protocol::sync::{SyncEvents, DCACHE, END, SET_HZ};
+use retrace_trace::{decode_varint, DcacheMeasurement, TraceError, Varints};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// "None" for an object.
@@ -187,7 +187,94 @@ impl HartCalls {
 }
 
 /// Hart `hart`'s synchronisation events (`bytes`, their varints), decoded.
+/// The common stream — one-byte items, nothing out of the ordinary — is
+/// read by [`decode_plain`], a loop over the bytes; anything it does not
+/// take (a damaged stream among others) goes to the protocol's checked
+/// decoder, which gives the same records or says what is wrong.
 pub(super) fn decode_hart(hart: u16, bytes: &[u8]) -> Result<HartCalls, TraceError> {
+    match decode_plain(bytes) {
+        Some(out) => Ok(out),
+        None => decode_checked(hart, bytes),
+    }
+}
+
+/// The next varint of `bytes` from `*i` (`None`: the bytes end inside it,
+/// or it is longer than a varint may be).
+#[inline(always)]
+fn varint(bytes: &[u8], i: &mut usize) -> Option<u64> {
+    let b = *bytes.get(*i)?;
+    if b < 0x80 {
+        *i += 1;
+        return Some(u64::from(b));
+    }
+    let (v, n) = decode_varint(&bytes[*i..])?;
+    *i += n;
+    Some(v)
+}
+
+/// [`decode_checked`] for a stream that passes every check: the same
+/// records, or `None` where the checked decoder might refuse the stream
+/// (or read it in any other way than the protocol's plain one).
+fn decode_plain(bytes: &[u8]) -> Option<HartCalls> {
+    let mut out = HartCalls {
+        calls: Vec::with_capacity(bytes.len() / 4),
+        ..HartCalls::default()
+    };
+    let (mut i, mut at, mut next_seq) = (0usize, 0u64, 0u64);
+    loop {
+        at = at.checked_add(varint(bytes, &mut i)?)?;
+        let code = varint(bytes, &mut i)?;
+        if code == END {
+            out.last_pc = varint(bytes, &mut i)?;
+            out.instructions = at;
+            // Nothing may follow the end record.
+            return (i == bytes.len()).then_some(out);
+        }
+        if code == DCACHE {
+            let mut field = || u32::try_from(varint(bytes, &mut i)?).ok();
+            let (size, ways, line) = (field()?, field()?, field()?);
+            let m = DcacheMeasurement {
+                size,
+                ways,
+                line,
+                accesses: varint(bytes, &mut i)?,
+                misses: varint(bytes, &mut i)?,
+            };
+            if m.implausible().is_some() || m.accesses > at {
+                return None;
+            }
+            out.dcache.push(m);
+            continue;
+        }
+        let op = u8::try_from(code).ok()?;
+        let seq = next_seq.checked_add(varint(bytes, &mut i)?)?;
+        next_seq = seq.checked_add(1)?;
+        let object = match varint(bytes, &mut i)? {
+            0 => NONE,
+            1 => {
+                let handle = varint(bytes, &mut i)?;
+                let param = u32::try_from(varint(bytes, &mut i)?).ok()?;
+                out.objects.push((handle, param));
+                out.objects.len() as u32 - 1
+            }
+            k => {
+                let o = usize::try_from(k - 2)
+                    .ok()
+                    .filter(|&o| o < out.objects.len())?;
+                o as u32
+            }
+        };
+        if op == SET_HZ {
+            out.values.push(varint(bytes, &mut i)?);
+        }
+        let class = out.classes.of(object, op);
+        out.push(at, seq, class);
+    }
+}
+
+/// Hart `hart`'s synchronisation events decoded by the protocol's checked
+/// decoder.
+fn decode_checked(hart: u16, bytes: &[u8]) -> Result<HartCalls, TraceError> {
     // Four bytes a call at least.
     let mut out = HartCalls {
         calls: Vec::with_capacity(bytes.len() / 4),
@@ -319,15 +406,26 @@ impl Places {
         };
         match fresh {
             true => Ok(()),
-            false => Err(TraceError::Corrupt {
-                offset: 0,
-                what: format!(
-                    "hart {hart}'s synchronisation events: two calls in place {place} of the run's order"
-                ),
-            }),
+            false => Err(twice(hart, place)),
         }
     }
 }
+
+/// Hart `hart`'s call in `place`, where another call was met.
+#[cold]
+#[inline(never)]
+fn twice(hart: usize, place: u64) -> TraceError {
+    TraceError::Corrupt {
+        offset: 0,
+        what: format!(
+            "hart {hart}'s synchronisation events: two calls in place {place} of the run's order"
+        ),
+    }
+}
+
+/// Calls numbered below this have their classes found in a flat table
+/// (the API's calls are 0 to 9); any other in a list per object.
+const FLAT_OPS: usize = 16;
 
 /// Classes of calls, numbered in order of first appearance: a hart's own
 /// (its objects numbered its way) or the run's.
@@ -335,18 +433,48 @@ impl Places {
 pub(super) struct Classes {
     /// Per class: its object (or [`NONE`]) and its call.
     pub classes: Vec<(u32, SyncOp)>,
-    /// Per object (and one more, first, for calls on none), its classes.
+    /// Per object (and one more, first, for calls on none), per call below
+    /// [`FLAT_OPS`]: its class plus one (0: none yet). One load a call.
+    flat: Vec<u32>,
+    /// Per object (likewise), its classes of the other calls.
     ids: Vec<Vec<(u8, u32)>>,
 }
 
 impl Classes {
     /// The class of call `op` on `object` (or on none), made if new.
-    #[inline]
+    #[inline(always)]
     fn of(&mut self, object: u32, op: u8) -> u32 {
         let i = match object {
             NONE => 0,
             o => o as usize + 1,
         };
+        // The common case, one load: a call below `FLAT_OPS` whose class
+        // was made before.
+        if usize::from(op) < FLAT_OPS {
+            if let Some(&c) = self.flat.get(i * FLAT_OPS + usize::from(op)) {
+                if c != 0 {
+                    return c - 1;
+                }
+            }
+        }
+        self.of_rest(i, object, op)
+    }
+
+    /// [`Classes::of`] for a class yet to be made, or a call numbered
+    /// `FLAT_OPS` or above; `i` is the object's slot.
+    #[cold]
+    #[inline(never)]
+    fn of_rest(&mut self, i: usize, object: u32, op: u8) -> u32 {
+        if usize::from(op) < FLAT_OPS {
+            let slot = i * FLAT_OPS + usize::from(op);
+            if self.flat.len() <= slot {
+                self.flat.resize((i + 1) * FLAT_OPS, 0);
+            }
+            let c = self.classes.len() as u32;
+            self.classes.push((object, SyncOp(op)));
+            self.flat[slot] = c + 1;
+            return c;
+        }
         if self.ids.len() <= i {
             self.ids.resize(i + 1, Vec::new());
         }
@@ -430,6 +558,77 @@ mod tests {
         assert_eq!(numbers.objects, [(0x100, 1)]);
         assert_eq!(numbers.classes[recv as usize], (0, SyncOp(3)));
         assert_eq!(numbers.classes[harts_call as usize], (NONE, SyncOp(0)));
+    }
+
+    /// Everything a hart's decoded events hold, to compare two decodings.
+    fn summary(h: &HartCalls) -> String {
+        let calls: Vec<_> = (0..h.calls.len())
+            .map(|k| {
+                let c = h.get(k);
+                (c.before, c.place, c.trap, c.class)
+            })
+            .collect();
+        format!(
+            "{calls:?} {:?} {} {} {:?} {:?} {:?}",
+            h.values, h.instructions, h.last_pc, h.dcache, h.objects, h.classes.classes
+        )
+    }
+
+    #[test]
+    fn the_plain_decoder_reads_what_the_checked_one_reads_and_leaves_it_the_rest() {
+        // Objects new and known, a call on none, a set_hz with its value,
+        // long gaps and counts (varints of several bytes), a data-cache
+        // measurement before the end.
+        let calls = [
+            (5, 2, 0, Some(0x100), 0),
+            (900, SET_HZ, 3, None, 250_000_000),
+            (901, 3, 70_000, Some(0x200), 0),
+            (1 << 40, 2, 70_001, Some(0x100), 0),
+            (1 << 40, 20, 70_002, Some(0x200), 0),
+        ];
+        let mut e = SyncEncoder::default();
+        let mut items: Vec<u64> = calls
+            .iter()
+            .flat_map(|&(at, op, seq, object, value)| {
+                e.call(&SyncCall {
+                    at,
+                    op,
+                    seq,
+                    object: object.map(|o| (o, 4)),
+                    value,
+                })
+            })
+            .collect();
+        items.extend(e.dcache(&DcacheMeasurement {
+            size: 16384,
+            ways: 4,
+            line: 64,
+            accesses: 40,
+            misses: 3,
+        }));
+        items.extend(e.end((1 << 40) + 7, 0x8000_0000));
+        let mut bytes = Vec::new();
+        for mut v in items {
+            while v >= 0x80 {
+                bytes.push(v as u8 | 0x80);
+                v >>= 7;
+            }
+            bytes.push(v as u8);
+        }
+        let plain = decode_plain(&bytes).expect("a plain stream");
+        let checked = decode_checked(3, &bytes).unwrap();
+        assert_eq!(summary(&plain), summary(&checked));
+        assert_eq!(plain.classes.classes.len(), 4);
+        // Damaged: cut anywhere, or with a byte after the end. The plain
+        // decoder leaves each to the checked one, which refuses it.
+        for cut in 0..bytes.len() {
+            assert!(decode_plain(&bytes[..cut]).is_none());
+            assert!(decode_hart(3, &bytes[..cut]).is_err());
+        }
+        let mut longer = bytes.clone();
+        longer.push(1);
+        assert!(decode_plain(&longer).is_none());
+        assert!(decode_hart(3, &longer).is_err());
     }
 
     #[test]
