@@ -3,7 +3,7 @@
 //! must agree).
 
 use crate::control::{self, ControlOptions, Mode};
-use crate::recording::{fnv_hex, Counts, Method, PairCount, Recording, Sampling};
+use crate::recording::{fnv_hex, ChainCount, Counts, Method, PairCount, Recording, Sampling};
 use crate::ring::{self, Ring, WriterState, ADDR_MASK};
 use crate::runtime::MARKER_SYMBOL;
 use crate::sample::Sampler;
@@ -312,6 +312,21 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Error> {
             .collect();
     }
     pairs.sort_by_key(|p| (p.from, p.to, p.value, p.relations));
+    let mut chains: Vec<ChainCount> = if sampled {
+        Vec::new()
+    } else {
+        consumed
+            .chains
+            .iter()
+            .map(|(&(b, f, t), &n)| ChainCount {
+                before: b.iter().map(|&b| file(b)).collect(),
+                from: file(f),
+                to: file(t),
+                count: n,
+            })
+            .collect()
+    };
+    chains.sort_by(|x, y| (x.from, x.to, &x.before).cmp(&(y.from, y.to, &y.before)));
     Ok(Recording {
         writer: opts.writer.display().to_string(),
         writer_hash,
@@ -333,5 +348,6 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Error> {
         counts,
         sampling,
         pairs,
+        chains,
     })
 }
