@@ -798,8 +798,6 @@ struct Contexts<'c> {
     a: &'c Side<'c>,
     /// Converted pairs with a path, by (from, to).
     by_pair: FxHashMap<(u64, u64), Vec<usize>>,
-    /// Pair occurrences with a path, by (from, to).
-    pair_total: FxHashMap<(u64, u64), u64>,
     /// The sites before each pair (nearest first), with their counts.
     before: FxHashMap<(u64, u64), Vec<Before>>,
     /// Converted pairs whose path passes each writer conditional.
@@ -815,12 +813,10 @@ const CONTEXT_KEYS: usize = 24;
 impl<'c> Contexts<'c> {
     fn new(conv: &'c Converted<'c>, w: &'c Side<'c>, a: &'c Side<'c>) -> Contexts<'c> {
         let mut by_pair: FxHashMap<(u64, u64), Vec<usize>> = FxHashMap::default();
-        let mut pair_total: FxHashMap<(u64, u64), u64> = FxHashMap::default();
         let mut passing: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
         for (k, p) in conv.pairs.iter().enumerate() {
             let Ok(path) = &p.path else { continue };
             by_pair.entry((p.from, p.to)).or_default().push(k);
-            *pair_total.entry((p.from, p.to)).or_insert(0) += p.count;
             let mut seen: Vec<u64> = path
                 .taken
                 .iter()
@@ -845,7 +841,6 @@ impl<'c> Contexts<'c> {
             w,
             a,
             by_pair,
-            pair_total,
             before,
             passing,
         }
@@ -966,9 +961,10 @@ impl<'c> Contexts<'c> {
 
     /// Split writer conditional `w`'s executions among the analysed copies
     /// `copies` (instruction, inverted) by what ran before each: per copy,
-    /// (taken, not taken) in the analysed copy's sense. `None` when the
-    /// ways in do not tell the copies apart.
-    fn split(&self, w: usize, copies: &[(usize, bool)]) -> Option<Vec<(u64, u64)>> {
+    /// (taken, not taken) in the analysed copy's sense, and whether these
+    /// are its counts (no way in that resembled several copies equally
+    /// went to it). `None` when the ways in do not tell the copies apart.
+    fn split(&self, w: usize, copies: &[(usize, bool)]) -> Option<Vec<(u64, u64, bool)>> {
         let w_addr = self.w.code.insns[w].addr;
         let ats: Vec<usize> = copies.iter().map(|c| c.0).collect();
         let leads: Vec<Vec<u32>> = ats
@@ -983,23 +979,40 @@ impl<'c> Contexts<'c> {
         // pairs before it), with its occurrences and outcomes.
         let mut ways: Vec<(Vec<u32>, u64, u64, u64)> = Vec::new();
         let mut earlier: FxHashMap<(u64, u64), Vec<u32>> = FxHashMap::default();
+        let mut done: FxHashSet<(u64, u64)> = FxHashSet::default();
         for &k in self.passing.get(&w_addr).into_iter().flatten() {
             let p = &self.conv.pairs[k];
-            let Ok(path) = &p.path else { continue };
-            let tk = path.taken.iter().filter(|b| b.0 == w_addr).count() as u64;
-            let nt = path.not_taken.iter().filter(|&&b| b == w_addr).count() as u64;
-            let mut here = Vec::new();
-            self.keys_back(&self.walk(k, Some(w)), &mut here);
-            let total = self.pair_total.get(&(p.from, p.to)).copied().unwrap_or(0);
+            if !done.insert((p.from, p.to)) {
+                continue;
+            }
+            // The pair's variants (a trace-cmp writer's switch values and
+            // comparison outcomes) by what they do up to the branch and
+            // there: (keys up to it, taken, not taken, occurrences).
+            let mut kinds: Vec<(Vec<u32>, u64, u64, u64)> = Vec::new();
+            for &v in self.by_pair.get(&(p.from, p.to)).into_iter().flatten() {
+                let q = &self.conv.pairs[v];
+                let Ok(path) = &q.path else { continue };
+                let tk = path.taken.iter().filter(|b| b.0 == w_addr).count() as u64;
+                let nt = path.not_taken.iter().filter(|&&b| b == w_addr).count() as u64;
+                let mut here = Vec::new();
+                if tk + nt > 0 {
+                    self.keys_back(&self.walk(v, Some(w)), &mut here);
+                }
+                match kinds
+                    .iter_mut()
+                    .find(|x| x.0 == here && x.1 == tk && x.2 == nt)
+                {
+                    Some(x) => x.3 += q.count,
+                    None => kinds.push((here, tk, nt, q.count)),
+                }
+            }
+            let total: u64 = kinds.iter().map(|x| x.3).sum();
             let befores: Vec<(&[u64], u64)> = match self.before.get(&(p.from, p.to)) {
-                Some(b) if total > 0 => b
-                    .iter()
-                    .map(|(b, n)| (b.as_slice(), n * p.count / total))
-                    .collect(),
-                _ => vec![(&[][..], p.count)],
+                Some(b) => b.iter().map(|(b, n)| (b.as_slice(), *n)).collect(),
+                None => vec![(&[][..], total)],
             };
             for (sites, n) in befores {
-                let mut ctx = here.clone();
+                let mut ctx_before: Vec<u32> = Vec::new();
                 let mut later = p.from;
                 for &site in sites {
                     if site == 0 {
@@ -1012,41 +1025,61 @@ impl<'c> Contexts<'c> {
                         }
                         keys
                     });
-                    for &key in keys.iter() {
+                    ctx_before.extend(keys.iter().copied());
+                    later = site;
+                }
+                // The chain's count among the variants, in proportion,
+                // the rounding's remainder to the most frequent.
+                let mut parts: Vec<u64> = kinds
+                    .iter()
+                    .map(|x| (n as u128 * x.3 as u128 / total.max(1) as u128) as u64)
+                    .collect();
+                let rest = n - parts.iter().sum::<u64>().min(n);
+                if let Some(top) = (0..kinds.len()).max_by_key(|&i| kinds[i].3) {
+                    parts[top] += rest;
+                }
+                for ((here, tk, nt, _), part) in kinds.iter().zip(parts) {
+                    if tk + nt == 0 || part == 0 {
+                        continue;
+                    }
+                    let mut ctx = here.clone();
+                    for &key in &ctx_before {
                         if !ctx.contains(&key) {
                             ctx.push(key);
                         }
                     }
-                    later = site;
+                    ways.push((ctx, part, *tk, *nt));
                 }
-                ways.push((ctx, n, tk, nt));
             }
         }
-        // Keys on every way in say nothing about which copy it reaches.
-        let mut common: FxHashSet<u32> = ways
-            .first()
-            .map(|w| w.0.iter().copied().collect())
-            .unwrap_or_default();
-        for w in &ways[1.min(ways.len())..] {
-            common.retain(|k| w.0.contains(k));
+        // A key on every way in says nothing about which copy it reaches;
+        // one on fewer of the distinct ways says more.
+        let mut distinct: Vec<&Vec<u32>> = ways.iter().map(|w| &w.0).collect();
+        distinct.sort();
+        distinct.dedup();
+        let mut on_ways: FxHashMap<u32, usize> = FxHashMap::default();
+        for ctx in &distinct {
+            for &k in ctx.iter() {
+                *on_ways.entry(k).or_insert(0) += 1;
+            }
         }
-        let mut split = vec![(0u64, 0u64); copies.len()];
+        let weight = |k: u32| match on_ways.get(&k) {
+            Some(&n) if n < distinct.len() => 1.0 / n as f64,
+            _ => 0.0,
+        };
+        let mut split = vec![(0u64, 0u64, true); copies.len()];
         let mut told = false;
-        for (ctx, n, tk, nt) in ways {
-            let own: Vec<(usize, u32)> = ctx
-                .iter()
-                .copied()
-                .enumerate()
-                .filter(|(_, k)| !common.contains(k))
-                .collect();
+        for (ctx, n, tk, nt) in &ways {
+            let (n, tk, nt) = (*n, *tk, *nt);
             let scores: Vec<f64> = leads
                 .iter()
                 .map(|lead| {
-                    own.iter()
-                        .filter_map(|&(i, k)| {
+                    ctx.iter()
+                        .enumerate()
+                        .filter_map(|(i, &k)| {
                             lead.iter()
                                 .position(|&x| x == k)
-                                .map(|j| 1.0 / (1.0 + (i + j) as f64))
+                                .map(|j| weight(k) / (1.0 + (i + j) as f64))
                         })
                         .sum()
                 })
@@ -1058,10 +1091,12 @@ impl<'c> Contexts<'c> {
             if winners.len() < copies.len() {
                 told = true;
             }
+            let alone = winners.len() == 1;
             for c in winners {
                 let (t, f) = if copies[c].1 { (nt, tk) } else { (tk, nt) };
                 split[c].0 += t * n;
                 split[c].1 += f * n;
+                split[c].2 &= alone;
             }
         }
         told.then_some(split)
@@ -1114,6 +1149,8 @@ impl<'a> Analysed<'a> {
         let mut assign: Vec<(usize, usize, bool, u64, u64)> = Vec::new();
         let mut groups: FxHashMap<Vec<usize>, Vec<usize>> = FxHashMap::default();
         let mut shared: FxHashMap<usize, (u64, u64)> = FxHashMap::default();
+        // Copies whose executions the ways into them split exactly.
+        let mut split_counts: FxHashMap<usize, (u64, u64)> = FxHashMap::default();
         let mut targets: FxHashMap<usize, FxHashMap<u64, u64>> = FxHashMap::default();
         let mut lost: Vec<(usize, Kind, u64, Why)> = Vec::new();
         let contexts = Contexts::new(conv, &m.w, &m.a);
@@ -1152,18 +1189,26 @@ impl<'a> Analysed<'a> {
                 // writer's taken probability, each at its own count.
                 // What ran before each execution tells them apart where
                 // the ways into the copies differ (a rotated loop's first
-                // test and back edge, a threaded copy); a copy no way in
+                // test and back edge, a threaded copy): a copy the ways in
+                // were told to alone gets their counts, one they resembled
+                // as much as another their probability, and one no way in
                 // was told to keeps the shared probability.
                 Kind::Conditional if c.copies.is_some() => {
                     let copies = c.copies.as_deref().unwrap_or(&[]);
                     let split = contexts.split(w, copies);
                     for (k, &(a, inv)) in copies.iter().enumerate() {
-                        let e = shared.entry(a).or_default();
                         let (t, n) = match split.as_ref().map(|s| s[k]) {
-                            Some((t, n)) if t + n > 0 => (t, n),
+                            Some((t, n, true)) if t + n > 0 => {
+                                let e = split_counts.entry(a).or_default();
+                                e.0 += t;
+                                e.1 += n;
+                                continue;
+                            }
+                            Some((t, n, false)) if t + n > 0 => (t, n),
                             _ if inv => (not, taken),
                             _ => (taken, not),
                         };
+                        let e = shared.entry(a).or_default();
                         e.0 += t;
                         e.1 += n;
                     }
@@ -1245,7 +1290,7 @@ impl<'a> Analysed<'a> {
             pieces: Vec::new(),
         };
         let fixed = |assign: &[(usize, usize, bool, u64, u64)]| {
-            let mut cond: FxHashMap<usize, (u64, u64)> = FxHashMap::default();
+            let mut cond: FxHashMap<usize, (u64, u64)> = split_counts.clone();
             for &(_, a, inv, t, n) in assign {
                 let e = cond.entry(a).or_default();
                 let (t, n) = if inv { (n, t) } else { (t, n) };
@@ -1256,7 +1301,9 @@ impl<'a> Analysed<'a> {
         };
         let share: FxHashMap<usize, f64> = shared
             .into_iter()
-            .filter(|(a, (t, n))| !assign.iter().any(|x| x.1 == *a) && t + n > 0)
+            .filter(|(a, (t, n))| {
+                !assign.iter().any(|x| x.1 == *a) && !split_counts.contains_key(a) && t + n > 0
+            })
             .map(|(a, (t, n))| (a, t as f64 / (t + n) as f64))
             .collect();
         let (mut exec, mut cond) = out.propagate(fixed(&assign), &share, &targets, &entry);
