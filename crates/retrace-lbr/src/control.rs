@@ -205,6 +205,8 @@ pub struct ControlOptions {
     pub max_blocks: usize,
     /// Sleep this long after every batch read (tests: a slow reader).
     pub throttle: Option<Duration>,
+    /// Count [`Consumed::chains`] too (with exact counts only).
+    pub chains: bool,
 }
 
 /// Read pairs until `writer_gone` is set and the buffer is empty. Runs in
@@ -227,9 +229,11 @@ pub fn consume(
     on_start(out.region);
     let mut index: FxHashMap<PairKey, u32> = FxHashMap::default();
     let mut plain_index: FxHashMap<(u64, u64), u32> = FxHashMap::default();
-    // Pairs without a switch value, counted by the site before them too:
-    // one map for both counts (a pair's is the sum over what came before),
-    // so chains cost the inner loop a wider key, not a second look-up.
+    // Pairs without a switch value: by their two sites alone (the exact
+    // count is the reader's inner loop), or, counting chains, by the sites
+    // before them too: one map for both counts (a pair's is the sum over
+    // what came before), a wider key rather than a second look-up.
+    let mut pairs_only: FxHashMap<(u64, u64), u64> = FxHashMap::default();
     let mut plain: FxHashMap<Chain, u64> = FxHashMap::default();
     let mut valued_chains: FxHashMap<Chain, u64> = FxHashMap::default();
     let mut before = [0u64; CHAIN_BEFORE];
@@ -285,11 +289,15 @@ pub fn consume(
                 };
                 continue;
             }
-            // Pairs without a value (all of them in a writer built without
-            // trace-cmp) go through maps keyed by the two sites alone: the
-            // exact count is the reader's inner loop.
+            // Pairs without a value: all of them in a writer built without
+            // trace-cmp.
             let v = value.take();
-            if spin_exact {
+            if spin_exact && !opts.chains {
+                match v {
+                    None => *pairs_only.entry((from, to)).or_insert(0) += 1,
+                    Some(_) => *out.exact.entry((from, to, v)).or_insert(0) += 1,
+                }
+            } else if spin_exact {
                 match v {
                     None => *plain.entry((before, from, to)).or_insert(0) += 1,
                     Some(_) => {
@@ -300,8 +308,10 @@ pub fn consume(
                     }
                 }
             }
-            before.copy_within(0..CHAIN_BEFORE - 1, 1);
-            before[0] = from & crate::ring::ADDR_MASK;
+            if opts.chains {
+                before.copy_within(0..CHAIN_BEFORE - 1, 1);
+                before[0] = from & crate::ring::ADDR_MASK;
+            }
             if let Some(region) = region.as_mut() {
                 let found = match v {
                     None => plain_index.get(&(from, to)),
@@ -330,6 +340,8 @@ pub fn consume(
             std::thread::sleep(t);
         }
     }
+    out.exact
+        .extend(pairs_only.into_iter().map(|((f, t), n)| ((f, t, None), n)));
     out.chains = valued_chains;
     for ((b, f, t), n) in plain {
         *out.exact.entry((f, t, None)).or_insert(0) += n;

@@ -38,6 +38,11 @@ pub struct RecordOptions {
     /// CPUs for the writer and the control thread; `None` picks the first
     /// and last allowed CPUs when there are two or more.
     pub cpus: Option<(usize, usize)>,
+    /// Count each pair with the sites before it too (exact mode only):
+    /// what mapping onto an analysed program uses to split a writer branch
+    /// among the analysed build's copies of it. Costs the control program
+    /// a wider hash key per pair.
+    pub chains: bool,
 }
 
 impl RecordOptions {
@@ -52,6 +57,7 @@ impl RecordOptions {
             max_blocks: 1 << 22,
             throttle: None,
             cpus: None,
+            chains: false,
         }
     }
 }
@@ -116,6 +122,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Error> {
         mode: opts.mode,
         max_blocks: opts.max_blocks,
         throttle: opts.throttle,
+        chains: opts.chains && matches!(opts.mode, Mode::Exact),
     };
     let started = Instant::now();
     let mut histogram: FxHashMap<u64, u64> = FxHashMap::default();

@@ -13,15 +13,17 @@ use retrace_lbr::record::{record, RecordOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// An exact recording of `w` run with `args`, the writer's code, and the
-/// two binaries read for mapping.
+/// An exact recording of `w` run with `args` (chains counted, as
+/// `lbr record --analysed` does), the writer's code, and the two binaries
+/// read for mapping.
 fn record_and_pair(w: &Path, a: &Path, args: &[&str]) -> (retrace_lbr::Recording, Code, Pair) {
-    let rec = record(&RecordOptions::new(
+    let mut opts = RecordOptions::new(
         w.to_path_buf(),
         args.iter().map(|&a| a.into()).collect(),
         Mode::Exact,
-    ))
-    .unwrap();
+    );
+    opts.chains = true;
+    let rec = record(&opts).unwrap();
     let code = Code::load(w).unwrap();
     let (w_bytes, a_bytes) = (std::fs::read(w).unwrap(), std::fs::read(a).unwrap());
     let pair = Pair::load(w, &w_bytes, &code, a, &a_bytes).unwrap();
