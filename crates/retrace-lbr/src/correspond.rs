@@ -1002,7 +1002,7 @@ impl<'c> Contexts<'c> {
                     .iter_mut()
                     .find(|x| x.0 == here && x.1 == tk && x.2 == nt)
                 {
-                    Some(x) => x.3 += q.count,
+                    Some(x) => x.3 = x.3.saturating_add(q.count),
                     None => kinds.push((here, tk, nt, q.count)),
                 }
             }
@@ -1034,9 +1034,9 @@ impl<'c> Contexts<'c> {
                     .iter()
                     .map(|x| (n as u128 * x.3 as u128 / total.max(1) as u128) as u64)
                     .collect();
-                let rest = n - parts.iter().sum::<u64>().min(n);
+                let rest = n - parts.iter().fold(0u64, |a, &b| a.saturating_add(b)).min(n);
                 if let Some(top) = (0..kinds.len()).max_by_key(|&i| kinds[i].3) {
-                    parts[top] += rest;
+                    parts[top] = parts[top].saturating_add(rest);
                 }
                 for ((here, tk, nt, _), part) in kinds.iter().zip(parts) {
                     if tk + nt == 0 || part == 0 {
@@ -1094,8 +1094,9 @@ impl<'c> Contexts<'c> {
             let alone = winners.len() == 1;
             for c in winners {
                 let (t, f) = if copies[c].1 { (nt, tk) } else { (tk, nt) };
-                split[c].0 += t * n;
-                split[c].1 += f * n;
+                // Saturating: counts from a file are not trusted.
+                split[c].0 = split[c].0.saturating_add(t.saturating_mul(n));
+                split[c].1 = split[c].1.saturating_add(f.saturating_mul(n));
                 split[c].2 &= alone;
             }
         }
@@ -1200,8 +1201,8 @@ impl<'a> Analysed<'a> {
                         let (t, n) = match split.as_ref().map(|s| s[k]) {
                             Some((t, n, true)) if t + n > 0 => {
                                 let e = split_counts.entry(a).or_default();
-                                e.0 += t;
-                                e.1 += n;
+                                e.0 = e.0.saturating_add(t);
+                                e.1 = e.1.saturating_add(n);
                                 continue;
                             }
                             Some((t, n, false)) if t + n > 0 => (t, n),
