@@ -33,7 +33,9 @@
 //!    execution counts forward through it, starting each function with
 //!    its entry count in the writer; copies of one source branch that
 //!    their surroundings did not tell apart are then paired again so that
-//!    each analysed copy runs as often as its writer copy.
+//!    each analysed copy runs as often as its writer copy, and a writer
+//!    branch the analysed build has more copies of is split among them by
+//!    the way into each, which an exact recording's chains of pairs say.
 //!
 //! What does not map is counted, not guessed: [`MappingStats`] gives the
 //! writer's branch executions mapped uniquely, ambiguously and not at all,
@@ -787,11 +789,12 @@ impl<'a> Matcher<'a> {
 /// block it threaded onto one path): which copy an execution takes
 /// depends on the way into it, which one pair does not say but the pairs
 /// before it do. An exact recording counts each pair with the sites
-/// before it ([`crate::recording::ChainCount`]); the writer's code along
-/// those pairs' paths up to the branch, less what every way in shares, is
-/// compared with the code that leads into each analysed copy, walked
-/// backwards through the analysed function. Each way in goes to the copy
-/// it resembles most; a way that resembles several equally goes to each.
+/// before it ([`crate::recording::ChainCount`]); the source keys of the
+/// writer's code along those pairs' paths up to the branch, each weighed
+/// by how few of the distinct ways in share it, are compared with those of
+/// the code that leads into each analysed copy, walked backwards through
+/// the analysed function. Each way in goes to the copy it resembles most;
+/// a way that resembles several equally goes to each.
 struct Contexts<'c> {
     conv: &'c Converted<'c>,
     w: &'c Side<'c>,
