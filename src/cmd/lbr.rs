@@ -89,6 +89,11 @@ pub struct RecordArgs {
     /// Sample and also count exactly, to measure the sampling error.
     #[arg(long, conflicts_with = "exact")]
     pub check: bool,
+    /// With --exact: also count each pair with the two sites before it,
+    /// which mapping onto an analysed program uses to split a branch among
+    /// that build's copies of it (on whenever --analysed is given here).
+    #[arg(long, requires = "exact")]
+    pub chains: bool,
     /// Samples per second of the control thread's CPU time.
     #[arg(long, default_value_t = 20_000, value_name = "HZ")]
     pub rate: u64,
@@ -303,6 +308,7 @@ fn record_main(a: RecordArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let mut opts = RecordOptions::new(a.writer.clone(), a.args.clone(), mode);
+    opts.chains = a.chains || a.analysed.is_some();
     opts.period_ns = 1_000_000_000 / a.rate;
     opts.capacity_log2 = a.slots_log2;
     // Checked before the run, so that a wrong one costs no recording.

@@ -165,6 +165,16 @@ pub const MAX_VALUES: usize = 1024;
 /// if it had one).
 pub type PairKey = (u64, u64, Option<u64>);
 
+/// Sites before a pair that exact mode keeps: how far back conversion
+/// can see which way the writer came. Two tell a loop's first test from
+/// its back edge where the loop's body has two instrumented blocks (its
+/// test's block and the reload before it).
+pub const CHAIN_BEFORE: usize = 2;
+
+/// A pair with the sites before it: (sites before, nearest first; the
+/// pair's previous site; its site). 0 where the run had none.
+pub type Chain = ([u64; CHAIN_BEFORE], u64, u64);
+
 /// What the control program saw.
 #[derive(Debug, Default)]
 pub struct Consumed {
@@ -174,6 +184,12 @@ pub struct Consumed {
     pub values: u64,
     /// Exact count per pair (exact mode, or blocks with `also_exact`).
     pub exact: FxHashMap<PairKey, u64>,
+    /// Exact count per chain of [`CHAIN_BEFORE`] + 1 pairs: the sites
+    /// before the pair (nearest first), the pair's two sites; addresses
+    /// without comparison bits. What came before each pair, which
+    /// conversion uses to tell apart copies of one writer branch in the
+    /// analysed program. Counted with the pairs.
+    pub chains: FxHashMap<Chain, u64>,
     /// Code-block information: the pair of block `i` is `blocks[i]`.
     pub blocks: Vec<PairKey>,
     /// Address of block 0 and bytes reserved for blocks.
@@ -189,6 +205,8 @@ pub struct ControlOptions {
     pub max_blocks: usize,
     /// Sleep this long after every batch read (tests: a slow reader).
     pub throttle: Option<Duration>,
+    /// Count [`Consumed::chains`] too (with exact counts only).
+    pub chains: bool,
 }
 
 /// Read pairs until `writer_gone` is set and the buffer is empty. Runs in
@@ -211,7 +229,14 @@ pub fn consume(
     on_start(out.region);
     let mut index: FxHashMap<PairKey, u32> = FxHashMap::default();
     let mut plain_index: FxHashMap<(u64, u64), u32> = FxHashMap::default();
-    let mut plain: FxHashMap<(u64, u64), u64> = FxHashMap::default();
+    // Pairs without a switch value: by their two sites alone (the exact
+    // count is the reader's inner loop), or, counting chains, by the sites
+    // before them too: one map for both counts (a pair's is the sum over
+    // what came before), a wider key rather than a second look-up.
+    let mut pairs_only: FxHashMap<(u64, u64), u64> = FxHashMap::default();
+    let mut plain: FxHashMap<Chain, u64> = FxHashMap::default();
+    let mut valued_chains: FxHashMap<Chain, u64> = FxHashMap::default();
+    let mut before = [0u64; CHAIN_BEFORE];
     let mut r = 0u64;
     // A switch value waiting for the pair that leaves its block, and the
     // values seen of each switch.
@@ -264,15 +289,28 @@ pub fn consume(
                 };
                 continue;
             }
-            // Pairs without a value (all of them in a writer built without
-            // trace-cmp) go through maps keyed by the two sites alone: the
-            // exact count is the reader's inner loop.
+            // Pairs without a value: all of them in a writer built without
+            // trace-cmp.
             let v = value.take();
-            if spin_exact {
+            if spin_exact && !opts.chains {
                 match v {
-                    None => *plain.entry((from, to)).or_insert(0) += 1,
+                    None => *pairs_only.entry((from, to)).or_insert(0) += 1,
                     Some(_) => *out.exact.entry((from, to, v)).or_insert(0) += 1,
                 }
+            } else if spin_exact {
+                match v {
+                    None => *plain.entry((before, from, to)).or_insert(0) += 1,
+                    Some(_) => {
+                        *out.exact.entry((from, to, v)).or_insert(0) += 1;
+                        *valued_chains
+                            .entry((before, from & crate::ring::ADDR_MASK, to))
+                            .or_insert(0) += 1;
+                    }
+                }
+            }
+            if opts.chains {
+                before.copy_within(0..CHAIN_BEFORE - 1, 1);
+                before[0] = from & crate::ring::ADDR_MASK;
             }
             if let Some(region) = region.as_mut() {
                 let found = match v {
@@ -303,7 +341,14 @@ pub fn consume(
         }
     }
     out.exact
-        .extend(plain.into_iter().map(|((f, t), n)| ((f, t, None), n)));
+        .extend(pairs_only.into_iter().map(|((f, t), n)| ((f, t, None), n)));
+    out.chains = valued_chains;
+    for ((b, f, t), n) in plain {
+        *out.exact.entry((f, t, None)).or_insert(0) += n;
+        *out.chains
+            .entry((b, f & crate::ring::ADDR_MASK, t))
+            .or_insert(0) += n;
+    }
     out.pairs = r - out.values;
     Ok(out)
 }

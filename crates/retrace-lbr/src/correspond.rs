@@ -33,7 +33,9 @@
 //!    execution counts forward through it, starting each function with
 //!    its entry count in the writer; copies of one source branch that
 //!    their surroundings did not tell apart are then paired again so that
-//!    each analysed copy runs as often as its writer copy.
+//!    each analysed copy runs as often as its writer copy, and a writer
+//!    branch the analysed build has more copies of is split among them by
+//!    the way into each, which an exact recording's chains of pairs say.
 //!
 //! What does not map is counted, not guessed: [`MappingStats`] gives the
 //! writer's branch executions mapped uniquely, ambiguously and not at all,
@@ -782,6 +784,329 @@ impl<'a> Matcher<'a> {
     }
 }
 
+/// What ran before each execution of a writer branch, to tell apart the
+/// analysed program's copies of it (a loop the analysed build rotated, a
+/// block it threaded onto one path): which copy an execution takes
+/// depends on the way into it, which one pair does not say but the pairs
+/// before it do. An exact recording counts each pair with the sites
+/// before it ([`crate::recording::ChainCount`]); the source keys of the
+/// writer's code along those pairs' paths up to the branch, each weighed
+/// by how few of the distinct ways in share it, are compared with those of
+/// the code that leads into each analysed copy, walked backwards through
+/// the analysed function. Each way in goes to the copy it resembles most;
+/// a way that resembles several equally goes to each.
+struct Contexts<'c> {
+    conv: &'c Converted<'c>,
+    w: &'c Side<'c>,
+    a: &'c Side<'c>,
+    /// Converted pairs with a path, by (from, to).
+    by_pair: FxHashMap<(u64, u64), Vec<usize>>,
+    /// The sites before each pair (nearest first), with their counts.
+    before: FxHashMap<(u64, u64), Vec<Before>>,
+    /// Converted pairs whose path passes each writer conditional.
+    passing: FxHashMap<u64, Vec<usize>>,
+}
+
+/// The sites before a pair (nearest first) and how often they came before it.
+type Before = (Vec<u64>, u64);
+
+/// Most source keys compared on each side.
+const CONTEXT_KEYS: usize = 24;
+
+impl<'c> Contexts<'c> {
+    fn new(conv: &'c Converted<'c>, w: &'c Side<'c>, a: &'c Side<'c>) -> Contexts<'c> {
+        let mut by_pair: FxHashMap<(u64, u64), Vec<usize>> = FxHashMap::default();
+        let mut passing: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
+        for (k, p) in conv.pairs.iter().enumerate() {
+            let Ok(path) = &p.path else { continue };
+            by_pair.entry((p.from, p.to)).or_default().push(k);
+            let mut seen: Vec<u64> = path
+                .taken
+                .iter()
+                .map(|b| b.0)
+                .chain(path.not_taken.iter().copied())
+                .collect();
+            seen.sort_unstable();
+            seen.dedup();
+            for s in seen {
+                passing.entry(s).or_default().push(k);
+            }
+        }
+        let mut before: FxHashMap<(u64, u64), Vec<Before>> = FxHashMap::default();
+        for c in &conv.recording.chains {
+            before
+                .entry((c.from, c.to))
+                .or_default()
+                .push((c.before.clone(), c.count));
+        }
+        Contexts {
+            conv,
+            w,
+            a,
+            by_pair,
+            before,
+            passing,
+        }
+    }
+
+    /// The writer instructions pair `k`'s path runs, in order, up to the
+    /// first execution of instruction `stop` (all of them without one).
+    fn walk(&self, k: usize, stop: Option<usize>) -> Vec<usize> {
+        let code = self.w.code;
+        let p = &self.conv.pairs[k];
+        let mut out = Vec::new();
+        let Ok(path) = &p.path else { return out };
+        let Some(&start) = code.at.get(&p.from) else {
+            return out;
+        };
+        let mut i = start;
+        let mut taken = path.taken.iter().peekable();
+        for _ in 0..4096 {
+            out.push(i);
+            let insn = code.insns[i];
+            if Some(i) == stop || insn.addr == path.end_call {
+                break;
+            }
+            let next = match taken.peek() {
+                Some(&&(from, to)) if from == insn.addr => {
+                    taken.next();
+                    to
+                }
+                _ => match insn.flow {
+                    Flow::Next | Flow::Cond(_) | Flow::Call(_) | Flow::CallIndirect => insn.next,
+                    _ => break,
+                },
+            };
+            match code.at.get(&next) {
+                Some(&n) => i = n,
+                None => break,
+            }
+        }
+        out
+    }
+
+    /// Source keys of writer instructions, newest first, without coverage
+    /// calls and repeats, appended to `out`.
+    fn keys_back(&self, insns: &[usize], out: &mut Vec<u32>) {
+        for &i in insns.iter().rev() {
+            let k = self.w.key(i, 0);
+            if k != NO_KEY && !self.w.is_coverage_call(i) && !out.contains(&k) {
+                out.push(k);
+                if out.len() >= CONTEXT_KEYS {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The keys of the analysed code that leads into instruction `at`,
+    /// nearest first: a walk backwards through its function's control flow
+    /// (fall-throughs, jumps, jump tables) that does not pass through the
+    /// other copies `others`.
+    fn lead(&self, at: usize, others: &[usize]) -> Vec<u32> {
+        let code = self.a.code;
+        let func = code.insns[at].func;
+        let (mut lo, mut hi) = (at, at);
+        while lo > 0 && code.insns[lo - 1].func == func {
+            lo -= 1;
+        }
+        while hi + 1 < code.insns.len() && code.insns[hi + 1].func == func {
+            hi += 1;
+        }
+        let mut preds: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
+        for j in lo..=hi {
+            let insn = code.insns[j];
+            let mut to = |t: u64| {
+                if let Some(&ti) = code.at.get(&t) {
+                    if (lo..=hi).contains(&ti) {
+                        preds.entry(ti).or_default().push(j);
+                    }
+                }
+            };
+            match insn.flow {
+                Flow::Next | Flow::Call(_) | Flow::CallIndirect => to(insn.next),
+                Flow::Cond(t) => {
+                    to(insn.next);
+                    to(t);
+                }
+                Flow::Jump(t) => to(t),
+                Flow::JumpIndirect => {
+                    for &t in code.tables.get(&insn.addr).into_iter().flatten() {
+                        to(t);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut out: Vec<u32> = Vec::new();
+        let mut seen: FxHashSet<usize> = FxHashSet::default();
+        let mut queue = std::collections::VecDeque::from([at]);
+        seen.insert(at);
+        while let Some(i) = queue.pop_front() {
+            let k = self.a.key(i, 0);
+            if k != NO_KEY && !out.contains(&k) {
+                out.push(k);
+                if out.len() >= CONTEXT_KEYS {
+                    break;
+                }
+            }
+            if seen.len() > 512 {
+                continue;
+            }
+            for &p in preds.get(&i).into_iter().flatten() {
+                if !others.contains(&p) && seen.insert(p) {
+                    queue.push_back(p);
+                }
+            }
+        }
+        out
+    }
+
+    /// Split writer conditional `w`'s executions among the analysed copies
+    /// `copies` (instruction, inverted) by what ran before each: per copy,
+    /// (taken, not taken) in the analysed copy's sense, and whether these
+    /// are its counts (no way in that resembled several copies equally
+    /// went to it). `None` when the ways in do not tell the copies apart.
+    fn split(&self, w: usize, copies: &[(usize, bool)]) -> Option<Vec<(u64, u64, bool)>> {
+        let w_addr = self.w.code.insns[w].addr;
+        let ats: Vec<usize> = copies.iter().map(|c| c.0).collect();
+        let leads: Vec<Vec<u32>> = ats
+            .iter()
+            .map(|&a| {
+                let others: Vec<usize> = ats.iter().copied().filter(|&x| x != a).collect();
+                self.lead(a, &others)
+            })
+            .collect();
+        // Every way into the branch: the keys of the writer code that ran
+        // up to it, newest first (this pair's path, then those of the
+        // pairs before it), with its occurrences and outcomes.
+        let mut ways: Vec<(Vec<u32>, u64, u64, u64)> = Vec::new();
+        let mut earlier: FxHashMap<(u64, u64), Vec<u32>> = FxHashMap::default();
+        let mut done: FxHashSet<(u64, u64)> = FxHashSet::default();
+        for &k in self.passing.get(&w_addr).into_iter().flatten() {
+            let p = &self.conv.pairs[k];
+            if !done.insert((p.from, p.to)) {
+                continue;
+            }
+            // The pair's variants (a trace-cmp writer's switch values and
+            // comparison outcomes) by what they do up to the branch and
+            // there: (keys up to it, taken, not taken, occurrences).
+            let mut kinds: Vec<(Vec<u32>, u64, u64, u64)> = Vec::new();
+            for &v in self.by_pair.get(&(p.from, p.to)).into_iter().flatten() {
+                let q = &self.conv.pairs[v];
+                let Ok(path) = &q.path else { continue };
+                let tk = path.taken.iter().filter(|b| b.0 == w_addr).count() as u64;
+                let nt = path.not_taken.iter().filter(|&&b| b == w_addr).count() as u64;
+                let mut here = Vec::new();
+                if tk + nt > 0 {
+                    self.keys_back(&self.walk(v, Some(w)), &mut here);
+                }
+                match kinds
+                    .iter_mut()
+                    .find(|x| x.0 == here && x.1 == tk && x.2 == nt)
+                {
+                    Some(x) => x.3 = x.3.saturating_add(q.count),
+                    None => kinds.push((here, tk, nt, q.count)),
+                }
+            }
+            let total: u64 = kinds.iter().map(|x| x.3).sum();
+            let befores: Vec<(&[u64], u64)> = match self.before.get(&(p.from, p.to)) {
+                Some(b) => b.iter().map(|(b, n)| (b.as_slice(), *n)).collect(),
+                None => vec![(&[][..], total)],
+            };
+            for (sites, n) in befores {
+                let mut ctx_before: Vec<u32> = Vec::new();
+                let mut later = p.from;
+                for &site in sites {
+                    if site == 0 {
+                        break;
+                    }
+                    let keys = earlier.entry((site, later)).or_insert_with(|| {
+                        let mut keys = Vec::new();
+                        if let Some(&j) = self.by_pair.get(&(site, later)).and_then(|v| v.first()) {
+                            self.keys_back(&self.walk(j, None), &mut keys);
+                        }
+                        keys
+                    });
+                    ctx_before.extend(keys.iter().copied());
+                    later = site;
+                }
+                // The chain's count among the variants, in proportion,
+                // the rounding's remainder to the most frequent.
+                let mut parts: Vec<u64> = kinds
+                    .iter()
+                    .map(|x| (n as u128 * x.3 as u128 / total.max(1) as u128) as u64)
+                    .collect();
+                let rest = n - parts.iter().fold(0u64, |a, &b| a.saturating_add(b)).min(n);
+                if let Some(top) = (0..kinds.len()).max_by_key(|&i| kinds[i].3) {
+                    parts[top] = parts[top].saturating_add(rest);
+                }
+                for ((here, tk, nt, _), part) in kinds.iter().zip(parts) {
+                    if tk + nt == 0 || part == 0 {
+                        continue;
+                    }
+                    let mut ctx = here.clone();
+                    for &key in &ctx_before {
+                        if !ctx.contains(&key) {
+                            ctx.push(key);
+                        }
+                    }
+                    ways.push((ctx, part, *tk, *nt));
+                }
+            }
+        }
+        // A key on every way in says nothing about which copy it reaches;
+        // one on fewer of the distinct ways says more.
+        let mut distinct: Vec<&Vec<u32>> = ways.iter().map(|w| &w.0).collect();
+        distinct.sort();
+        distinct.dedup();
+        let mut on_ways: FxHashMap<u32, usize> = FxHashMap::default();
+        for ctx in &distinct {
+            for &k in ctx.iter() {
+                *on_ways.entry(k).or_insert(0) += 1;
+            }
+        }
+        let weight = |k: u32| match on_ways.get(&k) {
+            Some(&n) if n < distinct.len() => 1.0 / n as f64,
+            _ => 0.0,
+        };
+        let mut split = vec![(0u64, 0u64, true); copies.len()];
+        let mut told = false;
+        for (ctx, n, tk, nt) in &ways {
+            let (n, tk, nt) = (*n, *tk, *nt);
+            let scores: Vec<f64> = leads
+                .iter()
+                .map(|lead| {
+                    ctx.iter()
+                        .enumerate()
+                        .filter_map(|(i, &k)| {
+                            lead.iter()
+                                .position(|&x| x == k)
+                                .map(|j| weight(k) / (1.0 + (i + j) as f64))
+                        })
+                        .sum()
+                })
+                .collect();
+            let best = scores.iter().copied().fold(f64::MIN, f64::max);
+            let winners: Vec<usize> = (0..copies.len())
+                .filter(|&c| scores[c] >= best - 1e-9)
+                .collect();
+            if winners.len() < copies.len() {
+                told = true;
+            }
+            let alone = winners.len() == 1;
+            for c in winners {
+                let (t, f) = if copies[c].1 { (nt, tk) } else { (tk, nt) };
+                // Saturating: counts from a file are not trusted.
+                split[c].0 = split[c].0.saturating_add(t.saturating_mul(n));
+                split[c].1 = split[c].1.saturating_add(f.saturating_mul(n));
+                split[c].2 &= alone;
+            }
+        }
+        told.then_some(split)
+    }
+}
+
 /// `file:line` of writer instruction `i` for people, from its key.
 fn describe_line(line: &FxHashMap<u32, String>, keys: &SourceKeys, i: usize) -> String {
     line.get(&keys.keys[i][0])
@@ -828,8 +1153,11 @@ impl<'a> Analysed<'a> {
         let mut assign: Vec<(usize, usize, bool, u64, u64)> = Vec::new();
         let mut groups: FxHashMap<Vec<usize>, Vec<usize>> = FxHashMap::default();
         let mut shared: FxHashMap<usize, (u64, u64)> = FxHashMap::default();
+        // Copies whose executions the ways into them split exactly.
+        let mut split_counts: FxHashMap<usize, (u64, u64)> = FxHashMap::default();
         let mut targets: FxHashMap<usize, FxHashMap<u64, u64>> = FxHashMap::default();
         let mut lost: Vec<(usize, Kind, u64, Why)> = Vec::new();
+        let contexts = Contexts::new(conv, &m.w, &m.a);
         let mut addrs: Vec<u64> = w_taken.keys().chain(w_not_taken.keys()).copied().collect();
         addrs.sort_unstable();
         addrs.dedup();
@@ -863,10 +1191,28 @@ impl<'a> Analysed<'a> {
                 // More copies in the analysed build than in the writer
                 // (loop versioning, jump threading): they share the
                 // writer's taken probability, each at its own count.
+                // What ran before each execution tells them apart where
+                // the ways into the copies differ (a rotated loop's first
+                // test and back edge, a threaded copy): a copy the ways in
+                // were told to alone gets their counts, one they resembled
+                // as much as another their probability, and one no way in
+                // was told to keeps the shared probability.
                 Kind::Conditional if c.copies.is_some() => {
-                    for &(a, inv) in c.copies.iter().flatten() {
+                    let copies = c.copies.as_deref().unwrap_or(&[]);
+                    let split = contexts.split(w, copies);
+                    for (k, &(a, inv)) in copies.iter().enumerate() {
+                        let (t, n) = match split.as_ref().map(|s| s[k]) {
+                            Some((t, n, true)) if t + n > 0 => {
+                                let e = split_counts.entry(a).or_default();
+                                e.0 = e.0.saturating_add(t);
+                                e.1 = e.1.saturating_add(n);
+                                continue;
+                            }
+                            Some((t, n, false)) if t + n > 0 => (t, n),
+                            _ if inv => (not, taken),
+                            _ => (taken, not),
+                        };
                         let e = shared.entry(a).or_default();
-                        let (t, n) = if inv { (not, taken) } else { (taken, not) };
                         e.0 += t;
                         e.1 += n;
                     }
@@ -948,7 +1294,7 @@ impl<'a> Analysed<'a> {
             pieces: Vec::new(),
         };
         let fixed = |assign: &[(usize, usize, bool, u64, u64)]| {
-            let mut cond: FxHashMap<usize, (u64, u64)> = FxHashMap::default();
+            let mut cond: FxHashMap<usize, (u64, u64)> = split_counts.clone();
             for &(_, a, inv, t, n) in assign {
                 let e = cond.entry(a).or_default();
                 let (t, n) = if inv { (n, t) } else { (t, n) };
@@ -959,7 +1305,9 @@ impl<'a> Analysed<'a> {
         };
         let share: FxHashMap<usize, f64> = shared
             .into_iter()
-            .filter(|(a, (t, n))| !assign.iter().any(|x| x.1 == *a) && t + n > 0)
+            .filter(|(a, (t, n))| {
+                !assign.iter().any(|x| x.1 == *a) && !split_counts.contains_key(a) && t + n > 0
+            })
             .map(|(a, (t, n))| (a, t as f64 / (t + n) as f64))
             .collect();
         let (mut exec, mut cond) = out.propagate(fixed(&assign), &share, &targets, &entry);

@@ -294,12 +294,28 @@ impl Code {
                     }
                     targets.push(t);
                 }
-            } else if let Some(table) = (i.saturating_sub(6)..i)
-                .rev()
-                .filter(|&j| self.insns[j].func == insn.func)
-                .find_map(|j| hints[j].0.filter(|_| hints[j].1.contains("(%rip)")))
-                .or_else(|| self.hoisted_table(i, hints))
-            {
+            } else if let Some(table) = {
+                // The `lea TABLE(%rip)` just before the jump, of the
+                // register the jump adds as its base when that can be
+                // read (a nearby `lea` of another table, such as a lookup
+                // the case computation reads, is not the jump's); else
+                // one hoisted out of a loop; else any nearby.
+                let nearby = |base: Option<&str>| {
+                    (i.saturating_sub(6)..i)
+                        .rev()
+                        .filter(|&j| self.insns[j].func == insn.func)
+                        .find_map(|j| {
+                            let op = &hints[j].1;
+                            let ok = op.contains("(%rip)")
+                                && base.is_none_or(|b| op.ends_with(&format!(",{b}")));
+                            hints[j].0.filter(|_| ok)
+                        })
+                };
+                let base = self.table_base(i, hints);
+                nearby(base.as_deref())
+                    .or_else(|| self.hoisted_table(i, hints))
+                    .or_else(|| nearby(None))
+            } {
                 for k in 0..4096u64 {
                     let Some(b) = read(table + 4 * k, 4) else {
                         break;
@@ -361,15 +377,22 @@ impl Code {
     /// base register in the function before the jump.
     fn hoisted_table(&self, i: usize, hints: &[(Option<u64>, String)]) -> Option<u64> {
         let func = self.insns[i].func;
-        let base = (i.saturating_sub(3)..i).rev().find_map(|j| {
-            let (src, _) = hints[j].1.split_once(',')?;
-            (src.starts_with('%') && self.insns[j].func == func).then(|| src.to_string())
-        })?;
+        let base = self.table_base(i, hints)?;
         (0..i)
             .rev()
             .take_while(|&j| self.insns[j].func == func)
             .find(|&j| hints[j].1.contains("(%rip)") && hints[j].1.ends_with(&format!(",{base}")))
             .and_then(|j| hints[j].0)
+    }
+
+    /// The base register the position-independent jump at `i` adds to
+    /// its table entry (`add %rB,%rX` just before it), if it reads so.
+    fn table_base(&self, i: usize, hints: &[(Option<u64>, String)]) -> Option<String> {
+        let func = self.insns[i].func;
+        (i.saturating_sub(3)..i).rev().find_map(|j| {
+            let (src, _) = hints[j].1.split_once(',')?;
+            (src.starts_with('%') && self.insns[j].func == func).then(|| src.to_string())
+        })
     }
 
     /// The instruction at `addr`.
@@ -471,6 +494,40 @@ mod tests {
         assert_eq!(got(0x1571), None);
         assert_eq!(got(0x1575), None);
         assert_eq!(got(0x1580), None);
+    }
+
+    #[test]
+    fn a_jump_table_is_the_one_its_base_register_was_loaded_with() {
+        // The shape of SQLite's serial-type switch at -O2: the table's base
+        // loaded before a loop, another table's `lea` right before the
+        // jump (the case computation's lookup).
+        let text = "\
+0000000000001000 <f>:
+    1000:\tlea    0xff9(%rip),%rcx        # 2000 <tbl>
+    1007:\tnop
+    1008:\tlea    0x1ff1(%rip),%rdi        # 3000 <sizes>
+    100f:\tmovzbl (%rdi,%rax,1),%eax
+    1013:\tcmp    $0x2,%al
+    1015:\tja     1030 <f+0x30>
+    1017:\tmovslq (%rcx,%rax,4),%rdi
+    101b:\tadd    %rcx,%rdi
+    101e:\tjmp    *%rdi
+    1020:\tnop
+    1028:\tnop
+    1030:\tret
+";
+        let mut data: FxHashMap<u64, u8> = FxHashMap::default();
+        for (k, t) in [0x1020i64, 0x1028, 0x1030, 0x9000].iter().enumerate() {
+            for (b, byte) in ((t - 0x2000) as i32).to_le_bytes().iter().enumerate() {
+                data.insert(0x2000 + 4 * k as u64 + b as u64, *byte);
+            }
+        }
+        for (k, byte) in [1u8, 2, 3, 4, 6, 8, 8, 8].iter().enumerate() {
+            data.insert(0x3000 + k as u64, *byte);
+        }
+        let read = |a: u64, n: usize| (a..a + n as u64).map(|x| data.get(&x).copied()).collect();
+        let c = Code::parse_with_data(text, &read);
+        assert_eq!(c.tables.get(&0x101e), Some(&vec![0x1020, 0x1028, 0x1030]));
     }
 
     #[test]

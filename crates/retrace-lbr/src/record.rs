@@ -3,7 +3,7 @@
 //! must agree).
 
 use crate::control::{self, ControlOptions, Mode};
-use crate::recording::{fnv_hex, Counts, Method, PairCount, Recording, Sampling};
+use crate::recording::{fnv_hex, ChainCount, Counts, Method, PairCount, Recording, Sampling};
 use crate::ring::{self, Ring, WriterState, ADDR_MASK};
 use crate::runtime::MARKER_SYMBOL;
 use crate::sample::Sampler;
@@ -38,6 +38,11 @@ pub struct RecordOptions {
     /// CPUs for the writer and the control thread; `None` picks the first
     /// and last allowed CPUs when there are two or more.
     pub cpus: Option<(usize, usize)>,
+    /// Count each pair with the sites before it too (exact mode only):
+    /// what mapping onto an analysed program uses to split a writer branch
+    /// among the analysed build's copies of it. Costs the control program
+    /// a wider hash key per pair.
+    pub chains: bool,
 }
 
 impl RecordOptions {
@@ -52,6 +57,7 @@ impl RecordOptions {
             max_blocks: 1 << 22,
             throttle: None,
             cpus: None,
+            chains: false,
         }
     }
 }
@@ -116,6 +122,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Error> {
         mode: opts.mode,
         max_blocks: opts.max_blocks,
         throttle: opts.throttle,
+        chains: opts.chains && matches!(opts.mode, Mode::Exact),
     };
     let started = Instant::now();
     let mut histogram: FxHashMap<u64, u64> = FxHashMap::default();
@@ -312,6 +319,21 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Error> {
             .collect();
     }
     pairs.sort_by_key(|p| (p.from, p.to, p.value, p.relations));
+    let mut chains: Vec<ChainCount> = if sampled {
+        Vec::new()
+    } else {
+        consumed
+            .chains
+            .iter()
+            .map(|(&(b, f, t), &n)| ChainCount {
+                before: b.iter().map(|&b| file(b)).collect(),
+                from: file(f),
+                to: file(t),
+                count: n,
+            })
+            .collect()
+    };
+    chains.sort_by(|x, y| (x.from, x.to, &x.before).cmp(&(y.from, y.to, &y.before)));
     Ok(Recording {
         writer: opts.writer.display().to_string(),
         writer_hash,
@@ -333,5 +355,6 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Error> {
         counts,
         sampling,
         pairs,
+        chains,
     })
 }

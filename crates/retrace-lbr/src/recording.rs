@@ -88,6 +88,22 @@ pub struct PairCount {
     pub samples: Option<u64>,
 }
 
+/// Pairs in a row: the blocks of the sites `before` ran (nearest first),
+/// then that of `from`, then that of `to` (file addresses; 0 for a site
+/// before the run's first block). Counted exactly, in exact recordings
+/// only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainCount {
+    /// The sites before the pair, nearest first.
+    pub before: Vec<u64>,
+    /// The pair's previous site.
+    pub from: u64,
+    /// The pair's site.
+    pub to: u64,
+    /// Times they ran in this order.
+    pub count: u64,
+}
+
 /// One recorded run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Recording {
@@ -119,6 +135,10 @@ pub struct Recording {
     pub sampling: Option<Sampling>,
     /// Every distinct pair with its count, sorted by (from, to, value).
     pub pairs: Vec<PairCount>,
+    /// Every distinct chain of two pairs with its count, sorted (exact
+    /// recordings; empty in sampled ones and in older files).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub chains: Vec<ChainCount>,
 }
 
 impl Recording {

@@ -84,6 +84,53 @@ fn a_throttled_reader_loses_no_pair() {
 }
 
 #[test]
+fn chains_add_up_to_the_pairs_and_join_them() {
+    let Some(cc) = common::cc() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for (program, args) in [("sort", vec!["3000"]), ("dijkstra", vec![])] {
+        let w = common::example_writer(&cc, dir.path(), program);
+        let run = |chains: bool| {
+            let mut opts = RecordOptions::new(
+                w.clone(),
+                args.iter().map(Into::into).collect(),
+                Mode::Exact,
+            );
+            opts.chains = chains;
+            record(&opts).unwrap()
+        };
+        let (without, with) = (run(false), run(true));
+        assert!(
+            without.chains.is_empty(),
+            "{program}: chains only when asked"
+        );
+        // Counting chains counts the same pairs (the run is deterministic).
+        assert_eq!(without.pairs, with.pairs, "{program}");
+        assert_complete(&with);
+        // Each pair's chains add up to its count, and the pair before each
+        // chain's pair was recorded.
+        let mut sums: std::collections::HashMap<(u64, u64), u64> = Default::default();
+        for c in &with.chains {
+            *sums.entry((c.from, c.to)).or_default() += c.count;
+            assert_eq!(c.before.len(), retrace_lbr::control::CHAIN_BEFORE);
+            if c.before[0] != 0 {
+                assert!(
+                    with.pairs
+                        .iter()
+                        .any(|p| (p.from, p.to) == (c.before[0], c.from)),
+                    "{program}: {c:?} follows no recorded pair"
+                );
+            }
+        }
+        let mut counts: std::collections::HashMap<(u64, u64), u64> = Default::default();
+        for p in &with.pairs {
+            *counts.entry((p.from, p.to)).or_default() += p.count;
+        }
+        assert_eq!(sums, counts, "{program}");
+        assert!(with.chains.len() >= with.pairs.len(), "{program}");
+    }
+}
+
+#[test]
 fn exact_mode_counts_what_the_writer_wrote_on_example_programs() {
     let Some(cc) = common::cc() else { return };
     let dir = tempfile::tempdir().unwrap();
