@@ -510,7 +510,11 @@ mod tests {
             .collect();
         let last = calls.last().map_or(0, |c| c.0 + 1);
         items.extend(e.end(last, 0x8000_0000));
-        // LEB128, as the trace spells its items.
+        leb128(items)
+    }
+
+    /// Items as the trace spells them: LEB128.
+    fn leb128(items: Vec<u64>) -> Vec<u8> {
         let mut bytes = Vec::new();
         for mut v in items {
             while v >= 0x80 {
@@ -607,14 +611,7 @@ mod tests {
             misses: 3,
         }));
         items.extend(e.end((1 << 40) + 7, 0x8000_0000));
-        let mut bytes = Vec::new();
-        for mut v in items {
-            while v >= 0x80 {
-                bytes.push(v as u8 | 0x80);
-                v >>= 7;
-            }
-            bytes.push(v as u8);
-        }
+        let bytes = leb128(items);
         let plain = decode_plain(&bytes).expect("a plain stream");
         let checked = decode_checked(3, &bytes).unwrap();
         assert_eq!(summary(&plain), summary(&checked));
