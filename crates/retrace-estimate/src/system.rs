@@ -69,12 +69,14 @@
 
 mod calls;
 mod hart;
+mod objects;
 
 use crate::estimator::Fidelity;
 use crate::source::TraceSource;
 use crate::walk::ReplayError;
 use calls::{decode_hart, number, ranks, Call, HartCalls, Numbers, Places, NONE};
 use hart::{replay_hart, HartRun, Shared};
+use objects::{Flat, Objects};
 use retrace_program::{Addr, PpTable};
 use retrace_sim::frequency::{HartClock, DEFAULT_HZ};
 use retrace_sim::sync::{SyncOp, SyncState};
@@ -568,20 +570,29 @@ fn replay_system<S: TraceSource + ?Sized>(
     let by_cycles = start_hz.iter().all(|&f| f == start_hz[0])
         && start_hz[0] <= 1_000_000_000_000_000_000
         && numbers.classes.iter().all(|&(_, op)| op != SyncOp::SET_HZ);
-    let unit = |ranks: Option<&[Vec<u64>]>| {
+    // The unit with the flat objects (`flat`) or the engine's rules.
+    let unit = |ranks: Option<&[Vec<u64>]>, flat: bool| {
         let timeline = ranges.is_some();
-        match by_cycles {
-            true => order::<true>(&recorded, &runs, &numbers, ranks, &start_hz, timeline),
-            false => order::<false>(&recorded, &runs, &numbers, ranks, &start_hz, timeline),
+        let (r, n, hz) = (&recorded, &numbers, &start_hz);
+        match (by_cycles, flat) {
+            (true, true) => order::<true, Flat>(r, &runs, n, ranks, hz, timeline),
+            (false, true) => order::<false, Flat>(r, &runs, n, ranks, hz, timeline),
+            (true, false) => order::<true, SyncState>(r, &runs, n, ranks, hz, timeline),
+            (false, false) => order::<false, SyncState>(r, &runs, n, ranks, hz, timeline),
         }
     };
-    // Ranked only if some class's calls come out of their places.
+    // Ranked only if some class's calls come out of their places; by the
+    // engine's rules from the start again if the flat objects give up.
     let ordered = std::thread::scope(|s| {
         s.spawn(move || drop(garbage));
-        match unit(None)? {
-            Some(ordered) => Ok::<_, ReplayError>(ordered),
-            None => Ok(unit(Some(&ranks(&recorded, &numbers)))?
-                .expect("with ranks the unit orders every call")),
+        let mut ranked = None;
+        let mut flat = true;
+        loop {
+            match unit(ranked.as_deref(), flat)? {
+                Unit::Ordered(ordered) => return Ok::<_, ReplayError>(ordered),
+                Unit::OutOfRank => ranked = Some(ranks(&recorded, &numbers)),
+                Unit::GaveUp => flat = false,
+            }
         }
     })?;
     let Ordered {
@@ -623,6 +634,16 @@ fn replay_system<S: TraceSource + ?Sized>(
     Ok((estimate, timelines))
 }
 
+/// How the unit's run ended.
+enum Unit<'a> {
+    /// Every call ordered.
+    Ordered(Ordered<'a>),
+    /// Without ranks: a call of a class met before one placed earlier.
+    OutOfRank,
+    /// The flat objects gave up ([`objects`]): order with the reference.
+    GaveUp,
+}
+
 /// What the unit found: the harts at the end, the objects' contention
 /// (by handle), and the calls met out of their recorded order.
 struct Ordered<'a> {
@@ -637,18 +658,19 @@ struct Ordered<'a> {
 /// put them; `runs`, how the replays ended) by the harts' clocks, starting
 /// at `start_hz` (compared as cycles when `BY_CYCLES`: every hart's clock
 /// runs at one frequency, which none changes), and simulate their
-/// objects. With `ranks` (per hart, each call's rank in its class), count
-/// the calls met out of rank; without, stop (`None`) at the first call of
-/// a class met before one placed earlier — until then every call was met
-/// at its rank (see [`calls`]).
-fn order<'a, const BY_CYCLES: bool>(
+/// objects by `R`'s rules ([`objects`]; [`Unit::GaveUp`] where they give
+/// up). With `ranks` (per hart, each call's rank in its class), count the
+/// calls met out of rank; without, stop ([`Unit::OutOfRank`]) at the first
+/// call of a class met before one placed earlier — until then every call
+/// was met at its rank (see [`calls`]).
+fn order<'a, const BY_CYCLES: bool, R: Objects>(
     recorded: &'a [HartCalls],
     runs: &'a [HartRun],
     numbers: &'a Numbers,
     ranks: Option<&[Vec<u64>]>,
     start_hz: &[u64],
     timeline: bool,
-) -> Result<Option<Ordered<'a>>, ReplayError> {
+) -> Result<Unit<'a>, ReplayError> {
     let Numbers {
         objects,
         classes,
@@ -708,7 +730,7 @@ fn order<'a, const BY_CYCLES: bool>(
     for (h, hart) in harts.iter_mut().enumerate() {
         at.set::<BY_CYCLES>(h, hart.go_on::<BY_CYCLES>());
     }
-    let mut state = SyncState::new(n);
+    let mut state = R::new(n);
     let mut places = Places::new(harts.iter().map(|h| h.calls.calls.len()).sum());
     // Per object, its entry in `resources`, made on its first call.
     let mut resource_of = vec![NONE; objects.len()];
@@ -750,7 +772,7 @@ fn order<'a, const BY_CYCLES: bool>(
             o => {
                 let m = &mut met[class];
                 match ranks {
-                    None if call.place < *m => return Ok(None),
+                    None if call.place < *m => return Ok(Unit::OutOfRank),
                     None => *m = call.place + 1,
                     Some(ranks) => {
                         if ranks[h][k] != *m {
@@ -771,9 +793,11 @@ fn order<'a, const BY_CYCLES: bool>(
             let clock = hart.clock(call.before);
             hart.timeline_calls.push((clock, op.0, object));
         }
-        let done = state
-            .replay_numbered_call_into(h, op, number, object, param, value, &mut woken)
-            .map_err(|e| unfit_call(h, k, e))?;
+        let done = match state.call(h, op, o, number, object, param, value, &mut woken) {
+            Ok(done) => done,
+            Err(Some(e)) => return Err(unfit_call(h, k, e)),
+            Err(None) => return Ok(Unit::GaveUp),
+        };
         if let Some(r) = r {
             resources[r].calls += 1;
         }
@@ -830,9 +854,11 @@ fn order<'a, const BY_CYCLES: bool>(
         .filter(|x| matches!(x.standing, Standing::Blocked(_)) && !x.ended_by(x.next - 1))
         .count();
     if stuck > 0 {
+        let Some(deadlock) = state.deadlock() else {
+            return Ok(Unit::GaveUp);
+        };
         return Err(ReplayError::System(format!(
-            "the synchronisation events do not pair up: {} — no recorded call completes {}; the trace is damaged or incomplete (record it again)",
-            state.deadlock(),
+            "the synchronisation events do not pair up: {deadlock} — no recorded call completes {}; the trace is damaged or incomplete (record it again)",
             if stuck == 1 { "it" } else { "them" }
         )));
     }
@@ -848,7 +874,7 @@ fn order<'a, const BY_CYCLES: bool>(
         )));
     }
     resources.sort_by_key(|r| r.object);
-    Ok(Some(Ordered {
+    Ok(Unit::Ordered(Ordered {
         harts,
         resources,
         calls,
