@@ -4,8 +4,10 @@
 //! hart; the harts meet at their synchronisation calls, whose objects —
 //! channels with their capacity, mutexes and their holders, barriers and
 //! their arrivals, semaphores and their counts — this module simulates
-//! with the very rules the engine runs them by
-//! ([`SyncState::replay_numbered_call_into`]).
+//! with the very rules the engine runs them by: over flat states
+//! ([`objects`]) for the calls a sound recording makes, and by the
+//! engine's own ([`SyncState::replay_numbered_call_into`]) wherever those
+//! give up.
 //!
 //! The unit's steps: every runnable hart's replay advances to its next
 //! synchronisation point (its next recorded call), which gives the hart's
@@ -74,7 +76,7 @@ mod objects;
 use crate::estimator::Fidelity;
 use crate::source::TraceSource;
 use crate::walk::ReplayError;
-use calls::{decode_hart, number, ranks, Call, HartCalls, Numbers, Places, NONE};
+use calls::{decode_hart, number, ranks, Call, FullCall, HartCalls, Numbers, Places, NONE};
 use hart::{replay_hart, HartRun, Shared};
 use objects::{Flat, Objects};
 use retrace_program::{Addr, PpTable};
@@ -330,6 +332,12 @@ impl Hart<'_> {
             true => time as u64,
             false => self.clock.counter_reaching(time),
         }
+    }
+
+    /// Its call `k` in full, read from its records.
+    #[inline(always)]
+    fn call(&self, k: usize) -> FullCall {
+        self.records[k].full(k, self.calls)
     }
 
     /// Whether its replay had ended by call `k`.
@@ -732,14 +740,13 @@ fn order<'a, const BY_CYCLES: bool, R: Objects>(
     }
     let mut state = R::new(n);
     let mut places = Places::new(harts.iter().map(|h| h.calls.calls.len()).sum());
-    // Per object, its entry in `resources`, made on its first call.
-    let mut resource_of = vec![NONE; objects.len()];
-    let mut resources: Vec<ResourceEstimate> = Vec::new();
+    // Per object, its contention so far (`resources` at the end).
+    let mut usage = vec![Usage::default(); objects.len()];
     // Per class, with ranks: the calls met so far (a call meets its object
     // in the recorded order when that is its rank); without: one past the
     // place of the last call met.
     let mut met = vec![0u64; classes.len()];
-    // The object each blocked hart waits on (an index into `resources`).
+    // The object each blocked hart waits on (its number).
     let mut waiting_on: Vec<Option<usize>> = vec![None; n];
     let (mut calls, mut reordered, mut first_reordered) = (0u64, 0u64, None);
     // The harts each call resumes: one buffer for the run.
@@ -748,7 +755,7 @@ fn order<'a, const BY_CYCLES: bool, R: Objects>(
     while let Some(h) = at.earliest::<BY_CYCLES>() {
         let hart = &mut harts[h];
         let k = hart.next;
-        let call = hart.calls.get(k);
+        let call = hart.call(k);
         hart.next += 1;
         places.meet(h, call.place)?;
         let ClassInfo {
@@ -782,11 +789,12 @@ fn order<'a, const BY_CYCLES: bool, R: Objects>(
                         *m += 1;
                     }
                 }
-                let r = &mut resource_of[o as usize];
-                if *r == NONE {
-                    *r = new_resource(&mut resources, object, op);
+                let u = &mut usage[o as usize];
+                if u.calls == 0 {
+                    u.first = op;
                 }
-                Some(*r as usize)
+                u.calls += 1;
+                Some(o as usize)
             }
         };
         if timeline {
@@ -798,9 +806,6 @@ fn order<'a, const BY_CYCLES: bool, R: Objects>(
             Err(Some(e)) => return Err(unfit_call(h, k, e)),
             Err(None) => return Ok(Unit::GaveUp),
         };
-        if let Some(r) = r {
-            resources[r].calls += 1;
-        }
         // The completer's clock: its `ecall` and trap are in its busy
         // cycles by now (see the module documentation).
         let busy = call.after();
@@ -817,7 +822,7 @@ fn order<'a, const BY_CYCLES: bool, R: Objects>(
             hart.standing = Standing::Done;
         } else {
             if let Some(r) = r {
-                resources[r].waits += 1;
+                usage[r].waits += 1;
             }
             waiting_on[h] = r;
             hart.standing = Standing::Blocked(call.before);
@@ -838,7 +843,7 @@ fn order<'a, const BY_CYCLES: bool, R: Objects>(
             }
             hart.wait += waited;
             if let Some(r) = waiting_on[w].take() {
-                resources[r].wait_cycles += waited;
+                usage[r].wait_cycles += waited;
             }
             if hart.ended_by(hart.next - 1) {
                 hart.standing = Standing::Done;
@@ -873,6 +878,21 @@ fn order<'a, const BY_CYCLES: bool, R: Objects>(
             hart.calls.calls.len()
         )));
     }
+    let mut resources: Vec<ResourceEstimate> = objects
+        .iter()
+        .zip(&usage)
+        .filter(|(_, u)| u.calls > 0)
+        .map(|(&(object, _), u)| ResourceEstimate {
+            object,
+            kind: u
+                .first
+                .object_kind()
+                .map_or("object".into(), |k| k.to_string()),
+            calls: u.calls,
+            waits: u.waits,
+            wait_cycles: u.wait_cycles,
+        })
+        .collect();
     resources.sort_by_key(|r| r.object);
     Ok(Unit::Ordered(Ordered {
         harts,
@@ -883,19 +903,25 @@ fn order<'a, const BY_CYCLES: bool, R: Objects>(
     }))
 }
 
-/// The entry in `resources` of an object met for the first time, by a
-/// call `op` on its handle `object`.
-#[cold]
-#[inline(never)]
-fn new_resource(resources: &mut Vec<ResourceEstimate>, object: u64, op: SyncOp) -> u32 {
-    resources.push(ResourceEstimate {
-        object,
-        kind: op.object_kind().map_or("object".into(), |k| k.to_string()),
-        calls: 0,
-        waits: 0,
-        wait_cycles: 0,
-    });
-    resources.len() as u32 - 1
+/// An object's contention in the unit's run: its calls (the first of
+/// them, which names its kind), those that waited and their wait.
+#[derive(Clone, Copy)]
+struct Usage {
+    calls: u64,
+    first: SyncOp,
+    waits: u64,
+    wait_cycles: u64,
+}
+
+impl Default for Usage {
+    fn default() -> Usage {
+        Usage {
+            calls: 0,
+            first: SyncOp::HARTS,
+            waits: 0,
+            wait_cycles: 0,
+        }
+    }
 }
 
 /// Hart `h`'s call #`k` broke the objects' rules (`e`).
