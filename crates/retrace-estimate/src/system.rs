@@ -4,8 +4,10 @@
 //! hart; the harts meet at their synchronisation calls, whose objects —
 //! channels with their capacity, mutexes and their holders, barriers and
 //! their arrivals, semaphores and their counts — this module simulates
-//! with the very rules the engine runs them by
-//! ([`SyncState::replay_numbered_call_into`]).
+//! with the very rules the engine runs them by: over flat states
+//! ([`objects`]) for the calls a sound recording makes, and by the
+//! engine's own ([`SyncState::replay_numbered_call_into`]) wherever those
+//! give up.
 //!
 //! The unit's steps: every runnable hart's replay advances to its next
 //! synchronisation point (its next recorded call), which gives the hart's
@@ -69,12 +71,14 @@
 
 mod calls;
 mod hart;
+mod objects;
 
 use crate::estimator::Fidelity;
 use crate::source::TraceSource;
 use crate::walk::ReplayError;
-use calls::{decode_hart, number, ranks, Call, HartCalls, Numbers, Places, NONE};
+use calls::{decode_hart, number, ranks, Call, FullCall, HartCalls, Numbers, Places, NONE};
 use hart::{replay_hart, HartRun, Shared};
+use objects::{Flat, Objects};
 use retrace_program::{Addr, PpTable};
 use retrace_sim::frequency::{HartClock, DEFAULT_HZ};
 use retrace_sim::sync::{SyncOp, SyncState};
@@ -330,6 +334,12 @@ impl Hart<'_> {
         }
     }
 
+    /// Its call `k` in full, read from its records.
+    #[inline(always)]
+    fn call(&self, k: usize) -> FullCall {
+        self.records[k].full(k, self.calls)
+    }
+
     /// Whether its replay had ended by call `k`.
     #[inline(always)]
     fn ended_by(&self, k: usize) -> bool {
@@ -568,20 +578,29 @@ fn replay_system<S: TraceSource + ?Sized>(
     let by_cycles = start_hz.iter().all(|&f| f == start_hz[0])
         && start_hz[0] <= 1_000_000_000_000_000_000
         && numbers.classes.iter().all(|&(_, op)| op != SyncOp::SET_HZ);
-    let unit = |ranks: Option<&[Vec<u64>]>| {
+    // The unit with the flat objects (`flat`) or the engine's rules.
+    let unit = |ranks: Option<&[Vec<u64>]>, flat: bool| {
         let timeline = ranges.is_some();
-        match by_cycles {
-            true => order::<true>(&recorded, &runs, &numbers, ranks, &start_hz, timeline),
-            false => order::<false>(&recorded, &runs, &numbers, ranks, &start_hz, timeline),
+        let (r, n, hz) = (&recorded, &numbers, &start_hz);
+        match (by_cycles, flat) {
+            (true, true) => order::<true, Flat>(r, &runs, n, ranks, hz, timeline),
+            (false, true) => order::<false, Flat>(r, &runs, n, ranks, hz, timeline),
+            (true, false) => order::<true, SyncState>(r, &runs, n, ranks, hz, timeline),
+            (false, false) => order::<false, SyncState>(r, &runs, n, ranks, hz, timeline),
         }
     };
-    // Ranked only if some class's calls come out of their places.
+    // Ranked only if some class's calls come out of their places; by the
+    // engine's rules from the start again if the flat objects give up.
     let ordered = std::thread::scope(|s| {
         s.spawn(move || drop(garbage));
-        match unit(None)? {
-            Some(ordered) => Ok::<_, ReplayError>(ordered),
-            None => Ok(unit(Some(&ranks(&recorded, &numbers)))?
-                .expect("with ranks the unit orders every call")),
+        let mut ranked = None;
+        let mut flat = true;
+        loop {
+            match unit(ranked.as_deref(), flat)? {
+                Unit::Ordered(ordered) => return Ok::<_, ReplayError>(ordered),
+                Unit::OutOfRank => ranked = Some(ranks(&recorded, &numbers)),
+                Unit::GaveUp => flat = false,
+            }
         }
     })?;
     let Ordered {
@@ -623,6 +642,16 @@ fn replay_system<S: TraceSource + ?Sized>(
     Ok((estimate, timelines))
 }
 
+/// How the unit's run ended.
+enum Unit<'a> {
+    /// Every call ordered.
+    Ordered(Ordered<'a>),
+    /// Without ranks: a call of a class met before one placed earlier.
+    OutOfRank,
+    /// The flat objects gave up ([`objects`]): order with the reference.
+    GaveUp,
+}
+
 /// What the unit found: the harts at the end, the objects' contention
 /// (by handle), and the calls met out of their recorded order.
 struct Ordered<'a> {
@@ -637,18 +666,19 @@ struct Ordered<'a> {
 /// put them; `runs`, how the replays ended) by the harts' clocks, starting
 /// at `start_hz` (compared as cycles when `BY_CYCLES`: every hart's clock
 /// runs at one frequency, which none changes), and simulate their
-/// objects. With `ranks` (per hart, each call's rank in its class), count
-/// the calls met out of rank; without, stop (`None`) at the first call of
-/// a class met before one placed earlier — until then every call was met
-/// at its rank (see [`calls`]).
-fn order<'a, const BY_CYCLES: bool>(
+/// objects by `R`'s rules ([`objects`]; [`Unit::GaveUp`] where they give
+/// up). With `ranks` (per hart, each call's rank in its class), count the
+/// calls met out of rank; without, stop ([`Unit::OutOfRank`]) at the first
+/// call of a class met before one placed earlier — until then every call
+/// was met at its rank (see [`calls`]).
+fn order<'a, const BY_CYCLES: bool, R: Objects>(
     recorded: &'a [HartCalls],
     runs: &'a [HartRun],
     numbers: &'a Numbers,
     ranks: Option<&[Vec<u64>]>,
     start_hz: &[u64],
     timeline: bool,
-) -> Result<Option<Ordered<'a>>, ReplayError> {
+) -> Result<Unit<'a>, ReplayError> {
     let Numbers {
         objects,
         classes,
@@ -708,16 +738,15 @@ fn order<'a, const BY_CYCLES: bool>(
     for (h, hart) in harts.iter_mut().enumerate() {
         at.set::<BY_CYCLES>(h, hart.go_on::<BY_CYCLES>());
     }
-    let mut state = SyncState::new(n);
+    let mut state = R::new(n);
     let mut places = Places::new(harts.iter().map(|h| h.calls.calls.len()).sum());
-    // Per object, its entry in `resources`, made on its first call.
-    let mut resource_of = vec![NONE; objects.len()];
-    let mut resources: Vec<ResourceEstimate> = Vec::new();
+    // Per object, its contention so far (`resources` at the end).
+    let mut usage = vec![Usage::default(); objects.len()];
     // Per class, with ranks: the calls met so far (a call meets its object
     // in the recorded order when that is its rank); without: one past the
     // place of the last call met.
     let mut met = vec![0u64; classes.len()];
-    // The object each blocked hart waits on (an index into `resources`).
+    // The object each blocked hart waits on (its number).
     let mut waiting_on: Vec<Option<usize>> = vec![None; n];
     let (mut calls, mut reordered, mut first_reordered) = (0u64, 0u64, None);
     // The harts each call resumes: one buffer for the run.
@@ -726,7 +755,7 @@ fn order<'a, const BY_CYCLES: bool>(
     while let Some(h) = at.earliest::<BY_CYCLES>() {
         let hart = &mut harts[h];
         let k = hart.next;
-        let call = hart.calls.get(k);
+        let call = hart.call(k);
         hart.next += 1;
         places.meet(h, call.place)?;
         let ClassInfo {
@@ -750,7 +779,7 @@ fn order<'a, const BY_CYCLES: bool>(
             o => {
                 let m = &mut met[class];
                 match ranks {
-                    None if call.place < *m => return Ok(None),
+                    None if call.place < *m => return Ok(Unit::OutOfRank),
                     None => *m = call.place + 1,
                     Some(ranks) => {
                         if ranks[h][k] != *m {
@@ -760,23 +789,23 @@ fn order<'a, const BY_CYCLES: bool>(
                         *m += 1;
                     }
                 }
-                let r = &mut resource_of[o as usize];
-                if *r == NONE {
-                    *r = new_resource(&mut resources, object, op);
+                let u = &mut usage[o as usize];
+                if u.calls == 0 {
+                    u.first = op;
                 }
-                Some(*r as usize)
+                u.calls += 1;
+                Some(o as usize)
             }
         };
         if timeline {
             let clock = hart.clock(call.before);
             hart.timeline_calls.push((clock, op.0, object));
         }
-        let done = state
-            .replay_numbered_call_into(h, op, number, object, param, value, &mut woken)
-            .map_err(|e| unfit_call(h, k, e))?;
-        if let Some(r) = r {
-            resources[r].calls += 1;
-        }
+        let done = match state.call(h, op, o, number, object, param, value, &mut woken) {
+            Ok(done) => done,
+            Err(Some(e)) => return Err(unfit_call(h, k, e)),
+            Err(None) => return Ok(Unit::GaveUp),
+        };
         // The completer's clock: its `ecall` and trap are in its busy
         // cycles by now (see the module documentation).
         let busy = call.after();
@@ -793,7 +822,7 @@ fn order<'a, const BY_CYCLES: bool>(
             hart.standing = Standing::Done;
         } else {
             if let Some(r) = r {
-                resources[r].waits += 1;
+                usage[r].waits += 1;
             }
             waiting_on[h] = r;
             hart.standing = Standing::Blocked(call.before);
@@ -814,7 +843,7 @@ fn order<'a, const BY_CYCLES: bool>(
             }
             hart.wait += waited;
             if let Some(r) = waiting_on[w].take() {
-                resources[r].wait_cycles += waited;
+                usage[r].wait_cycles += waited;
             }
             if hart.ended_by(hart.next - 1) {
                 hart.standing = Standing::Done;
@@ -830,9 +859,11 @@ fn order<'a, const BY_CYCLES: bool>(
         .filter(|x| matches!(x.standing, Standing::Blocked(_)) && !x.ended_by(x.next - 1))
         .count();
     if stuck > 0 {
+        let Some(deadlock) = state.deadlock() else {
+            return Ok(Unit::GaveUp);
+        };
         return Err(ReplayError::System(format!(
-            "the synchronisation events do not pair up: {} — no recorded call completes {}; the trace is damaged or incomplete (record it again)",
-            state.deadlock(),
+            "the synchronisation events do not pair up: {deadlock} — no recorded call completes {}; the trace is damaged or incomplete (record it again)",
             if stuck == 1 { "it" } else { "them" }
         )));
     }
@@ -847,8 +878,23 @@ fn order<'a, const BY_CYCLES: bool>(
             hart.calls.calls.len()
         )));
     }
+    let mut resources: Vec<ResourceEstimate> = objects
+        .iter()
+        .zip(&usage)
+        .filter(|(_, u)| u.calls > 0)
+        .map(|(&(object, _), u)| ResourceEstimate {
+            object,
+            kind: u
+                .first
+                .object_kind()
+                .map_or("object".into(), |k| k.to_string()),
+            calls: u.calls,
+            waits: u.waits,
+            wait_cycles: u.wait_cycles,
+        })
+        .collect();
     resources.sort_by_key(|r| r.object);
-    Ok(Some(Ordered {
+    Ok(Unit::Ordered(Ordered {
         harts,
         resources,
         calls,
@@ -857,19 +903,25 @@ fn order<'a, const BY_CYCLES: bool>(
     }))
 }
 
-/// The entry in `resources` of an object met for the first time, by a
-/// call `op` on its handle `object`.
-#[cold]
-#[inline(never)]
-fn new_resource(resources: &mut Vec<ResourceEstimate>, object: u64, op: SyncOp) -> u32 {
-    resources.push(ResourceEstimate {
-        object,
-        kind: op.object_kind().map_or("object".into(), |k| k.to_string()),
-        calls: 0,
-        waits: 0,
-        wait_cycles: 0,
-    });
-    resources.len() as u32 - 1
+/// An object's contention in the unit's run: its calls (the first of
+/// them, which names its kind), those that waited and their wait.
+#[derive(Clone, Copy)]
+struct Usage {
+    calls: u64,
+    first: SyncOp,
+    waits: u64,
+    wait_cycles: u64,
+}
+
+impl Default for Usage {
+    fn default() -> Usage {
+        Usage {
+            calls: 0,
+            first: SyncOp::HARTS,
+            waits: 0,
+            wait_cycles: 0,
+        }
+    }
 }
 
 /// Hart `h`'s call #`k` broke the objects' rules (`e`).

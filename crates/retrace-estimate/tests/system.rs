@@ -311,8 +311,9 @@ fn stencil() {
 }
 
 /// A damaged multi-hart trace is refused with one line, never a panic:
-/// a hart's events cut off before its end, and a call taken out of a
-/// hart's events so that another's waits for ever.
+/// a hart's events cut off before its end, a call taken out of a hart's
+/// events so that another's waits for ever, and a call the objects'
+/// rules refuse.
 #[test]
 fn damaged_events_are_refused() {
     use retrace_trace::protocol::sync::{decode, SyncEncoder};
@@ -367,6 +368,20 @@ fn damaged_events_are_refused() {
     })
     .unwrap();
     refuse(fewer, "do not pair up");
+    // Hart 0's first send made an unlock of its channel: the objects'
+    // rules refuse the call.
+    let wrong = rewrite_records(&trace, |h, kind, items| {
+        if h == 0 && kind == StreamKind::Sync {
+            let mut events = decode(0, items).unwrap();
+            let send = events.calls.iter().position(|c| c.op == 2).unwrap();
+            events.calls[send].op = 5;
+            let mut e = SyncEncoder::default();
+            *items = events.calls.iter().flat_map(|c| e.call(c)).collect();
+            items.extend(e.end(events.instructions, events.last_pc));
+        }
+    })
+    .unwrap();
+    refuse(wrong, "does not fit the others");
 }
 
 /// Harts at their own clock frequencies, one of them not a divisor of

@@ -49,6 +49,22 @@ pub(super) struct Call {
     class: u16,
 }
 
+impl Call {
+    /// In full, as call `k` of `calls` (whose records this is one of).
+    #[inline(always)]
+    pub fn full(&self, k: usize, calls: &HartCalls) -> FullCall {
+        match self.class {
+            WIDE => calls.get(k),
+            class => FullCall {
+                before: self.before,
+                place: u64::from(self.place),
+                trap: u32::from(self.trap),
+                class: u32::from(class),
+            },
+        }
+    }
+}
+
 /// [`Call::class`] of a wide call.
 const WIDE: u16 = u16::MAX;
 
