@@ -87,6 +87,12 @@ pub struct Code {
     /// Each instruction's mnemonic (without prefixes) and operands as
     /// objdump prints them, by index: what [`crate::dispatch`] evaluates.
     pub text: Vec<(Box<str>, Box<str>)>,
+    /// Function entries whose address the program takes — named by an
+    /// instruction other than a direct call or jump, or stored in its
+    /// allocated data (function pointer tables, relocations): the only
+    /// functions an indirect call can enter. None when the binary's data
+    /// was not read (every function may be).
+    pub address_taken: Option<rustc_hash::FxHashSet<u64>>,
 }
 
 fn parse_hex(s: &str) -> Option<u64> {
@@ -160,15 +166,40 @@ impl Code {
                 data.get(at..at + len).map(<[u8]>::to_vec)
             })
         };
-        Ok(Code::parse_with_data(
-            &String::from_utf8_lossy(&out.stdout),
-            &read,
-        ))
+        let mut code = Code::parse_with_data(&String::from_utf8_lossy(&out.stdout), &read);
+        if let (Some(file), Some(taken)) = (file.as_ref(), code.address_taken.as_mut()) {
+            use object::{Object, ObjectSection, SectionFlags, SectionKind};
+            let entries: rustc_hash::FxHashSet<u64> =
+                code.functions.iter().map(|f| f.entry).collect();
+            for section in file.sections() {
+                let alloc = match section.flags() {
+                    SectionFlags::Elf { sh_flags } => {
+                        sh_flags & u64::from(object::elf::SHF_ALLOC) != 0
+                    }
+                    _ => true,
+                };
+                if !alloc || section.kind() == SectionKind::Text {
+                    continue;
+                }
+                let Ok(data) = section.data() else { continue };
+                for word in data.chunks_exact(8) {
+                    let v = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+                    if entries.contains(&v) {
+                        taken.insert(v);
+                    }
+                }
+            }
+        } else {
+            code.address_taken = None;
+        }
+        Ok(code)
     }
 
     /// Build from `objdump -d --no-show-raw-insn -w` text.
     pub fn parse(text: &str) -> Code {
-        Code::parse_with_data(text, &|_, _| None)
+        let mut code = Code::parse_with_data(text, &|_, _| None);
+        code.address_taken = None;
+        code
     }
 
     /// Build from `objdump` text; `read(addr, len)` gives bytes of the
@@ -230,6 +261,31 @@ impl Code {
         for (i, insn) in code.insns.iter().enumerate() {
             code.at.insert(insn.addr, i);
         }
+        // Addresses instructions name other than as a direct call's or
+        // jump's target: rip-relative operands and immediates.
+        let entries: rustc_hash::FxHashSet<u64> = code.functions.iter().map(|f| f.entry).collect();
+        let mut taken = rustc_hash::FxHashSet::default();
+        for (k, (named, operands)) in hints.iter().enumerate() {
+            if matches!(
+                code.insns[k].flow,
+                Flow::Call(_) | Flow::Jump(_) | Flow::Cond(_)
+            ) {
+                continue;
+            }
+            let imm = operands
+                .split(|c: char| c == ',' || c == '$')
+                .filter_map(|o| {
+                    o.trim()
+                        .strip_prefix("0x")
+                        .and_then(|h| u64::from_str_radix(h, 16).ok())
+                });
+            for v in named.iter().copied().chain(imm) {
+                if entries.contains(&v) {
+                    taken.insert(v);
+                }
+            }
+        }
+        code.address_taken = Some(taken);
         code.find_jump_tables(&hints, read);
         code.find_compared(&hints, &mnemonics);
         code.switch_hook = code
