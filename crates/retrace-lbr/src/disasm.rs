@@ -272,13 +272,11 @@ impl Code {
             ) {
                 continue;
             }
-            let imm = operands
-                .split(|c: char| c == ',' || c == '$')
-                .filter_map(|o| {
-                    o.trim()
-                        .strip_prefix("0x")
-                        .and_then(|h| u64::from_str_radix(h, 16).ok())
-                });
+            let imm = operands.split([',', '$']).filter_map(|o| {
+                o.trim()
+                    .strip_prefix("0x")
+                    .and_then(|h| u64::from_str_radix(h, 16).ok())
+            });
             for v in named.iter().copied().chain(imm) {
                 if entries.contains(&v) {
                     taken.insert(v);
