@@ -75,6 +75,15 @@ struct Goal {
     /// Branches whose way the recorded `switch` value fixes: instruction
     /// index → the instruction it goes to ([`crate::dispatch::decide`]).
     forced: FxHashMap<usize, usize>,
+    /// Where a return from the first site's function may go, when the
+    /// pairs before this one say which call entered it
+    /// ([`Expander::callers`]); every return site of its callers if None.
+    returns_to: Option<rustc_hash::FxHashSet<u64>>,
+    /// The first site's function.
+    from_func: u32,
+    /// Whether only functions whose address is taken return to indirect
+    /// calls' return sites (a search without a path retries without).
+    strict: bool,
 }
 
 /// Search state of one instruction.
@@ -93,6 +102,10 @@ pub struct Expander<'a> {
     returns: FxHashMap<u32, Vec<u64>>,
     /// Return sites of indirect calls.
     indirect_returns: Vec<u64>,
+    /// Functions an indirect call can enter, when the binary says which
+    /// ([`Code::address_taken`], and the functions those tail-call):
+    /// only they return to indirect calls' return sites.
+    entered_indirectly: Option<rustc_hash::FxHashSet<u32>>,
     /// Most instructions looked at per search.
     pub budget: usize,
 }
@@ -154,10 +167,36 @@ impl<'a> Expander<'a> {
                 }
             }
         }
+        let entered_indirectly = code.address_taken.as_ref().map(|taken| {
+            let mut set: rustc_hash::FxHashSet<u32> = code
+                .functions
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| taken.contains(&f.entry))
+                .map(|(k, _)| k as u32)
+                .collect();
+            // An indirect tail call may enter any function.
+            for i in &code.insns {
+                if i.flow == Flow::JumpIndirect && !code.tables.contains_key(&i.addr) {
+                    set.insert(i.func);
+                }
+            }
+            let mut changed = true;
+            while changed {
+                changed = false;
+                for &(caller, callee) in &tail {
+                    if set.contains(&caller) && set.insert(callee) {
+                        changed = true;
+                    }
+                }
+            }
+            set
+        });
         Expander {
             code,
             returns,
             indirect_returns,
+            entered_indirectly,
             budget: 100_000,
         }
     }
@@ -191,7 +230,7 @@ impl<'a> Expander<'a> {
                     c.func != insn.func && !code.functions[c.func as usize].instrumented
                 }) =>
             {
-                self.return_edges(insn, out)
+                self.return_edges(insn, goal, out)
             }
             Flow::Jump(t) => out.extend(at(t).map(|n| (n, 1, Some((insn.addr, t))))),
             Flow::JumpIndirect if code.tables.contains_key(&insn.addr) => {
@@ -227,21 +266,84 @@ impl<'a> Expander<'a> {
                 out.extend(next.map(|n| (n, 0, None)));
                 out.extend(at(goal.entry).map(|n| (n, 1, Some((insn.addr, goal.entry)))));
             }
-            Flow::Ret => self.return_edges(insn, out),
+            Flow::Ret => self.return_edges(insn, goal, out),
             Flow::Stop => {}
         }
     }
 
-    /// A return from `insn`'s function: to the return sites of its calls.
-    fn return_edges(&self, insn: crate::disasm::Insn, out: &mut Vec<Edge>) {
+    /// A return from `insn`'s function: to the return sites of its calls
+    /// (only to those the pairs before say entered it, for the first
+    /// site's function).
+    fn return_edges(&self, insn: crate::disasm::Insn, goal: &Goal, out: &mut Vec<Edge>) {
         let direct = self
             .returns
             .get(&insn.func)
             .map(Vec::as_slice)
             .unwrap_or(&[]);
-        for &r in direct.iter().chain(&self.indirect_returns) {
+        let only = goal
+            .returns_to
+            .as_ref()
+            .filter(|_| insn.func == goal.from_func);
+        let indirect: &[u64] = match &self.entered_indirectly {
+            Some(set) if goal.strict && !set.contains(&insn.func) => &[],
+            _ => &self.indirect_returns,
+        };
+        for &r in direct.iter().chain(indirect) {
+            if only.is_some_and(|o| !o.contains(&r)) {
+                continue;
+            }
             out.extend(self.code.at.get(&r).map(|&n| (n, 1, Some((insn.addr, r)))));
         }
+    }
+
+    /// The return sites of the calls that the block of site `b` can make
+    /// into the function of site `p` (directly, by an indirect call, or by
+    /// a tail call that returns as it would): the code from `b` up to the
+    /// next coverage call, within `b`'s function. An execution whose pair
+    /// before (b, p) — or before the callee's second block — entered `p`'s
+    /// function there returns to one of them: that is what a pair leaving
+    /// the callee does not say and the pairs before it do.
+    fn callers(&self, b: u64, p: u64) -> rustc_hash::FxHashSet<u64> {
+        let code = self.code;
+        let mut out = rustc_hash::FxHashSet::default();
+        let (Some(&start), Some(pf)) = (code.at.get(&b), code.insn(p).map(|i| i.func)) else {
+            return out;
+        };
+        let func = code.insns[start].func;
+        let direct = self.returns.get(&pf).map(Vec::as_slice).unwrap_or(&[]);
+        let mut seen = rustc_hash::FxHashSet::default();
+        let mut stack = vec![start];
+        while let Some(u) = stack.pop() {
+            if !seen.insert(u) || seen.len() > 4096 {
+                continue;
+            }
+            let insn = code.insns[u];
+            if insn.func != func {
+                continue;
+            }
+            let at = |a: u64| code.at.get(&a).copied();
+            let next = at(insn.next).filter(|_| insn.next != insn.addr);
+            match insn.flow {
+                Flow::Call(t) | Flow::Jump(t) if Some(t) == code.callback => {}
+                Flow::Next => stack.extend(next),
+                Flow::Cond(t) => stack.extend(next.into_iter().chain(at(t))),
+                Flow::Jump(t) => stack.extend(at(t)),
+                Flow::JumpIndirect => {
+                    for &t in code.tables.get(&insn.addr).into_iter().flatten() {
+                        stack.extend(at(t));
+                    }
+                }
+                Flow::Call(_) | Flow::CallIndirect => {
+                    let r = insn.next;
+                    if direct.contains(&r) || self.indirect_returns.contains(&r) {
+                        out.insert(r);
+                    }
+                    stack.extend(next);
+                }
+                Flow::Ret | Flow::Stop => {}
+            }
+        }
+        out
     }
 
     /// The instructions a path to site `to` ends at.
@@ -255,6 +357,9 @@ impl<'a> Expander<'a> {
                 func,
                 entry: code.functions[func as usize].entry,
                 forced: FxHashMap::default(),
+                returns_to: None,
+                from_func: u32::MAX,
+                strict: true,
             })
         };
         if let Some(call) = code.call_before(to) {
@@ -316,6 +421,18 @@ impl<'a> Expander<'a> {
         to: u64,
         ev: crate::dispatch::Evidence,
     ) -> Result<MachinePath, Unresolved> {
+        self.expand_returning(from, to, ev, None)
+    }
+
+    /// [`Expander::expand_with`], a return from `from`'s function going
+    /// only to `returns_to` if given.
+    fn expand_returning(
+        &self,
+        from: u64,
+        to: u64,
+        ev: crate::dispatch::Evidence,
+        returns_to: Option<rustc_hash::FxHashSet<u64>>,
+    ) -> Result<MachinePath, Unresolved> {
         if from == 0 {
             return Err(Unresolved::Entry);
         }
@@ -323,6 +440,22 @@ impl<'a> Expander<'a> {
         let mut goal = self.goal(to).ok_or(Unresolved::NotASite)?;
         goal.forced = crate::dispatch::decide(code, from, ev);
         let start = *code.at.get(&from).ok_or(Unresolved::NotASite)?;
+        goal.from_func = code.insns[start].func;
+        goal.returns_to = returns_to;
+        let found = self.search(start, &goal);
+        if found.is_err() && self.entered_indirectly.is_some() {
+            // The address of a function can be taken in ways the binary's
+            // data does not show (computed): as if any could be entered
+            // indirectly.
+            goal.strict = false;
+            return self.search(start, &goal);
+        }
+        found
+    }
+
+    /// Dijkstra from instruction `start` to `goal`.
+    fn search(&self, start: usize, goal: &Goal) -> Result<MachinePath, Unresolved> {
+        let code = self.code;
 
         // Dijkstra over instructions, cost = taken branches; ties broken
         // by address so the choice is deterministic.
@@ -347,13 +480,13 @@ impl<'a> Expander<'a> {
             }
             seen.get_mut(&u).expect("seen").done = true;
             if goal.ends.contains(&u) {
-                return Ok(self.path(&seen, &goal, u));
+                return Ok(self.path(&seen, goal, u));
             }
             pops += 1;
             if pops > self.budget || cost > 64 {
                 break;
             }
-            self.edges(u, &goal, &mut edges);
+            self.edges(u, goal, &mut edges);
             for &(v, w, branch) in &edges {
                 let c = cost + w;
                 match seen.get(&v) {
@@ -473,43 +606,150 @@ pub fn check_binary(rec: &Recording, binary: &Path, bytes: &[u8]) -> Result<(), 
 }
 
 /// Find every pair's machine path.
+///
+/// A pair whose path returns from its first site's function to one of
+/// several callers is split, where the recording counted the sites before
+/// each pair (chains, `--exact` with `--analysed`): the sites before name
+/// the block that entered the function, and each way in returns to the
+/// calls that block makes ([`Expander::callers`]).
 pub fn convert<'a>(rec: &'a Recording, code: &'a Code) -> Converted<'a> {
     let ex = Expander::new(code);
     let mut stats = ConversionStats {
         pairs: rec.pairs.len() as u64,
         ..Default::default()
     };
-    let pairs = rec
-        .pairs
-        .iter()
-        .map(|p| {
-            let ev = crate::dispatch::Evidence {
-                value: p.value,
-                relations: p.relations,
-            };
-            let path = ex.expand_with(p.from, p.to, ev);
+    let mut chains: FxHashMap<(u64, u64), Vec<&crate::recording::ChainCount>> =
+        FxHashMap::default();
+    for c in &rec.chains {
+        chains.entry((c.from, c.to)).or_default().push(c);
+    }
+    let mut variants: FxHashMap<(u64, u64), usize> = FxHashMap::default();
+    for p in &rec.pairs {
+        *variants.entry((p.from, p.to)).or_insert(0) += 1;
+    }
+    let mut pairs = Vec::with_capacity(rec.pairs.len());
+    for p in &rec.pairs {
+        let ev = crate::dispatch::Evidence {
+            value: p.value,
+            relations: p.relations,
+        };
+        let path = ex.expand_with(p.from, p.to, ev);
+        let mut split: Vec<(Result<MachinePath, Unresolved>, u64)> = Vec::new();
+        if let (Ok(m), Some(cs), Some(1)) = (
+            &path,
+            chains.get(&(p.from, p.to)),
+            variants.get(&(p.from, p.to)),
+        ) {
+            if m.ambiguous && ex.returns_from(p.from, m) {
+                split = ex.by_callers(p.from, p.to, ev, cs, p.count);
+            }
+        }
+        if split.is_empty() {
+            split.push((path, p.count));
+        }
+        for (path, count) in split {
             match &path {
                 Err(Unresolved::Entry) => {}
-                Err(_) => stats.unresolved += p.count,
-                Ok(m) if m.ambiguous => stats.ambiguous += p.count,
-                Ok(_) => stats.resolved += p.count,
+                Err(_) => stats.unresolved += count,
+                Ok(m) if m.ambiguous => stats.ambiguous += count,
+                Ok(_) => stats.resolved += count,
             }
             if p.from != 0 {
-                stats.occurrences += p.count;
+                stats.occurrences += count;
             }
-            ConvertedPair {
+            pairs.push(ConvertedPair {
                 from: p.from,
                 to: p.to,
-                count: p.count,
+                count,
                 path,
-            }
-        })
-        .collect();
+            });
+        }
+    }
     Converted {
         recording: rec,
         code,
         pairs,
         stats,
+    }
+}
+
+impl Expander<'_> {
+    /// Whether `path` from site `from` returns from `from`'s function (a
+    /// return, or a tail jump into uninstrumented code, to a return site).
+    fn returns_from(&self, from: u64, path: &MachinePath) -> bool {
+        let Some(f) = self.code.insn(from).map(|i| i.func) else {
+            return false;
+        };
+        let sites = self.returns.get(&f).map(Vec::as_slice).unwrap_or(&[]);
+        path.taken.iter().any(|&(src, dst)| {
+            self.code
+                .insn(src)
+                .is_some_and(|i| i.func == f && matches!(i.flow, Flow::Ret | Flow::Jump(_)))
+                && (sites.contains(&dst) || self.indirect_returns.contains(&dst))
+        })
+    }
+
+    /// The paths of pair (`from`, `to`) split by the sites before it
+    /// (`chains`): each way in returns to the calls of the block that
+    /// entered `from`'s function — the site just before, or the one
+    /// before that when the site just before is in the function itself.
+    /// Occurrences no chain accounts for keep the unconstrained path.
+    fn by_callers(
+        &self,
+        from: u64,
+        to: u64,
+        ev: crate::dispatch::Evidence,
+        chains: &[&crate::recording::ChainCount],
+        count: u64,
+    ) -> Vec<(Result<MachinePath, Unresolved>, u64)> {
+        let func = |a: u64| self.code.insn(a).map(|i| i.func);
+        let f = func(from);
+        let mut groups: Vec<(Vec<u64>, u64)> = Vec::new();
+        let mut accounted = 0u64;
+        for c in chains {
+            let b0 = c.before.first().copied().unwrap_or(0);
+            let entered_by = if b0 != 0 && func(b0) != f {
+                Some(b0)
+            } else {
+                c.before
+                    .get(1)
+                    .copied()
+                    .filter(|&b1| b0 != 0 && b1 != 0 && func(b1) != f)
+            };
+            let mut key: Vec<u64> = entered_by
+                .map(|b| self.callers(b, from).into_iter().collect())
+                .unwrap_or_default();
+            key.sort_unstable();
+            accounted = accounted.saturating_add(c.count);
+            match groups.iter_mut().find(|g| g.0 == key) {
+                Some(g) => g.1 = g.1.saturating_add(c.count),
+                None => groups.push((key, c.count)),
+            }
+        }
+        if groups.iter().all(|g| g.0.is_empty()) || accounted > count {
+            return Vec::new();
+        }
+        if count > accounted {
+            match groups.iter_mut().find(|g| g.0.is_empty()) {
+                Some(g) => g.1 += count - accounted,
+                None => groups.push((Vec::new(), count - accounted)),
+            }
+        }
+        let mut out: Vec<(Result<MachinePath, Unresolved>, u64)> = Vec::new();
+        for (key, n) in groups {
+            let only = (!key.is_empty()).then(|| key.into_iter().collect());
+            let mut path = self.expand_returning(from, to, ev, only);
+            if path.is_err() {
+                // The calls found do not lead there (a way in the search
+                // does not follow): as without the sites before.
+                path = self.expand_with(from, to, ev);
+            }
+            match out.iter_mut().find(|o| o.0 == path) {
+                Some(o) => o.1 += n,
+                None => out.push((path, n)),
+            }
+        }
+        out
     }
 }
 

@@ -562,7 +562,33 @@ impl<'a> Matcher<'a> {
         let mut rank: Box<dyn Fn(usize) -> f64> = Box::new(|_| 0.0);
         let mut w_copies = 1;
         let mut w_same: &[usize] = &[];
-        for level in 0..LEVELS {
+        // How many branches of the function share the key at `level`, in
+        // the writer and in the analysed build.
+        let counts = |level: usize| {
+            let key = (kind, level, self.w.key(w, level));
+            let name = self.w_name(w);
+            let c = self.index.get(&key)?;
+            let a = c.iter().filter(|&&x| self.a_name(x) == name).count();
+            let w = self.w_index[&key]
+                .iter()
+                .filter(|&&x| self.w_name(x) == name)
+                .count();
+            Some((w, a))
+        };
+        // The first level with candidates, unless the analysed build has
+        // fewer of them than the writer has branches with that key and a
+        // coarser level has as many on both sides: gcc numbers the blocks
+        // of one line (discriminators), and the coverage calls split the
+        // writer's blocks differently, so two tests of one line can share
+        // a discriminator in one build and not in the other.
+        let first = (0..LEVELS).find(|&l| counts(l).is_some_and(|(_, a)| a > 0));
+        let chosen = first.and_then(|f| match counts(f) {
+            Some((wn, an)) if kind == Kind::Conditional && an < wn => {
+                (f + 1..LEVELS).find(|&l| counts(l).is_some_and(|(w2, a2)| w2 == a2 && a2 > an))
+            }
+            _ => None,
+        });
+        for level in chosen.into_iter().chain(0..LEVELS) {
             let key = (kind, level, self.w.key(w, level));
             if let Some(c) = self.index.get(&key) {
                 cands = c.clone();
@@ -627,16 +653,37 @@ impl<'a> Matcher<'a> {
                 .collect();
             let shared =
                 |k: Option<i64>| k.filter(|k| a_constants.contains(k) && w_constants.contains(k));
-            let mine = shared(constant(&self.w, w));
+            // The width of what each test compares (an `int` against a
+            // pointer) tells apart tests of one line that have no
+            // constant, when both builds' tests of the line have the same
+            // widths (a compiler that tests a `bool` in a byte in one build
+            // and in a word in the other changes them: then it says
+            // nothing).
+            let width = |side: &Side<'_>, i: usize| {
+                side.code
+                    .compared_width
+                    .get(&side.code.insns[i].addr)
+                    .copied()
+            };
+            let widths = |side: &Side<'_>, of: &[usize]| {
+                let mut v: Vec<Option<u8>> = of.iter().map(|&i| width(side, i)).collect();
+                v.sort_unstable();
+                v
+            };
+            let by_width = widths(&self.w, &w_copies_all) == widths(&self.a, &cands);
+            let same = |side: &Side<'_>, i: usize, mine: (Option<i64>, Option<u8>)| {
+                shared(constant(side, i)) == mine.0 && (!by_width || width(side, i) == mine.1)
+            };
+            let mine = (shared(constant(&self.w, w)), width(&self.w, w));
             let before = cands.len();
-            cands.retain(|&c| shared(constant(&self.a, c)) == mine);
+            cands.retain(|&c| same(&self.a, c, mine));
             if cands.is_empty() {
                 return Err(lost());
             }
             if cands.len() < before {
                 w_copies = w_copies_all
                     .iter()
-                    .filter(|&&o| shared(constant(&self.w, o)) == mine)
+                    .filter(|&&o| same(&self.w, o, mine))
                     .count();
             }
         }

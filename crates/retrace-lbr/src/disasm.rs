@@ -79,6 +79,11 @@ pub struct Code {
     /// flags: the tests of one `switch` share a source line but not their
     /// constants, so this tells them apart across two builds.
     pub compared: FxHashMap<u64, i64>,
+    /// The width in bits of what each conditional jump's condition
+    /// compares or tests, where a `cmp` or `test` in the jump's own block
+    /// sets its flags: the source's types fix it (an `int` against a
+    /// pointer), not the register allocation.
+    pub compared_width: FxHashMap<u64, u8>,
     /// Each table jump's entries in index order (duplicates kept), where
     /// [`Code::tables`] has the distinct targets.
     pub table_entries: FxHashMap<u64, Vec<u64>>,
@@ -87,6 +92,12 @@ pub struct Code {
     /// Each instruction's mnemonic (without prefixes) and operands as
     /// objdump prints them, by index: what [`crate::dispatch`] evaluates.
     pub text: Vec<(Box<str>, Box<str>)>,
+    /// Function entries whose address the program takes — named by an
+    /// instruction other than a direct call or jump, or stored in its
+    /// allocated data (function pointer tables, relocations): the only
+    /// functions an indirect call can enter. None when the binary's data
+    /// was not read (every function may be).
+    pub address_taken: Option<rustc_hash::FxHashSet<u64>>,
 }
 
 fn parse_hex(s: &str) -> Option<u64> {
@@ -160,15 +171,40 @@ impl Code {
                 data.get(at..at + len).map(<[u8]>::to_vec)
             })
         };
-        Ok(Code::parse_with_data(
-            &String::from_utf8_lossy(&out.stdout),
-            &read,
-        ))
+        let mut code = Code::parse_with_data(&String::from_utf8_lossy(&out.stdout), &read);
+        if let (Some(file), Some(taken)) = (file.as_ref(), code.address_taken.as_mut()) {
+            use object::{Object, ObjectSection, SectionFlags, SectionKind};
+            let entries: rustc_hash::FxHashSet<u64> =
+                code.functions.iter().map(|f| f.entry).collect();
+            for section in file.sections() {
+                let alloc = match section.flags() {
+                    SectionFlags::Elf { sh_flags } => {
+                        sh_flags & u64::from(object::elf::SHF_ALLOC) != 0
+                    }
+                    _ => true,
+                };
+                if !alloc || section.kind() == SectionKind::Text {
+                    continue;
+                }
+                let Ok(data) = section.data() else { continue };
+                for word in data.chunks_exact(8) {
+                    let v = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+                    if entries.contains(&v) {
+                        taken.insert(v);
+                    }
+                }
+            }
+        } else {
+            code.address_taken = None;
+        }
+        Ok(code)
     }
 
     /// Build from `objdump -d --no-show-raw-insn -w` text.
     pub fn parse(text: &str) -> Code {
-        Code::parse_with_data(text, &|_, _| None)
+        let mut code = Code::parse_with_data(text, &|_, _| None);
+        code.address_taken = None;
+        code
     }
 
     /// Build from `objdump` text; `read(addr, len)` gives bytes of the
@@ -230,6 +266,29 @@ impl Code {
         for (i, insn) in code.insns.iter().enumerate() {
             code.at.insert(insn.addr, i);
         }
+        // Addresses instructions name other than as a direct call's or
+        // jump's target: rip-relative operands and immediates.
+        let entries: rustc_hash::FxHashSet<u64> = code.functions.iter().map(|f| f.entry).collect();
+        let mut taken = rustc_hash::FxHashSet::default();
+        for (k, (named, operands)) in hints.iter().enumerate() {
+            if matches!(
+                code.insns[k].flow,
+                Flow::Call(_) | Flow::Jump(_) | Flow::Cond(_)
+            ) {
+                continue;
+            }
+            let imm = operands.split([',', '$']).filter_map(|o| {
+                o.trim()
+                    .strip_prefix("0x")
+                    .and_then(|h| u64::from_str_radix(h, 16).ok())
+            });
+            for v in named.iter().copied().chain(imm) {
+                if entries.contains(&v) {
+                    taken.insert(v);
+                }
+            }
+        }
+        code.address_taken = Some(taken);
         code.find_jump_tables(&hints, read);
         code.find_compared(&hints, &mnemonics);
         code.switch_hook = code
@@ -354,9 +413,17 @@ impl Code {
                     self.insns[j].func == insn.func && self.insns[j].flow == Flow::Next
                 })
                 .find(|&j| !keeps_flags(&mnemonics[j]));
-            let Some(j) = setter.filter(|&j| mnemonics[j].starts_with("cmp")) else {
+            let Some(j) = setter
+                .filter(|&j| mnemonics[j].starts_with("cmp") || mnemonics[j].starts_with("test"))
+            else {
                 continue;
             };
+            if let Some(w) = operand_width(&mnemonics[j], &hints[j].1) {
+                self.compared_width.insert(insn.addr, w);
+            }
+            if !mnemonics[j].starts_with("cmp") {
+                continue;
+            }
             let imm = hints[j]
                 .1
                 .strip_prefix('$')
@@ -422,6 +489,40 @@ impl Code {
         (call.next == site && self.callback.is_some_and(|cb| call.flow == Flow::Call(cb)))
             .then_some(call)
     }
+}
+
+/// The operand width of a `cmp` or `test`: its suffix (`cmpl`), else its
+/// register operands' (`%eax` 32, `%rax` 64, `%ax` 16, `%al` 8).
+fn operand_width(mnemonic: &str, operands: &str) -> Option<u8> {
+    let base = if mnemonic.starts_with("cmp") {
+        "cmp"
+    } else {
+        "test"
+    };
+    match mnemonic.strip_prefix(base) {
+        Some("b") => return Some(8),
+        Some("w") => return Some(16),
+        Some("l") => return Some(32),
+        Some("q") => return Some(64),
+        Some("") => {}
+        _ => return None,
+    }
+    let reg = operands
+        .split(',')
+        .map(str::trim)
+        .find_map(|o| o.strip_prefix('%'))?;
+    let width = match reg {
+        r if r.starts_with('r') && r[1..].chars().all(|c| c.is_ascii_digit()) => 64,
+        r if r.starts_with('r') && r.ends_with('d') => 32,
+        r if r.starts_with('r') && r.ends_with('w') => 16,
+        r if r.starts_with('r') && r.ends_with('b') => 8,
+        r if r.starts_with('r') => 64,
+        r if r.starts_with('e') => 32,
+        "ax" | "bx" | "cx" | "dx" | "si" | "di" | "bp" | "sp" => 16,
+        r if r.ends_with('l') || r.ends_with('h') => 8,
+        _ => return None,
+    };
+    Some(width)
 }
 
 /// Words objdump prints before a mnemonic.
@@ -494,6 +595,17 @@ mod tests {
         assert_eq!(got(0x1571), None);
         assert_eq!(got(0x1575), None);
         assert_eq!(got(0x1580), None);
+        // What is compared is as wide as its source type.
+        let width = |a: u64| c.compared_width.get(&a).copied();
+        assert_eq!(width(0x1566), Some(8));
+        assert_eq!(width(0x156c), Some(32));
+        assert_eq!(width(0x1571), None);
+        assert_eq!(width(0x1575), Some(32));
+        assert_eq!(operand_width("test", "%rbx,%rbx"), Some(64));
+        assert_eq!(operand_width("test", "%r8d,%r8d"), Some(32));
+        assert_eq!(operand_width("cmpb", "$0x5,(%rdx,%rax,1)"), Some(8));
+        assert_eq!(operand_width("cmp", "0x8(%rax),%cx"), Some(16));
+        assert_eq!(operand_width("cmpxchg", "%eax,(%rdx)"), None);
     }
 
     #[test]

@@ -116,7 +116,9 @@ pub fn stress_driver(cc: &str, dir: &Path) -> PathBuf {
 /// less its taken count: callgrind keeps costs per calling context (and per
 /// recursion level), and writes no `jcnd` line in a context where the jump
 /// was never taken, so the `jcnd` lines alone miss those fall-throughs.
-/// Only jumps whose source instruction `keep` accepts count.
+/// Only jumps whose source instruction `keep` accepts count, and only branch
+/// instructions (callgrind counts each repetition of `rep stos` as a jump
+/// to itself).
 pub fn callgrind_edges(
     binary: &Path,
     args: &[&str],
@@ -183,7 +185,12 @@ pub fn callgrind_edges(
         }
         let src = hex(first);
         if let Some((taken, target)) = pending.take() {
-            if taken > 0 && code.insn(src).is_some_and(keep) {
+            // callgrind also writes a `jump` line for each repetition of a
+            // string instruction (`rep stos`, a jump to itself): not a branch.
+            let branch = code.insn(src).is_some_and(|i| {
+                matches!(i.flow, Flow::Cond(_) | Flow::Jump(_) | Flow::JumpIndirect)
+            });
+            if taken > 0 && branch && code.insn(src).is_some_and(keep) {
                 *edges.entry((src, target)).or_insert(0) += taken;
                 *taken_from.entry(src).or_insert(0) += taken;
             }
