@@ -412,7 +412,7 @@ fn step_run<R: Read>(
     w: &mut Walker<PpId>,
 ) -> Result<bool, ReplayError> {
     let mut moved = false;
-    while step_one(table, history, est, w)? {
+    while step_one::<R, false, true>(table, history, est, w)? {
         moved = true;
         if let Some((node, pp)) = est.current_node() {
             if pp == w.cur && spans.starts.window(node, est.node_count()) != 0 {
@@ -423,12 +423,17 @@ fn step_run<R: Read>(
     Ok(moved)
 }
 
-/// One step of [`step_run`] (only when [`Estimator::steps_cached`]):
-/// `true` when it executed the walker's partial program, `false` when it
-/// left it, untouched, to [`Walker::step`]. Never the run's last partial
-/// program.
+/// One step of [`step_run`], and of the `control` replay
+/// (`crate::control_span`) outside its stretches: `true` when it executed
+/// the walker's partial program as [`Walker::step`] would have, `false`
+/// when it left it, untouched, to `Walker::step`. Never the run's last
+/// partial program. `CHECKED`: [`StretchStart::next_exit`] has just found
+/// that the partial program is not the run's last and that no trap or
+/// code event falls inside or right after it, which this then does not
+/// ask again. `CACHED`: the estimator [`Estimator::steps_cached`], and
+/// times it from its node's edge where it can.
 #[inline(always)]
-fn step_one<R: Read>(
+pub(crate) fn step_one<R: Read, const CHECKED: bool, const CACHED: bool>(
     table: &PpTable,
     history: &mut TraceHistory<R>,
     est: &mut Estimator,
@@ -441,9 +446,10 @@ fn step_one<R: Read>(
     };
     let done = w.stats.instructions;
     let end = done + u64::from(len);
-    if end >= w.limit
-        || history.next_code(done)?.is_some_and(|at| at <= end)
-        || history.next_trap(done)?.is_some_and(|at| at <= end)
+    if !CHECKED
+        && (end >= w.limit
+            || history.next_code(done)?.is_some_and(|at| at <= end)
+            || history.next_trap(done)?.is_some_and(|at| at <= end))
     {
         return Ok(false);
     }
@@ -481,7 +487,7 @@ fn step_one<R: Read>(
     };
     w.stats.pps += 1;
     w.stats.instructions = end;
-    if !est.step_cached(cur, how, next) {
+    if !(CACHED && est.step_cached(cur, how, next)) {
         est.pp(table, cur, how, next);
     }
     w.cur = next;
@@ -814,7 +820,9 @@ fn record_span<R: Read>(
         };
         // `next_exit` has left out the run's last partial program, so
         // only the walker's own step can end the walk.
-        if !(cached && step_one(table, history, est, w)?) && w.step(table, history, est)? {
+        if !(cached && step_one::<R, true, true>(table, history, est, w)?)
+            && w.step(table, history, est)?
+        {
             return Ok(Recorded::Finished);
         }
         if let Some((site, record)) = read {
