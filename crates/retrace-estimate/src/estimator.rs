@@ -927,6 +927,17 @@ impl Estimator {
         self.fidelity == Fidelity::Fast && !self.noting && self.log.is_none() && !self.journaling
     }
 
+    /// [`Estimator::current_node`] of an estimator that
+    /// [`Estimator::steps_cached`] (a `fast` one: no I-cache), without
+    /// asking again what that already says.
+    #[inline(always)]
+    pub(crate) fn cached_node(&self) -> Option<(u32, PpId)> {
+        debug_assert!(self.steps_cached() && self.frontend.icache().is_none());
+        self.nodes
+            .get(self.node as usize)
+            .map(|n| (self.node, n.pp))
+    }
+
     /// [`Visit::pp`] for the common case of a `fast` replay (only when
     /// [`Estimator::steps_cached`]): the estimator is at `pp`'s node, whose
     /// edge for this end leads to `next`. Adds what `Visit::pp` would and

@@ -272,6 +272,13 @@ impl<const TRIES: u32, const MIN_WINDOW: u32> StartNodes<TRIES, MIN_WINDOW> {
         self.0[node as usize].window
     }
 
+    /// [`StartNodes::window`] without making room: a node not seen yet
+    /// has the first window.
+    #[inline(always)]
+    pub(crate) fn peek(&self, node: u32) -> u32 {
+        self.0.get(node as usize).map_or(BIT_WINDOW, |t| t.window)
+    }
+
     /// Count a try from `node` that found a stretch (`hit`) or not.
     #[inline]
     pub(crate) fn count_try(&mut self, node: u32, hit: bool) {
@@ -414,8 +421,8 @@ fn step_run<R: Read>(
     let mut moved = false;
     while step_one::<R, false, true>(table, history, est, w)? {
         moved = true;
-        if let Some((node, pp)) = est.current_node() {
-            if pp == w.cur && spans.starts.window(node, est.node_count()) != 0 {
+        if let Some((node, pp)) = est.cached_node() {
+            if pp == w.cur && spans.starts.peek(node) != 0 {
                 break;
             }
         }
