@@ -166,7 +166,14 @@ pub(crate) fn walk_control_spans<R: Read>(
         let finished = match control_step(table, history, est, spans, &mut w)? {
             SpanStep::Moved => continue,
             SpanStep::Finished => true,
-            SpanStep::Nothing => w.step(table, history, est)?,
+            SpanStep::Nothing => {
+                // The common partial programs without the walker's general
+                // step; the estimator times them as the walker has it do.
+                if span::step_one::<R, false, false>(table, history, est, &mut w)? {
+                    continue;
+                }
+                w.step(table, history, est)?
+            }
         };
         if finished {
             w.finish_code(table, history)?;
@@ -323,7 +330,11 @@ fn record<R: Read>(
         {
             break;
         }
-        if w.step(table, history, est)? {
+        // `next_exit` has left out the run's last partial program, so only
+        // the walker's own step can end the walk.
+        if !span::step_one::<R, true, false>(table, history, est, w)?
+            && w.step(table, history, est)?
+        {
             return Ok(Recorded::Finished);
         }
         if est.icache_misses() != misses0 {

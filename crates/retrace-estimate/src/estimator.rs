@@ -918,6 +918,70 @@ impl Estimator {
         self.node = node;
     }
 
+    /// Whether [`Estimator::step_cached`] may time partial programs: a
+    /// `fast` estimator (its front end has no state: no predictor counters,
+    /// return stack or I-cache) that neither notes `ecall`s, nor logs for
+    /// attribution, nor journals.
+    #[inline]
+    pub(crate) fn steps_cached(&self) -> bool {
+        self.fidelity == Fidelity::Fast && !self.noting && self.log.is_none() && !self.journaling
+    }
+
+    /// [`Estimator::current_node`] of an estimator that
+    /// [`Estimator::steps_cached`] (a `fast` one: no I-cache), without
+    /// asking again what that already says.
+    #[inline(always)]
+    pub(crate) fn cached_node(&self) -> Option<(u32, PpId)> {
+        debug_assert!(self.steps_cached() && self.frontend.icache().is_none());
+        self.nodes
+            .get(self.node as usize)
+            .map(|n| (self.node, n.pp))
+    }
+
+    /// [`Visit::pp`] for the common case of a `fast` replay (only when
+    /// [`Estimator::steps_cached`]): the estimator is at `pp`'s node, whose
+    /// edge for this end leads to `next`. Adds what `Visit::pp` would and
+    /// returns `true`; otherwise changes nothing and returns `false` (the
+    /// caller then calls `Visit::pp`). Cheaper than `Visit::pp` because it
+    /// asks nothing but the node, the edge and the partial program's facts.
+    #[inline(always)]
+    pub(crate) fn step_cached(&mut self, pp: PpId, how: Leave, next: PpId) -> bool {
+        debug_assert!(self.steps_cached());
+        let node = self.node;
+        let Some(n) = self.nodes.get_mut(node as usize) else {
+            return false;
+        };
+        if n.pp != pp {
+            return false;
+        }
+        let Some(f) = self.facts.get(pp.index()) else {
+            return false;
+        };
+        if !f.ready {
+            return false;
+        }
+        // The stateless front end: a branch gets its static prediction, a
+        // return is never mispredicted (as in `time_pp`).
+        let end = match how {
+            Leave::Branch(taken) => EndOutcome {
+                taken,
+                mispredicted: self.frontend.branch(f.last, f.backward, taken),
+            },
+            _ => EndOutcome::default(),
+        };
+        let e = &mut n.edges[end.edge()];
+        if e.next == NO_NODE || e.next_pp != next {
+            return false;
+        }
+        e.visits += 1;
+        self.cycles += e.cycles;
+        self.node = e.next;
+        self.result.instructions += u64::from(f.len);
+        self.result.mem_ops += u64::from(f.mem_ops);
+        self.result.mispredicts += u64::from(end.mispredicted && f.len > 0);
+        true
+    }
+
     #[inline]
     fn facts(&mut self, table: &PpTable, pp: PpId) -> &PpFacts {
         let i = pp.index();

@@ -62,7 +62,7 @@
 
 use crate::estimator::{Counters, Ecall, Estimator};
 use crate::machine::TraceHistory;
-use crate::walk::{Exit, History, ReplayError, WalkStats, Walker};
+use crate::walk::{Exit, History, Leave, ReplayError, Visit, WalkStats, Walker};
 use retrace_program::{PpId, PpTable};
 use retrace_trace::decode_varint;
 use retrace_trace::protocol::{known_target_len, one_byte_index};
@@ -272,6 +272,13 @@ impl<const TRIES: u32, const MIN_WINDOW: u32> StartNodes<TRIES, MIN_WINDOW> {
         self.0[node as usize].window
     }
 
+    /// [`StartNodes::window`] without making room: a node not seen yet
+    /// has the first window.
+    #[inline(always)]
+    pub(crate) fn peek(&self, node: u32) -> u32 {
+        self.0.get(node as usize).map_or(BIT_WINDOW, |t| t.window)
+    }
+
     /// Count a try from `node` that found a stretch (`hit`) or not.
     #[inline]
     pub(crate) fn count_try(&mut self, node: u32, hit: bool) {
@@ -371,13 +378,127 @@ pub(crate) fn walk_spans<R: Read>(
         let finished = match span_step(table, history, est, spans, &mut w, &mut |_, _| {})? {
             SpanStep::Moved => continue,
             SpanStep::Finished => true,
-            SpanStep::Nothing => w.step(table, history, est)?,
+            SpanStep::Nothing => {
+                if est.steps_cached() && step_run(table, history, est, spans, &mut w)? {
+                    continue;
+                }
+                w.step(table, history, est)?
+            }
         };
         if finished {
             w.finish_code(table, history)?;
             return Ok(w.stats());
         }
     }
+}
+
+/// Step the walk `w` through partial programs that neither start a
+/// stretch nor need more of the walker than their end's outcome, until
+/// the next one that does: at least one, when it returns `true`; none
+/// (the walker is to step) when `false`. Where the control flow does not
+/// repeat, most of a `fast` replay is here.
+///
+/// Each partial program is what [`Walker::step`] would do with it,
+/// asking the history the same things in the same order (so the trace's
+/// segments are read exactly as the walker reads them): a branch bit for a
+/// conditional branch, whether the next return is the escape's, whether
+/// a trap or code event falls inside or right after it. It leaves to the
+/// walker a partial program that reads an indirect record, meets an
+/// escape, a trap or a code event, ends the run, leads to code that
+/// cannot execute, or is not yet in the walker's cache; the estimator
+/// times it from its node's edge ([`Estimator::step_cached`]) or, the
+/// first time, as the walker would have it do. It stops before a partial
+/// program whose node starts stretches, which [`span_step`] then tries as
+/// it would have: the stretches tried and found are those of a replay
+/// without this loop.
+fn step_run<R: Read>(
+    table: &PpTable,
+    history: &mut TraceHistory<R>,
+    est: &mut Estimator,
+    spans: &mut Spans,
+    w: &mut Walker<PpId>,
+) -> Result<bool, ReplayError> {
+    let mut moved = false;
+    while step_one::<R, false, true>(table, history, est, w)? {
+        moved = true;
+        if let Some((node, pp)) = est.cached_node() {
+            if pp == w.cur && spans.starts.peek(node) != 0 {
+                break;
+            }
+        }
+    }
+    Ok(moved)
+}
+
+/// One step of [`step_run`], and of the `control` replay
+/// (`crate::control_span`) outside its stretches: `true` when it executed
+/// the walker's partial program as [`Walker::step`] would have, `false`
+/// when it left it, untouched, to `Walker::step`. Never the run's last
+/// partial program. `CHECKED`: [`StretchStart::next_exit`] has just found
+/// that the partial program is not the run's last and that no trap or
+/// code event falls inside or right after it, which this then does not
+/// ask again. `CACHED`: the estimator [`Estimator::steps_cached`], and
+/// times it from its node's edge where it can.
+#[inline(always)]
+pub(crate) fn step_one<R: Read, const CHECKED: bool, const CACHED: bool>(
+    table: &PpTable,
+    history: &mut TraceHistory<R>,
+    est: &mut Estimator,
+    w: &mut Walker<PpId>,
+) -> Result<bool, ReplayError> {
+    let none = crate::machine::INVALID;
+    let cur = w.cur;
+    let Some((exit, len)) = w.cached_exit(table, cur) else {
+        return Ok(false);
+    };
+    let done = w.stats.instructions;
+    let end = done + u64::from(len);
+    if !CHECKED
+        && (end >= w.limit
+            || history.next_code(done)?.is_some_and(|at| at <= end)
+            || history.next_trap(done)?.is_some_and(|at| at <= end))
+    {
+        return Ok(false);
+    }
+    let (how, next) = match exit {
+        Exit::Branch { taken, not_taken } => {
+            if taken == none || not_taken == none {
+                return Ok(false);
+            }
+            let Some(b) = history.bit()? else {
+                return Ok(false);
+            };
+            w.stats.bits += 1;
+            (Leave::Branch(b), if b { taken } else { not_taken })
+        }
+        Exit::Continue(next) if next != none => (Leave::Continue, next),
+        Exit::Call { target, ret } if target != none => {
+            w.push(ret);
+            (Leave::Call, target)
+        }
+        Exit::Return => {
+            // Not the escape's return, and to a partial program that can
+            // execute.
+            match (
+                history.returns_before_escape(w.matched),
+                w.stack.as_slice().last(),
+            ) {
+                (Some(n), Some(&top)) if n > 0 && top != none => {}
+                _ => return Ok(false),
+            }
+            w.matched += 1;
+            let top = w.stack.pop().unwrap_or(none);
+            (Leave::Return { escaped: false }, top)
+        }
+        _ => return Ok(false),
+    };
+    w.stats.pps += 1;
+    w.stats.instructions = end;
+    if !(CACHED && est.step_cached(cur, how, next)) {
+        est.pp(table, cur, how, next);
+    }
+    w.cur = next;
+    Ok(true)
 }
 
 /// The bit of `history`'s hart in [`Span::checked`] (0 for harts past 63:
@@ -534,8 +655,12 @@ impl StretchStart {
         limit: u64,
         key: &Key,
     ) -> Result<Option<Exit<PpId>>, ReplayError> {
-        let Ok((exit, len)) = w.exit_of(table, w.cur) else {
-            return Ok(None);
+        let (exit, len) = match w.cached_exit(table, w.cur) {
+            Some(hit) => hit,
+            None => match w.exit_of(table, w.cur) {
+                Ok(e) => e,
+                Err(_) => return Ok(None),
+            },
         };
         let done = w.stats.instructions;
         if done + u64::from(len) >= limit
@@ -687,6 +812,7 @@ fn record_span<R: Read>(
     let ecalls0 = est.ecalls_noted();
     let mut depth = 0usize;
     let mut pps = 0u32;
+    let cached = est.steps_cached();
     while pps < MAX_PPS {
         let Some(exit) = start.next_exit(w, table, history, limit, &key)? else {
             break;
@@ -699,7 +825,11 @@ fn record_span<R: Read>(
             }
             _ => None,
         };
-        if w.step(table, history, est)? {
+        // `next_exit` has left out the run's last partial program, so
+        // only the walker's own step can end the walk.
+        if !(cached && step_one::<R, true, true>(table, history, est, w)?)
+            && w.step(table, history, est)?
+        {
             return Ok(Recorded::Finished);
         }
         if let Some((site, record)) = read {

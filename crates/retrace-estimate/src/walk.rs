@@ -342,6 +342,16 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
         }
     }
 
+    /// How `id` ends and its length, when the cache has them.
+    #[inline(always)]
+    pub(crate) fn cached_exit<G: Graph<Id = Id>>(
+        &self,
+        graph: &G,
+        id: Id,
+    ) -> Option<(Exit<Id>, u32)> {
+        self.cache.get(graph.index(id)).copied().flatten()
+    }
+
     /// How `id` ends (cached).
     #[inline]
     pub(crate) fn exit_of<G: Graph<Id = Id>>(
@@ -760,7 +770,7 @@ impl<Id: Copy + Eq + std::fmt::Debug> Walker<Id> {
     }
 
     #[inline]
-    fn push(&mut self, ret: Id) {
+    pub(crate) fn push(&mut self, ret: Id) {
         self.stack.push(ret);
         self.stats.max_depth = self.stats.max_depth.max(self.stack.len());
     }
