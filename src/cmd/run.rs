@@ -258,8 +258,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 
     if args.stats {
         eprintln!(
-            "retrace: {} instructions in {wall:.3} s ({mips:.1} MIPS)",
-            result.instructions
+            "retrace: {} instructions in {wall:.3} s ({mips:.1} MIPS), {} blocks translated",
+            result.instructions,
+            machine.translated_blocks()
         );
     }
     let harts_report = match (&timed, &clocked) {

@@ -38,8 +38,12 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Module};
 use retrace_isa::{Inst, Op};
 
-/// Executions before a block is translated.
-pub(crate) const HOT: u32 = 32;
+/// Executions before a block is translated. Compiling a block costs about
+/// as much as interpreting it some thousand times; below 128, short
+/// multi-hart runs (stencil, reduce on 8 harts) spent a fifth of their time
+/// compiling blocks that ran a few hundred times (measured 2026-12-02 with
+/// 32, 128, 512 and 2048; long single-hart runs did not notice).
+pub(crate) const HOT: u32 = 128;
 
 /// Cache flushes after which translation stops for the run.
 pub(crate) const MAX_FLUSHES: u64 = 64;
