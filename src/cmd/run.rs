@@ -64,6 +64,11 @@ pub struct Args {
     /// Print instructions, wall time and MIPS to stderr after the run.
     #[arg(long)]
     pub stats: bool,
+    /// Interpret every instruction: no translation of hot code to host
+    /// code (docs/PERFORMANCE.md, "Functional engine and QEMU"). The
+    /// results are the same; the interpreter is the reference, and slower.
+    #[arg(long)]
+    pub interpret: bool,
     /// Output format of the report: text (to stderr, with --stats or
     /// --core), or one JSON object (exit_code, stop, instructions,
     /// wall_seconds, mips, …) or CSV as the last lines of stdout.
@@ -211,6 +216,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             Status::BadInput,
         )
     })?;
+    machine.set_translation(!args.interpret);
 
     let progress = std::io::stderr().is_terminal();
     let harts = usize::from(args.harts);
@@ -252,8 +258,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 
     if args.stats {
         eprintln!(
-            "retrace: {} instructions in {wall:.3} s ({mips:.1} MIPS)",
-            result.instructions
+            "retrace: {} instructions in {wall:.3} s ({mips:.1} MIPS), {} blocks translated",
+            result.instructions,
+            machine.translated_blocks()
         );
     }
     let harts_report = match (&timed, &clocked) {

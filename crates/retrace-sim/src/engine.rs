@@ -24,13 +24,14 @@ use crate::memory::{Memory, Reservation};
 use crate::observer::{Observer, Retired, TrapEvent};
 use crate::semihost;
 use crate::sync::{self, HartState, SyncEvent, SyncOp, SyncOutcome};
+use crate::translate::{Env, Translator, HOT, MAX_FLUSHES, REFUSED, TRANSLATED};
 use crate::{Fault, Machine, StopReason};
 use retrace_isa::csr::{self, Csr};
 use retrace_isa::{decode, Inst, Op, Xlen};
 
 /// Longest block; long enough to amortise the per-block work, short enough
 /// that a flush or a partial block wastes little.
-const MAX_BLOCK: usize = 64;
+pub(crate) const MAX_BLOCK: usize = 64;
 
 /// Data addresses the engine collects for an observer that takes them in
 /// bulk before handing them over ([`Observer::addresses`]): 512 KiB, few
@@ -446,27 +447,9 @@ fn exec<const RV64: bool, O: Observer>(
             Op::Sraw => x[rd] = ((a as i32) >> (b & 31)) as i64 as u64,
             Op::Fence | Op::FenceTso | Op::Pause => {}
             Op::Mul => x[rd] = sx::<RV64>(a.wrapping_mul(b)),
-            Op::Mulh => {
-                x[rd] = if RV64 {
-                    ((i128::from(a as i64) * i128::from(b as i64)) >> 64) as u64
-                } else {
-                    ((a as i64 * b as i64) >> 32) as i32 as i64 as u64
-                }
-            }
-            Op::Mulhsu => {
-                x[rd] = if RV64 {
-                    ((i128::from(a as i64) * i128::from(b)) >> 64) as u64
-                } else {
-                    ((a as i64 * i64::from(b as u32)) >> 32) as i32 as i64 as u64
-                }
-            }
-            Op::Mulhu => {
-                x[rd] = if RV64 {
-                    ((u128::from(a) * u128::from(b)) >> 64) as u64
-                } else {
-                    ((u64::from(a as u32) * u64::from(b as u32)) >> 32) as i32 as i64 as u64
-                }
-            }
+            Op::Mulh => x[rd] = mulh::<RV64>(a, b),
+            Op::Mulhsu => x[rd] = mulhsu::<RV64>(a, b),
+            Op::Mulhu => x[rd] = mulhu::<RV64>(a, b),
             Op::Div => x[rd] = if RV64 { div64(a, b) } else { div32(a, b) },
             Op::Divu => x[rd] = if RV64 { divu64(a, b) } else { divu32(a, b) },
             Op::Rem => x[rd] = if RV64 { rem64(a, b) } else { rem32(a, b) },
@@ -656,10 +639,38 @@ fn shmask<const RV64: bool>() -> u64 {
     }
 }
 
+// The high halves of products: signed × signed, signed × unsigned,
+// unsigned × unsigned. On RV32 the operands are kept sign-extended, so the
+// 32-bit halves are taken first where the operand is unsigned.
+#[inline(always)]
+pub(crate) fn mulh<const RV64: bool>(a: u64, b: u64) -> u64 {
+    if RV64 {
+        ((i128::from(a as i64) * i128::from(b as i64)) >> 64) as u64
+    } else {
+        ((a as i64 * b as i64) >> 32) as i32 as i64 as u64
+    }
+}
+#[inline(always)]
+pub(crate) fn mulhsu<const RV64: bool>(a: u64, b: u64) -> u64 {
+    if RV64 {
+        ((i128::from(a as i64) * i128::from(b)) >> 64) as u64
+    } else {
+        ((a as i64 * i64::from(b as u32)) >> 32) as i32 as i64 as u64
+    }
+}
+#[inline(always)]
+pub(crate) fn mulhu<const RV64: bool>(a: u64, b: u64) -> u64 {
+    if RV64 {
+        ((u128::from(a) * u128::from(b)) >> 64) as u64
+    } else {
+        ((u64::from(a as u32) * u64::from(b as u32)) >> 32) as i32 as i64 as u64
+    }
+}
+
 // Division: by zero gives all ones (quotient) or the dividend (remainder);
 // the one overflowing case, MIN / -1, gives MIN and 0.
 #[inline(always)]
-fn div64(a: u64, b: u64) -> u64 {
+pub(crate) fn div64(a: u64, b: u64) -> u64 {
     if b == 0 {
         u64::MAX
     } else {
@@ -667,11 +678,11 @@ fn div64(a: u64, b: u64) -> u64 {
     }
 }
 #[inline(always)]
-fn divu64(a: u64, b: u64) -> u64 {
+pub(crate) fn divu64(a: u64, b: u64) -> u64 {
     a.checked_div(b).unwrap_or(u64::MAX)
 }
 #[inline(always)]
-fn rem64(a: u64, b: u64) -> u64 {
+pub(crate) fn rem64(a: u64, b: u64) -> u64 {
     if b == 0 {
         a
     } else {
@@ -679,7 +690,7 @@ fn rem64(a: u64, b: u64) -> u64 {
     }
 }
 #[inline(always)]
-fn remu64(a: u64, b: u64) -> u64 {
+pub(crate) fn remu64(a: u64, b: u64) -> u64 {
     if b == 0 {
         a
     } else {
@@ -687,24 +698,35 @@ fn remu64(a: u64, b: u64) -> u64 {
     }
 }
 #[inline(always)]
-fn div32(a: u64, b: u64) -> u64 {
+pub(crate) fn div32(a: u64, b: u64) -> u64 {
     let (a, b) = (a as i32, b as i32);
     (if b == 0 { -1 } else { a.wrapping_div(b) }) as i64 as u64
 }
 #[inline(always)]
-fn divu32(a: u64, b: u64) -> u64 {
+pub(crate) fn divu32(a: u64, b: u64) -> u64 {
     let (a, b) = (a as u32, b as u32);
     a.checked_div(b).unwrap_or(u32::MAX) as i32 as i64 as u64
 }
 #[inline(always)]
-fn rem32(a: u64, b: u64) -> u64 {
+pub(crate) fn rem32(a: u64, b: u64) -> u64 {
     let (a, b) = (a as i32, b as i32);
     (if b == 0 { a } else { a.wrapping_rem(b) }) as i64 as u64
 }
 #[inline(always)]
-fn remu32(a: u64, b: u64) -> u64 {
+pub(crate) fn remu32(a: u64, b: u64) -> u64 {
     let (a, b) = (a as u32, b as u32);
     (if b == 0 { a } else { a % b }) as i32 as i64 as u64
+}
+
+/// What one entry into host code did ([`Machine::run_translated`]).
+struct Ran {
+    /// It stopped before the instruction at `next_pc` (the interpreter runs
+    /// it); otherwise `next_pc` is the next block.
+    stopped: bool,
+    next_pc: u64,
+    retired: u64,
+    branches: u64,
+    taken: u64,
 }
 
 /// What the slow path decided.
@@ -780,7 +802,32 @@ impl Machine {
             let block = self.cache.blocks[id];
             let n = (block.len as u64).min(budget) as usize;
             let first = block.first as usize;
-            let insts = &self.cache.insts[first..first + n];
+            // Host code runs whole blocks, when there are and no observer
+            // watches; the interpreter goes on where it stopped.
+            let mut start = 0;
+            if !O::ENABLED && n == block.len as usize {
+                if let Some(ran) = self.run_translated(h, id, budget) {
+                    let hart = &mut self.harts[h];
+                    hart.stats.instructions += ran.retired;
+                    hart.stats.branches += ran.branches;
+                    hart.stats.taken += ran.taken;
+                    budget -= ran.retired;
+                    hart.pc = ran.next_pc;
+                    // Stopped inside the block it started with: go on
+                    // there at once, interpreted. (Anywhere else, the loop
+                    // finds the block at the pc, or makes one.)
+                    let at = ran.next_pc.wrapping_sub(block.pc);
+                    if !ran.stopped || at >= u64::from(block.bytes) {
+                        continue;
+                    }
+                    let pcs = &self.cache.pcs[first..first + n];
+                    match pcs.iter().position(|&p| p == ran.next_pc) {
+                        Some(i) => start = i,
+                        None => continue,
+                    }
+                }
+            }
+            let insts = &self.cache.insts[first + start..first + n];
             let hart = &mut self.harts[h];
             let mut logged = 0;
             let log: &mut [std::mem::MaybeUninit<u64>] = if O::ENABLED && O::BULK_ADDRESSES {
@@ -812,9 +859,10 @@ impl Machine {
             }
             hart.stats.instructions += done as u64;
             if O::ENABLED && done > 0 {
-                hart.last_pc = self.cache.pcs[first + done - 1];
+                hart.last_pc = self.cache.pcs[first + start + done - 1];
             }
             budget -= done as u64;
+            let done = start + done;
             match exit {
                 BlockExit::Done => {}
                 BlockExit::Trap(cause, tval) => {
@@ -827,7 +875,7 @@ impl Machine {
                         return Some(StopReason::Exit { code });
                     }
                     if self.memory.code_written {
-                        self.cache.flush(&mut self.memory);
+                        self.flush_code();
                     }
                 }
                 BlockExit::Slow => {
@@ -849,6 +897,98 @@ impl Machine {
                     }
                 }
             }
+        }
+    }
+
+    /// Run block `id` on hart `h` as host code, with the blocks it chains
+    /// into, retiring at most `budget` instructions — if it has been
+    /// translated or is hot enough to be now; `None` leaves it to the
+    /// interpreter.
+    #[inline]
+    fn run_translated(&mut self, h: usize, id: usize, budget: u64) -> Option<Ran> {
+        if !self.translation {
+            return None;
+        }
+        let (data, len) = self.memory.host_view();
+        let base = self.memory.base();
+        if !matches!(&self.translator, Some(t) if t.addresses(data, len, base)) {
+            self.new_translator(data, len, base);
+        }
+        let t = self.translator.as_deref_mut()?;
+        if id >= t.counts.len() {
+            t.counts.resize(id + 1, 0);
+            t.code.resize(id + 1, 0);
+        }
+        let code = match t.counts[id] {
+            TRANSLATED => t.code[id],
+            REFUSED => return None,
+            c if c + 1 < HOT => {
+                t.counts[id] = c + 1;
+                return None;
+            }
+            _ => {
+                let b = self.cache.blocks[id];
+                let (first, n) = (b.first as usize, b.len as usize);
+                let insts = &self.cache.insts[first..first + n];
+                let pcs = &self.cache.pcs[first..first + n];
+                match t.translate(insts, pcs) {
+                    Some(f) => {
+                        t.code[id] = f;
+                        t.counts[id] = TRANSLATED;
+                        f
+                    }
+                    None => {
+                        t.counts[id] = REFUSED;
+                        return None;
+                    }
+                }
+            }
+        };
+        let (code_lo, code_span) = self.memory.code_range();
+        let mut env = Env {
+            code_lo,
+            code_span,
+            resv_live: u64::from(self.memory.reservations_live()),
+            budget,
+            map: self.cache.map.as_ptr() as usize,
+            code: t.code.as_ptr() as usize,
+            code_len: t.code.len() as u64,
+            ..Env::default()
+        };
+        // SAFETY: `code` is this translator's, made for this memory
+        // (checked above: same host address, size and base), which nothing
+        // else borrows during the call; the map and the code table are the
+        // cache's and the translator's own, neither changed during it.
+        let stopped = unsafe { t.run(&mut self.harts[h].x, &mut env, code) };
+        Some(Ran {
+            stopped,
+            next_pc: env.next_pc,
+            retired: env.retired,
+            branches: env.branches,
+            taken: env.taken,
+        })
+    }
+
+    #[cold]
+    fn new_translator(&mut self, data: usize, len: u64, base: u64) {
+        let rv64 = self.xlen == Xlen::Rv64;
+        self.translator = Translator::new(data, len, base, self.htif.addr, rv64).map(Box::new);
+        if self.translator.is_none() {
+            self.translation = false;
+        }
+    }
+
+    /// Drop every decoded block and its translation (code was written, or
+    /// `fence.i`). A program that does it often runs interpreted from then
+    /// on: translating code that changes costs more than it saves.
+    pub(crate) fn flush_code(&mut self) {
+        self.cache.flush(&mut self.memory);
+        if let Some(t) = &mut self.translator {
+            t.forget();
+        }
+        if self.cache.flushes >= MAX_FLUSHES {
+            self.translation = false;
+            self.translator = None;
         }
     }
 
@@ -1041,7 +1181,7 @@ impl Machine {
             Op::SfenceVma if user => illegal(self, obs),
             Op::Wfi | Op::SfenceVma => retire(self, obs, next),
             Op::FenceI => {
-                self.cache.flush(&mut self.memory);
+                self.flush_code();
                 retire(self, obs, next)
             }
             Op::Csrrw | Op::Csrrs | Op::Csrrc | Op::Csrrwi | Op::Csrrsi | Op::Csrrci => {
@@ -1207,7 +1347,7 @@ impl Machine {
                 // Continue at the `srai` that ends the sequence (a no-op).
                 hart.pc = pc + 4;
                 if self.memory.code_written {
-                    self.cache.flush(&mut self.memory);
+                    self.flush_code();
                 }
                 if O::ENABLED {
                     obs.semihost(h, pc, op, v);

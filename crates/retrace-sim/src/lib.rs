@@ -44,6 +44,7 @@ pub mod observer;
 pub mod record;
 pub mod semihost;
 pub mod sync;
+mod translate;
 
 pub use csr::{Cause, Priv};
 pub use hart::{Hart, HartStats};
@@ -304,6 +305,11 @@ pub struct Machine {
     address_log: Vec<u64>,
     /// The synchronisation objects and which harts may run.
     sync: sync::SyncState,
+    /// Whether hot blocks run as host code when no observer watches
+    /// ([`Machine::set_translation`]).
+    translation: bool,
+    /// The translating engine, made at the first hot block.
+    translator: Option<Box<translate::Translator>>,
 }
 
 impl fmt::Debug for Machine {
@@ -378,11 +384,28 @@ impl Machine {
             cache,
             address_log: Vec::new(),
             sync: sync::SyncState::new(config.harts),
+            translation: true,
+            translator: None,
             htif: Htif {
                 addr: elf.tohost.unwrap_or(u64::MAX),
                 exit: None,
             },
         })
+    }
+
+    /// Whether hot blocks run as host code translated by Cranelift (the
+    /// default) or everything is interpreted. Only runs without an observer
+    /// translate; results are the same either way (`tests/translate.rs`).
+    pub fn set_translation(&mut self, on: bool) {
+        self.translation = on;
+        if !on {
+            self.translator = None;
+        }
+    }
+
+    /// Blocks translated to host code so far (0 when interpreted).
+    pub fn translated_blocks(&self) -> u64 {
+        self.translator.as_ref().map_or(0, |t| t.translated)
     }
 
     /// Address of the last instruction hart `h` executed (retired, or an

@@ -94,6 +94,23 @@ impl Memory {
         Some(&mut self.data[off..off + len as usize])
     }
 
+    /// The RAM's host address and size, for code that addresses it directly
+    /// (the translating engine).
+    pub(crate) fn host_view(&mut self) -> (usize, u64) {
+        (self.data.as_mut_ptr() as usize, self.data.len() as u64)
+    }
+
+    /// The range of addresses that may hold decoded code: first byte and
+    /// length (a store outside it cannot hit code).
+    pub(crate) fn code_range(&self) -> (u64, u64) {
+        (self.code_lo, self.code_span)
+    }
+
+    /// Whether some hart holds an LR reservation.
+    pub(crate) fn reservations_live(&self) -> bool {
+        self.resv_live != 0
+    }
+
     /// Write bytes (from the host side, e.g. semihosting reads), with the
     /// same code-change and reservation bookkeeping as a program store.
     pub fn write_bytes(&mut self, addr: u64, bytes: &[u8]) -> bool {
