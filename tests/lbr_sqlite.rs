@@ -44,35 +44,6 @@ const FLAGS: &[&str] = &[
 const TRAIN: &[&str] = &["300", "3"];
 const EVAL: &[&str] = &["500", "17"];
 
-/// The directory holding `sqlite3.c`: the `libsqlite3-sys` package that
-/// cargo downloaded for this workspace (a dev-dependency), found through
-/// `cargo metadata` so no registry path is guessed. For this host's
-/// platform only: the packages of other platforms' dependencies (a
-/// WebAssembly clock behind the progress bars) are never downloaded, and
-/// offline `cargo metadata` would need their manifests.
-fn sqlite_source() -> Option<PathBuf> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let version = Command::new(rustc).arg("-vV").output().ok()?;
-    let host = String::from_utf8_lossy(&version.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))?;
-    let out = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--offline"])
-        .args(["--filter-platform", &host])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .ok()?;
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    meta["packages"]
-        .as_array()?
-        .iter()
-        .filter(|p| p["name"] == "libsqlite3-sys")
-        .filter_map(|p| Path::new(p["manifest_path"].as_str()?).parent())
-        .map(|d| d.join("sqlite3"))
-        .find(|d| d.join("sqlite3.c").is_file())
-}
-
 fn run(cmd: &mut Command) -> Output {
     let out = cmd
         .output()
@@ -216,7 +187,7 @@ fn a_writer_of_sqlite_gives_clang_a_profile_it_accepts() {
         );
         return;
     }
-    let Some(sqlite) = sqlite_source() else {
+    let Some(sqlite) = retrace_testkit::programs::sqlite_source() else {
         tools::skip_or_fail(
             TEST,
             "the libsqlite3-sys source is not in cargo's registry (run `cargo fetch`)",

@@ -156,33 +156,6 @@ fn agreement_of(program: &str, w: &Path, a: &Path, args: &[&str], floor: f64) {
     assert!(share >= floor, "{program}: {:.2}% agree", 100.0 * share);
 }
 
-/// The SQLite amalgamation's directory in the `libsqlite3-sys` package
-/// cargo downloaded for this workspace (a dev-dependency of the
-/// workspace), found through `cargo metadata` for this host's platform;
-/// None (skip) if it is not there.
-fn sqlite_source() -> Option<PathBuf> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let version = Command::new(rustc).arg("-vV").output().ok()?;
-    let host = String::from_utf8_lossy(&version.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))?;
-    let out = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--offline"])
-        .args(["--filter-platform", &host])
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
-        .output()
-        .ok()?;
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    meta["packages"]
-        .as_array()?
-        .iter()
-        .filter(|p| p["name"] == "libsqlite3-sys")
-        .filter_map(|p| Path::new(p["manifest_path"].as_str()?).parent())
-        .map(|d| d.join("sqlite3"))
-        .find(|d| d.join("sqlite3.c").is_file())
-}
-
 /// The least share of SQLite's (`programs/native/sqlbench.c` driving the
 /// amalgamation, `sqlbench 300 3`) analysed jump executions whose counts
 /// must agree with callgrind; gcc 12 -O2 -g measured a little above it
@@ -199,7 +172,7 @@ fn sqlite_mapped_branch_counts_agree_with_callgrind() {
     if common::tool("valgrind").is_none() {
         return;
     }
-    let Some(sq) = sqlite_source() else {
+    let Some(sq) = retrace_testkit::programs::sqlite_source() else {
         assert!(
             !common::require_tools(),
             "the libsqlite3-sys sources are required"

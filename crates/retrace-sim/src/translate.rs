@@ -606,23 +606,25 @@ impl Emit {
                     regs.set(b, rd, v);
                 }};
             }
+            // A load of `$n` bytes by `$kind(type, flags, p, 0)`, or by
+            // `$kind(flags, p, 0)` for the 32-bit ones, whose type is fixed.
             macro_rules! load {
-                ($n:expr, $kind:ident) => {{
+                ($n:expr, $kind:ident) => {
+                    load!($n, |p| b.ins().$kind(types::I64, flags, p, 0))
+                };
+                ($n:expr, $kind:ident, fixed) => {
+                    load!($n, |p| b.ins().$kind(flags, p, 0))
+                };
+                ($n:expr, |$p:ident| $access:expr) => {{
                     let s = b.ins().iadd_imm(a, imm);
                     let at = self.ea(b, s);
-                    let p = self.host_address(
-                        b,
-                        &Exits {
-                            regs: &regs,
-                            x,
-                            env,
-                        },
-                        at,
-                        $n,
-                        i,
-                        pc,
-                    );
-                    let v = b.ins().$kind(types::I64, flags, p, 0);
+                    let e = Exits {
+                        regs: &regs,
+                        x,
+                        env,
+                    };
+                    let $p = self.host_address(b, &e, at, $n, i, pc);
+                    let v = $access;
                     set!(v);
                 }};
             }
@@ -751,28 +753,8 @@ impl Emit {
                 Op::Lbu => load!(1, uload8),
                 Op::Lh => load!(2, sload16),
                 Op::Lhu => load!(2, uload16),
-                Op::Lw | Op::Lwu => {
-                    let s = b.ins().iadd_imm(a, imm);
-                    let at = self.ea(b, s);
-                    let p = self.host_address(
-                        b,
-                        &Exits {
-                            regs: &regs,
-                            x,
-                            env,
-                        },
-                        at,
-                        4,
-                        i,
-                        pc,
-                    );
-                    let v = if inst.op == Op::Lw {
-                        b.ins().sload32(flags, p, 0)
-                    } else {
-                        b.ins().uload32(flags, p, 0)
-                    };
-                    set!(v);
-                }
+                Op::Lw => load!(4, sload32, fixed),
+                Op::Lwu => load!(4, uload32, fixed),
                 Op::Ld => load!(8, load),
                 Op::Sb => store!(1, istore8),
                 Op::Sh => store!(2, istore16),

@@ -14,6 +14,37 @@ pub fn root() -> PathBuf {
         .expect("the repository root")
 }
 
+/// The directory holding SQLite's amalgamation (`sqlite3.c`): the
+/// `libsqlite3-sys` package cargo downloaded for this workspace (a
+/// dev-dependency), found through `cargo metadata` so no registry path is
+/// guessed; `None` (the caller skips) if it is not there. For this host's
+/// platform only: the packages of other platforms' dependencies (a
+/// WebAssembly clock behind the progress bars) are never downloaded, and
+/// offline `cargo metadata` would need their manifests.
+pub fn sqlite_source() -> Option<PathBuf> {
+    use std::process::Command;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let version = Command::new(rustc).arg("-vV").output().ok()?;
+    let host = String::from_utf8_lossy(&version.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))?;
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", &host])
+        .current_dir(root())
+        .output()
+        .ok()?;
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    meta["packages"]
+        .as_array()?
+        .iter()
+        .filter(|p| p["name"] == "libsqlite3-sys")
+        .filter_map(|p| Path::new(p["manifest_path"].as_str()?).parent())
+        .map(|d| d.join("sqlite3"))
+        .find(|d| d.join("sqlite3.c").is_file())
+}
+
 /// `programs/bin/`, the committed example programs.
 pub fn program_dir() -> PathBuf {
     root().join("programs/bin")
