@@ -200,3 +200,15 @@ fn bench_harts_steps_measures_only_the_steps_named() {
         );
     }
 }
+
+#[test]
+fn bench_harts_of_some_steps_prints_no_ratio_it_did_not_measure() {
+    let text = String::from_utf8(bench(&["--steps", "run1,run"]).stdout).unwrap();
+    assert!(!text.contains("NaN"), "{text}");
+    assert!(text.contains("MIPS: 1 hart"), "{text}");
+    assert!(!text.contains("makespan"), "{text}");
+    assert!(
+        text.contains("cycle-level ÷ replay fast -; 4-hart ÷ 1-hart MIPS"),
+        "{text}"
+    );
+}

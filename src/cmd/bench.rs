@@ -662,11 +662,16 @@ impl Report for MpBenchReport {
             // The lines of steps not measured (--steps) are left out.
             let has = |i: usize| p.steps[i].runs_per_measurement > 0;
             let m = p.mips_over_one_hart;
-            if has(MP_RUN1) && has(MP_RUN) && has(MP_CYCLE) {
+            if has(MP_RUN1) && has(MP_RUN) {
+                let cycle = if has(MP_CYCLE) {
+                    format!("; cycle-level {:.1}", p.cycle_level_mips)
+                } else {
+                    String::new()
+                };
                 let _ = writeln!(
                     o,
-                    "  MIPS: 1 hart {:.1}, {n} harts {:.1} ({n} ÷ 1: {:.2}, median of rounds {:.2}); cycle-level {:.1}",
-                    p.mips_one_hart, p.mips, m.fastest, m.median, p.cycle_level_mips
+                    "  MIPS: 1 hart {:.1}, {n} harts {:.1} ({n} ÷ 1: {:.2}, median of rounds {:.2}){cycle}",
+                    p.mips_one_hart, p.mips, m.fastest, m.median
                 );
             }
             let (r, rn, rc, rnc, f, c) = (
@@ -689,41 +694,56 @@ impl Report for MpBenchReport {
                     rc.fastest, rc.median, rnc.fastest, rnc.median
                 );
             }
-            let _ = writeln!(
-                o,
-                "  cycle-level ÷ replay fast {:.1}× (median of rounds {:.1}×), ÷ replay control {:.1}× ({:.1}×)",
-                f.fastest, f.median, c.fastest, c.median
-            );
+            // A ratio of steps not both measured is "-", not NaN.
+            let wall = |r: Ratio, step: usize| {
+                if has(MP_CYCLE) && has(step) {
+                    format!("{:.1}× (median of rounds {:.1}×)", r.fastest, r.median)
+                } else {
+                    "-".into()
+                }
+            };
             let cpu = |r: Ratio| r.median_cpu.map_or("-".into(), |c| format!("{c:.1}×"));
-            let _ = writeln!(
-                o,
-                "  in CPU time (all threads), median of rounds: cycle-level ÷ replay fast {}, ÷ replay control {}",
-                cpu(f),
-                cpu(c)
-            );
-            let _ = writeln!(
-                o,
-                "  makespan: cycle-level {}, fast {}, control {}; {} synchronisation calls, {} reordered",
-                thousands(p.makespan),
-                thousands(p.fast_makespan),
-                thousands(p.control_makespan),
-                thousands(p.calls),
-                thousands(p.reordered)
-            );
+            if has(MP_FAST) || has(MP_CONTROL) {
+                let _ = writeln!(
+                    o,
+                    "  cycle-level ÷ replay fast {}, ÷ replay control {}",
+                    wall(f, MP_FAST),
+                    wall(c, MP_CONTROL)
+                );
+                let _ = writeln!(
+                    o,
+                    "  in CPU time (all threads), median of rounds: cycle-level ÷ replay fast {}, ÷ replay control {}",
+                    cpu(f),
+                    cpu(c)
+                );
+            }
+            if has(MP_CYCLE) || has(MP_FAST) || has(MP_CONTROL) {
+                let _ = writeln!(
+                    o,
+                    "  makespan: cycle-level {}, fast {}, control {}; {} synchronisation calls, {} reordered",
+                    thousands(p.makespan),
+                    thousands(p.fast_makespan),
+                    thousands(p.control_makespan),
+                    thousands(p.calls),
+                    thousands(p.reordered)
+                );
+            }
         }
         if self.programs.len() > 1 {
+            // Over the programs where both steps were measured.
             let lowest = |f: fn(&MpProgramReport) -> f64| {
                 self.programs
                     .iter()
                     .map(|p| (f(p), p.program.as_str()))
+                    .filter(|(v, _)| v.is_finite())
                     .min_by(|a, b| a.0.total_cmp(&b.0))
-                    .unwrap_or((f64::NAN, ""))
+                    .map_or("-".to_string(), |(v, p)| format!("{v:.2} ({p})"))
             };
-            let (f, fp) = lowest(|p| p.cycle_level_over_fast.fastest);
-            let (m, mp) = lowest(|p| p.mips_over_one_hart.fastest);
+            let f = lowest(|p| p.cycle_level_over_fast.fastest);
+            let m = lowest(|p| p.mips_over_one_hart.fastest);
             let _ = writeln!(
                 o,
-                "lowest, fastest ÷ fastest: cycle-level ÷ replay fast {f:.1}× ({fp}); {n}-hart ÷ 1-hart MIPS {m:.2} ({mp})"
+                "lowest, fastest ÷ fastest: cycle-level ÷ replay fast {f}; {n}-hart ÷ 1-hart MIPS {m}"
             );
         }
         o
