@@ -399,6 +399,10 @@ pub struct SyncState {
     harts: Vec<HartState>,
     /// Per hart, a completed call waiting to retire.
     pending: Vec<Option<Pending>>,
+    /// The harts one call completes, reused from call to call
+    /// ([`SyncState::call_and_wake`]): a call that wakes a hart then
+    /// allocates nothing.
+    woken: Vec<(HartId, u64)>,
 }
 
 impl SyncState {
@@ -410,6 +414,7 @@ impl SyncState {
             numbered: Vec::new(),
             harts: vec![HartState::Runnable; harts],
             pending: vec![None; harts],
+            woken: Vec::new(),
         }
     }
 
@@ -560,6 +565,36 @@ impl SyncState {
         let mut woken = Vec::new();
         let result = self.call_at(h, pc, op, None, object, value, descriptor, &mut woken)?;
         Ok(Step { result, woken })
+    }
+
+    /// [`SyncState::call`] with its [`Step`] applied: each hart it
+    /// completes is woken ([`SyncState::wake`], with `inst` standing for
+    /// the waiter's `ecall`, as every `ecall` decodes alike), in the order
+    /// they were completed. Returns the caller's result (`None`: it
+    /// blocked, or exited). Allocates nothing once the objects exist, for
+    /// engines that report no events. A call that fails changes nothing:
+    /// every error is found before any state is touched, so the same call
+    /// made again fails the same way.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(crate) fn call_and_wake(
+        &mut self,
+        h: HartId,
+        pc: u64,
+        op: SyncOp,
+        object: u64,
+        value: u64,
+        descriptor: impl FnOnce(u64) -> Option<[u8; DESCRIPTOR_BYTES as usize]>,
+        inst: Inst,
+    ) -> Result<Option<u64>, SyncError> {
+        let mut woken = std::mem::take(&mut self.woken);
+        woken.clear();
+        let result = self.call_at(h, pc, op, None, object, value, descriptor, &mut woken);
+        for &(w, r) in &woken {
+            self.wake(w, inst, r);
+        }
+        self.woken = woken;
+        result
     }
 
     /// [`SyncState::call`], the object found by its `number` when given
