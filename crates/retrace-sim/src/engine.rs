@@ -24,7 +24,9 @@ use crate::memory::{Memory, Reservation};
 use crate::observer::{Observer, Retired, TrapEvent};
 use crate::semihost;
 use crate::sync::{self, HartState, SyncEvent, SyncOp, SyncOutcome};
-use crate::translate::{Env, Translator, HOT, MAX_FLUSHES, REFUSED, TRANSLATED};
+use crate::translate::{
+    Env, Translator, HOT, MAX_FLUSHES, REFUSED, SYNC_BLOCKED, SYNC_DONE, SYNC_LEAVE, TRANSLATED,
+};
 use crate::{Fault, Machine, StopReason};
 use retrace_isa::csr::{self, Csr};
 use retrace_isa::{decode, Inst, Op, Xlen};
@@ -723,6 +725,8 @@ struct Ran {
     /// It stopped before the instruction at `next_pc` (the interpreter runs
     /// it); otherwise `next_pc` is the next block.
     stopped: bool,
+    /// The hart blocked (or exited) in a synchronisation call at `next_pc`.
+    blocked: bool,
     next_pc: u64,
     retired: u64,
     branches: u64,
@@ -740,6 +744,105 @@ enum Slow {
     /// exited. Nothing retired.
     Block,
 }
+
+/// The call, object and value of the synchronisation call the registers
+/// `x` make (`a7`, `a0`, `a1`): the object is 0 for calls on none, the
+/// value 0 for calls that take none.
+#[inline(always)]
+fn sync_arguments<const RV64: bool>(x: &[u64; 32]) -> (SyncOp, u64, u64) {
+    let op = SyncOp((ea::<RV64>(x[17]) & 0xff) as u8);
+    let object = if op.object_kind().is_some() {
+        ea::<RV64>(x[10])
+    } else {
+        0
+    };
+    let value = match op {
+        SyncOp::SEND => x[11],
+        SyncOp::SET_HZ => ea::<RV64>(x[11]),
+        _ => 0,
+    };
+    (op, object, value)
+}
+
+/// Hart `h`'s synchronisation call, its `ecall` `inst` at `pc`, on
+/// registers `x`, with no observer to tell: `Ok(true)` when it completed
+/// (the result is in `a0`, `last_pc` is the `ecall`'s; the caller moves the
+/// pc on and counts the instruction), `Ok(false)` when the hart blocked or
+/// exited (nothing retired), `Err` when the call is wrong (nothing
+/// changed). Harts it completes are woken. The interpreter's slow path
+/// and translated code ([`crate::translate`]) both make their calls here,
+/// so the two cannot differ.
+#[inline(always)]
+pub(crate) fn unobserved_sync_call<const RV64: bool>(
+    sync: &mut sync::SyncState,
+    memory: &Memory,
+    x: &mut [u64; 32],
+    last_pc: &mut u64,
+    h: usize,
+    pc: u64,
+    inst: &Inst,
+) -> Result<bool, sync::SyncError> {
+    let (op, object, value) = sync_arguments::<RV64>(x);
+    match sync.call_and_wake(h, pc, op, object, value, |at| memory.read::<16>(at), *inst)? {
+        Some(result) => {
+            x[10] = sx::<RV64>(result);
+            *last_pc = pc;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+/// A synchronisation call made from translated code: the `ecall` `inst` at
+/// `pc` of the hart whose registers are `x`, with the machine's parts that
+/// `env` points to ([`Env`]'s `sync`, `memory`, `last_pc`, `hart`).
+/// Returns [`SYNC_DONE`] (completed: `a0` holds the result; the block
+/// retires the `ecall` and goes on), [`SYNC_BLOCKED`] (the hart blocked or
+/// exited: nothing retired, the engine ends its turn as the slow path
+/// does) or [`SYNC_LEAVE`] (not a synchronisation call, or a wrong one:
+/// nothing changed, and the block stops before the `ecall` for the
+/// interpreter to run it — trap, or stop the run with the error).
+///
+/// # Safety
+/// `x` and `env` are what [`Machine::run_translated`] passed to host code,
+/// during that call; `inst` points at a live `Inst`. Its pointers are to
+/// disjoint fields of the machine (the sync state, the memory, the hart's
+/// `last_pc`), none of which any Rust reference borrows while host code
+/// runs; host code itself, the only other user of memory then, is
+/// suspended in this call.
+unsafe extern "C" fn sync_from_host<const RV64: bool>(
+    x: *mut u64,
+    env: *mut Env,
+    pc: u64,
+    inst: *const Inst,
+) -> u64 {
+    // SAFETY: as the caller promises.
+    let (x, env, inst) = unsafe { (&mut *(x as *mut [u64; 32]), &*env, &*inst) };
+    if ea::<RV64>(x[17]) & !0xff != sync::CALL_BASE {
+        return SYNC_LEAVE;
+    }
+    // SAFETY: as the caller promises.
+    let (sync, memory, last_pc) = unsafe {
+        (
+            &mut *(env.sync as *mut sync::SyncState),
+            &*(env.memory as *const Memory),
+            &mut *(env.last_pc as *mut u64),
+        )
+    };
+    match unobserved_sync_call::<RV64>(sync, memory, x, last_pc, env.hart as usize, pc, inst) {
+        Ok(true) => SYNC_DONE,
+        Ok(false) => SYNC_BLOCKED,
+        Err(_) => SYNC_LEAVE,
+    }
+}
+
+/// [`sync_from_host`] for RV64 and RV32, as host code calls them.
+pub(crate) const SYNC_FROM_HOST: [unsafe extern "C" fn(
+    *mut u64,
+    *mut Env,
+    u64,
+    *const Inst,
+) -> u64; 2] = [sync_from_host::<false>, sync_from_host::<true>];
 
 impl Machine {
     /// Run hart `h` for at most `budget` instructions, each idle trap
@@ -813,6 +916,9 @@ impl Machine {
                     hart.stats.taken += ran.taken;
                     budget -= ran.retired;
                     hart.pc = ran.next_pc;
+                    if ran.blocked {
+                        return None;
+                    }
                     // Stopped inside the block it started with: go on
                     // there at once, interpreted. (Anywhere else, the loop
                     // finds the block at the pc, or makes one.)
@@ -945,6 +1051,7 @@ impl Machine {
             }
         };
         let (code_lo, code_span) = self.memory.code_range();
+        let hart = &mut self.harts[h];
         let mut env = Env {
             code_lo,
             code_span,
@@ -953,15 +1060,24 @@ impl Machine {
             map: self.cache.map.as_ptr() as usize,
             code: t.code.as_ptr() as usize,
             code_len: t.code.len() as u64,
+            sync: &mut self.sync as *mut sync::SyncState as usize,
+            memory: &self.memory as *const Memory as usize,
+            last_pc: &mut hart.last_pc as *mut u64 as usize,
+            hart: h as u64,
             ..Env::default()
         };
         // SAFETY: `code` is this translator's, made for this memory
         // (checked above: same host address, size and base), which nothing
         // else borrows during the call; the map and the code table are the
-        // cache's and the translator's own, neither changed during it.
-        let stopped = unsafe { t.run(&mut self.harts[h].x, &mut env, code) };
+        // cache's and the translator's own, neither changed during it. The
+        // sync state, the memory and the hart's `last_pc`, which
+        // synchronisation calls from host code use (`sync_from_host`), are
+        // fields disjoint from the registers and from the translator, and
+        // no reference to them lives across the call.
+        let status = unsafe { t.run(&mut hart.x, &mut env, code) };
         Some(Ran {
-            stopped,
+            stopped: status != 0,
+            blocked: status == SYNC_BLOCKED,
             next_pc: env.next_pc,
             retired: env.retired,
             branches: env.branches,
@@ -1218,19 +1334,31 @@ impl Machine {
                 retired: false,
             };
         }
-        let hart = &self.harts[h];
+        let hart = &mut self.harts[h];
         let pc = hart.pc;
-        let op = SyncOp((ea::<RV64>(hart.x[17]) & 0xff) as u8);
-        let object = if op.object_kind().is_some() {
-            ea::<RV64>(hart.x[10])
-        } else {
-            0
-        };
-        let value = match op {
-            SyncOp::SEND => hart.x[11],
-            SyncOp::SET_HZ => ea::<RV64>(hart.x[11]),
-            _ => 0,
-        };
+        if !O::ENABLED {
+            // Nobody to tell: the very function translated code calls.
+            return match unobserved_sync_call::<RV64>(
+                &mut self.sync,
+                &self.memory,
+                &mut hart.x,
+                &mut hart.last_pc,
+                h,
+                pc,
+                inst,
+            ) {
+                Ok(true) => {
+                    hart.pc = pc + 4;
+                    Slow::Continue { retired: true }
+                }
+                Ok(false) => Slow::Block,
+                Err(error) => Slow::Stop {
+                    reason: StopReason::Sync { hart: h, pc, error },
+                    retired: false,
+                },
+            };
+        }
+        let (op, object, value) = sync_arguments::<RV64>(&hart.x);
         let retired = hart.stats.instructions;
         let memory = &self.memory;
         let step = match self

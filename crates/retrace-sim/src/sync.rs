@@ -33,7 +33,6 @@
 use crate::observer::HartId;
 use retrace_isa::Inst;
 use rustc_hash::FxHashMap as HashMap;
-use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 use std::fmt;
 
@@ -388,9 +387,16 @@ pub(crate) struct Step {
 /// The API's state: every object used so far and each hart's standing.
 #[derive(Clone, Debug)]
 pub struct SyncState {
-    /// By handle (FxHash: a lookup at every call, some programs call
-    /// every few dozen instructions).
-    objects: HashMap<u64, State>,
+    /// The objects used by handle, in the order they were opened.
+    states: Vec<State>,
+    /// Their indices in `states` by handle (FxHash).
+    objects: HashMap<u64, usize>,
+    /// In front of `objects`, for the lookup at every call (some programs
+    /// call every few dozen instructions): per slot, a handle and its
+    /// index + 1 (0: empty), the slot chosen by the handle's descriptor
+    /// number, `handle / DESCRIPTOR_BYTES`, so that the objects a program
+    /// declares together never share one.
+    recent: [(u64, usize); RECENT],
     /// Each object's descriptor parameter, as read when it was opened.
     params: HashMap<u64, u32>,
     /// By the caller's numbers, for a replay that numbered the objects
@@ -399,17 +405,24 @@ pub struct SyncState {
     harts: Vec<HartState>,
     /// Per hart, a completed call waiting to retire.
     pending: Vec<Option<Pending>>,
+    /// The harts one call completes, reused from call to call
+    /// ([`SyncState::call_and_wake`]): a call that wakes a hart then
+    /// allocates nothing.
+    woken: Vec<(HartId, u64)>,
 }
 
 impl SyncState {
     /// `harts` harts, all runnable, no objects.
     pub fn new(harts: usize) -> SyncState {
         SyncState {
+            states: Vec::new(),
             objects: HashMap::default(),
+            recent: [(0, 0); RECENT],
             params: HashMap::default(),
             numbered: Vec::new(),
             harts: vec![HartState::Runnable; harts],
             pending: vec![None; harts],
+            woken: Vec::new(),
         }
     }
 
@@ -562,6 +575,36 @@ impl SyncState {
         Ok(Step { result, woken })
     }
 
+    /// [`SyncState::call`] with its [`Step`] applied: each hart it
+    /// completes is woken ([`SyncState::wake`], with `inst` standing for
+    /// the waiter's `ecall`, as every `ecall` decodes alike), in the order
+    /// they were completed. Returns the caller's result (`None`: it
+    /// blocked, or exited). Allocates nothing once the objects exist, for
+    /// engines that report no events. A call that fails changes nothing:
+    /// every error is found before any state is touched, so the same call
+    /// made again fails the same way.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(crate) fn call_and_wake(
+        &mut self,
+        h: HartId,
+        pc: u64,
+        op: SyncOp,
+        object: u64,
+        value: u64,
+        descriptor: impl FnOnce(u64) -> Option<[u8; DESCRIPTOR_BYTES as usize]>,
+        inst: Inst,
+    ) -> Result<Option<u64>, SyncError> {
+        let mut woken = std::mem::take(&mut self.woken);
+        woken.clear();
+        let result = self.call_at(h, pc, op, None, object, value, descriptor, &mut woken);
+        for &(w, r) in &woken {
+            self.wake(w, inst, r);
+        }
+        self.woken = woken;
+        result
+    }
+
     /// [`SyncState::call`], the object found by its `number` when given
     /// ([`SyncState::replay_numbered_call_into`]), else by handle, and the
     /// woken harts with their results appended to `woken`; returns the
@@ -595,14 +638,14 @@ impl SyncState {
             };
         };
         let state = match number {
-            None => match self.objects.entry(object) {
-                Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(e) => {
-                    let (state, param) = open(object, op, descriptor, n)?;
-                    self.params.insert(object, param);
-                    e.insert(state)
-                }
-            },
+            None => {
+                let slot = (object / DESCRIPTOR_BYTES) as usize % RECENT;
+                let i = match self.recent[slot] {
+                    (handle, i) if handle == object && i != 0 => i - 1,
+                    _ => self.find(slot, object, op, descriptor)?,
+                };
+                &mut self.states[i]
+            }
             Some(i) => {
                 if self.numbered.len() <= i {
                     self.numbered.resize_with(i + 1, || None);
@@ -734,6 +777,37 @@ impl SyncState {
         Ok(result)
     }
 }
+
+impl SyncState {
+    /// The index in `states` of the object at `object`, opened now if it is
+    /// new, put in `recent`'s `slot`. An object that cannot be opened
+    /// changes nothing.
+    #[inline(never)]
+    fn find(
+        &mut self,
+        slot: usize,
+        object: u64,
+        op: SyncOp,
+        descriptor: impl FnOnce(u64) -> Option<[u8; DESCRIPTOR_BYTES as usize]>,
+    ) -> Result<usize, SyncError> {
+        let i = match self.objects.get(&object) {
+            Some(&i) => i,
+            None => {
+                let (state, param) = open(object, op, descriptor, self.harts.len())?;
+                self.params.insert(object, param);
+                self.states.push(state);
+                let i = self.states.len() - 1;
+                self.objects.insert(object, i);
+                i
+            }
+        };
+        self.recent[slot] = (object, i + 1);
+        Ok(i)
+    }
+}
+
+/// Slots of [`SyncState`]'s cache of recently used objects.
+const RECENT: usize = 32;
 
 /// The state of a new object, from the descriptor at `addr`.
 fn open(

@@ -7,8 +7,17 @@
 //! interpreter decides in its slow paths:
 //! - It runs a *prefix* of the block: the integer and M instructions, loads,
 //!   stores and the closing branch or jump. At the first instruction it does
-//!   not translate (CSRs, `ecall`, AMOs, LR/SC, floating point) it stops and
-//!   says so, and the interpreter runs the rest of the block from there.
+//!   not translate (CSRs, AMOs, LR/SC, floating point) it stops and says so,
+//!   and the interpreter runs the rest of the block from there.
+//! - An `ecall` that closes a block is made from host code when it is a
+//!   synchronisation call ([`crate::sync`]) that completes at once: the
+//!   block calls the very function the interpreter's slow path calls when
+//!   no observer watches, so the objects, the harts it wakes and the result
+//!   are the same, and goes on after it. A call that blocks ends the
+//!   hart's turn as in the interpreter; anything else (another `ecall`, a
+//!   wrong call, which changes nothing) stops the block before the `ecall`
+//!   for the interpreter. Multi-hart programs that synchronise every few
+//!   dozen instructions then stay in host code between turns.
 //! - Before any access that is out of memory, and before any store that
 //!   could hit decoded code, `tohost`, or another hart's reservation, it
 //!   stops *before* the instruction; the interpreter then executes it (and
@@ -79,7 +88,23 @@ pub(crate) struct Env {
     /// The translations by block id ([`Translator::code`]) and their count.
     pub code: usize,
     pub code_len: u64,
+    /// For synchronisation calls made from host code
+    /// (`crate::engine::sync_from_host`): the machine's `SyncState`, its
+    /// `Memory`, the hart's `last_pc` and the hart's id.
+    pub sync: usize,
+    pub memory: usize,
+    pub last_pc: usize,
+    pub hart: u64,
 }
+
+/// What a synchronisation call from host code did, and what the block then
+/// returns: completed (the block retires the `ecall` and goes on), left to
+/// the interpreter (the block stops before the `ecall`, as before any
+/// instruction it does not translate), or blocked (the block stops at the
+/// `ecall`, which did not retire, and the hart's turn ends).
+pub(crate) const SYNC_DONE: u64 = 0;
+pub(crate) const SYNC_LEAVE: u64 = 1;
+pub(crate) const SYNC_BLOCKED: u64 = 2;
 
 const ENV_CODE_LO: i32 = 0;
 const ENV_CODE_SPAN: i32 = 8;
@@ -186,6 +211,11 @@ pub(crate) struct Translator {
     pub code: Vec<usize>,
     /// The entry into host code.
     entry: EntryFn,
+    /// The `ecall`s translated blocks make synchronisation calls with
+    /// (each block passes its own): boxed, so their addresses, which the
+    /// code holds, never move.
+    #[allow(clippy::vec_box)]
+    ecalls: Vec<Box<Inst>>,
     /// Blocks translated (over the whole run).
     pub translated: u64,
 }
@@ -228,6 +258,7 @@ impl Translator {
             rv64,
             counts: Vec::new(),
             code: Vec::new(),
+            ecalls: Vec::new(),
             translated: 0,
         })
     }
@@ -276,9 +307,15 @@ impl Translator {
     /// was made for ([`Translator::addresses`]) is alive and not otherwise
     /// borrowed; `env`'s map and code table are the block cache's map and
     /// this translator's `code`, unchanged since they were put there.
-    pub unsafe fn run(&self, x: &mut [u64; 32], env: &mut Env, code: usize) -> bool {
+    /// Returns 0 when the last block went on to a next one that is not
+    /// translated (or the budget would not cover it); 1 when a block
+    /// stopped before an instruction for the interpreter; [`SYNC_BLOCKED`]
+    /// when the hart blocked in a synchronisation call. `env`'s `sync`,
+    /// `memory`, `last_pc` and `hart` must be as
+    /// `crate::engine::sync_from_host` requires.
+    pub unsafe fn run(&self, x: &mut [u64; 32], env: &mut Env, code: usize) -> u64 {
         // SAFETY: as the caller promises.
-        unsafe { (self.entry)(x.as_mut_ptr(), env, code) != 0 }
+        unsafe { (self.entry)(x.as_mut_ptr(), env, code) }
     }
 
     /// Whether the code made addresses this memory.
@@ -297,7 +334,17 @@ impl Translator {
     /// instruction is not translated, or Cranelift refuses.
     pub fn translate(&mut self, insts: &[Inst], pcs: &[u64]) -> Option<usize> {
         let k = insts.iter().take_while(|i| translated(i.op)).count();
-        if k == 0 {
+        // An `ecall` (always a block's last instruction) is a
+        // synchronisation call, made from host code, or left to the
+        // interpreter (`Emit::ecall`).
+        let ecall = if k + 1 == insts.len() && insts[k].op == Op::Ecall {
+            self.ecalls.push(Box::new(insts[k]));
+            let inst: &Inst = self.ecalls.last()?;
+            Some((inst as *const Inst as usize, pcs[k]))
+        } else {
+            None
+        };
+        if k == 0 && ecall.is_none() {
             return None;
         }
         self.module.clear_context(&mut self.ctx);
@@ -312,7 +359,7 @@ impl Translator {
         };
         {
             let mut b = FunctionBuilder::new(&mut self.ctx.func, &mut self.fbc);
-            emit.block(&mut b, &insts[..k], &pcs[..k], k < insts.len());
+            emit.block(&mut b, &insts[..k], &pcs[..k], k < insts.len(), ecall);
             b.finalize();
         }
         let id = self
@@ -549,6 +596,52 @@ impl Emit {
         b.ins().return_(&[zero]);
     }
 
+    /// The `ecall` at `pc`, instruction `k` of the block, whose `Inst` is at
+    /// host address `inst`: a synchronisation call made here, by the
+    /// interpreter's own function (`crate::engine::sync_from_host`), with
+    /// the registers written back first. Completed, the `ecall` retires and
+    /// the block goes on after it as after any instruction; otherwise the
+    /// block stops at the `ecall` with what the call returned
+    /// ([`SYNC_LEAVE`]: the interpreter runs it; [`SYNC_BLOCKED`]).
+    fn ecall(&self, b: &mut FunctionBuilder, e: &Exits, k: usize, pc: u64, inst: usize) {
+        e.regs.write_back(b, e.x);
+        let mut sig = Signature::new(self.call_conv);
+        for _ in 0..4 {
+            sig.params.push(AbiParam::new(types::I64));
+        }
+        sig.returns.push(AbiParam::new(types::I64));
+        let sig = b.import_signature(sig);
+        let f = crate::engine::SYNC_FROM_HOST[usize::from(self.rv64)];
+        let callee = b.ins().iconst(types::I64, f as usize as i64);
+        let at = b.ins().iconst(types::I64, pc as i64);
+        let inst = b.ins().iconst(types::I64, inst as i64);
+        let call = b.ins().call_indirect(sig, callee, &[e.x, e.env, at, inst]);
+        let status = b.inst_results(call)[0];
+        let done = b.create_block();
+        let out = b.create_block();
+        b.ins().brif(status, out, &[], done, &[]);
+        b.switch_to_block(out);
+        b.seal_block(out);
+        b.ins().store(MemFlags::trusted(), at, e.env, ENV_NEXT_PC);
+        let n = b.ins().iconst(types::I64, k as i64);
+        Self::bump(b, e.env, ENV_RETIRED, n);
+        b.ins().return_(&[status]);
+        b.switch_to_block(done);
+        b.seal_block(done);
+        // The registers are in memory already, `a0` with the result.
+        let stored = Regs {
+            vars: e.regs.vars,
+            written: 0,
+        };
+        let e = Exits {
+            regs: &stored,
+            x: e.x,
+            env: e.env,
+        };
+        let next = b.ins().iconst(types::I64, (pc + 4) as i64);
+        self.go_on(b, &e, next, k + 1, None);
+    }
+
     /// The host address of `at` (guest address of an `n`-byte access),
     /// leaving before instruction `i` when the access is not inside memory.
     fn host_address(
@@ -568,7 +661,18 @@ impl Emit {
         b.ins().iadd_imm(off, self.data)
     }
 
-    fn block(&self, b: &mut FunctionBuilder, insts: &[Inst], pcs: &[u64], stops: bool) {
+    /// `insts` at `pcs`, the block's translated prefix; `stops` when an
+    /// instruction follows that is not translated, which is `ecall`, the
+    /// address of its `Inst` and its pc, when the block makes its
+    /// synchronisation call from host code.
+    fn block(
+        &self,
+        b: &mut FunctionBuilder,
+        insts: &[Inst],
+        pcs: &[u64],
+        stops: bool,
+        ecall: Option<(usize, u64)>,
+    ) {
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
@@ -887,12 +991,16 @@ impl Emit {
         // Ran off the prefix: either the block's end without a transfer
         // (the longest block, or code that does not decode after it), or
         // an instruction the interpreter must run.
-        let last = insts.len() - 1;
         let e = Exits {
             regs: &regs,
             x,
             env,
         };
+        if let Some((inst, pc)) = ecall {
+            self.ecall(b, &e, insts.len(), pc, inst);
+            return;
+        }
+        let last = insts.len() - 1;
         if stops {
             let k = insts.len();
             self.stop(b, &e, k, pcs[last].wrapping_add(u64::from(insts[last].len)));

@@ -38,6 +38,9 @@ struct Outcome {
     harts: Vec<retrace_sim::HartStats>,
     cache_flushes: u64,
     registers: Vec<([u64; 32], u64)>,
+    /// Each hart's standing: runnable, blocked (on what, at which
+    /// `ecall`), exited.
+    states: Vec<String>,
     memory_digest: u64,
 }
 
@@ -83,6 +86,9 @@ fn run(
         harts: r.harts.clone(),
         cache_flushes: r.cache_flushes,
         registers: m.harts.iter().map(|h| (h.x, h.pc)).collect(),
+        states: (0..harts)
+            .map(|h| format!("{:?}", m.hart_state(h)))
+            .collect(),
         memory_digest: h,
     };
     (outcome, translated)
@@ -120,6 +126,28 @@ fn every_multi_hart_example_runs_the_same_translated() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         for harts in [2, 8] {
             both_ways(&elf, harts, &name, None);
+        }
+    }
+}
+
+/// Translated code makes synchronisation calls itself, waking the harts
+/// they complete: stopped at budgets that end the run mid-way — among the
+/// harts' turns, with calls completed but not yet retired, harts blocked —
+/// every multi-hart example on 2, 4 and 8 harts must stand exactly as the
+/// interpreter leaves it: each hart's counts, registers, pc and standing.
+#[test]
+fn synchronisation_calls_in_translated_code_stop_exactly_mid_run() {
+    for path in elf_files(&program_dir().join("mp")) {
+        let elf = Elf::parse(&std::fs::read(&path).unwrap()).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        for harts in [2, 4, 8] {
+            let (whole, _) = run(&elf, harts, &name, true, None);
+            let all = whole.instructions;
+            assert!(all > 100_000, "{name}: {all} instructions");
+            // Odd budgets, so that they fall inside turns and blocks.
+            for max in [all / 3 + 7, all * 5 / 7 + 3, all - 1_001] {
+                both_ways(&elf, harts, &name, Some(max));
+            }
         }
     }
 }
