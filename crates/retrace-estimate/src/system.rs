@@ -1036,6 +1036,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_earliest_call_is_the_lowest_hart_s_on_a_tie() {
+        // Every hart count up to 24, times drawn from a
+        // few values (ties everywhere) or not at a call; the unit's search
+        // against a plain one.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut draw = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for n in 1..=24 {
+            for _ in 0..2000 {
+                let times: Vec<u128> = (0..n)
+                    .map(|_| match draw() % 5 {
+                        0 => NOT_AT_CALL,
+                        v => u128::from(v + draw() % 3),
+                    })
+                    .collect();
+                let earliest = times.iter().copied().filter(|&t| t != NOT_AT_CALL).min();
+                let want = earliest.and_then(|e| times.iter().position(|&t| t == e));
+                let mut narrow = Times::new(true, n);
+                let mut wide = Times::new(false, n);
+                for (h, &t) in times.iter().enumerate() {
+                    narrow.set::<true>(h, t);
+                    wide.set::<false>(h, t);
+                }
+                assert_eq!(narrow.earliest::<true>(), want, "{times:?}");
+                assert_eq!(wide.earliest::<false>(), want, "{times:?}");
+            }
+        }
+    }
+
+    #[test]
     fn waits_cut_the_function_runs_and_move_what_follows() {
         // f0 for busy 0..10, f1 for 10..30; waits of 5 at busy 4 (inside
         // f0), 7 at 10 (between the runs) and 2 at 30 (at the end).
