@@ -95,7 +95,32 @@ fn varints_len(bytes: &[u8], count: u64) -> Option<usize> {
     if left == 0 {
         return Some(0);
     }
-    for (i, &b) in bytes.iter().enumerate() {
+    // Eight bytes at a time while the count does not end among them: the
+    // bytes below 128 are the high bits clear, counted at once; a varint
+    // too long shows as a run of continuation bytes before the word's
+    // first end, or the whole word.
+    let mut at = 0;
+    for word in bytes.chunks_exact(8) {
+        let w = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        let ends = !w & 0x8080_8080_8080_8080;
+        let c = u64::from(ends.count_ones());
+        if ends == 0 {
+            run += 8;
+            if run >= crate::MAX_VARINT_LEN {
+                return None;
+            }
+        } else if c >= left {
+            break;
+        } else {
+            if run + (ends.trailing_zeros() / 8) as usize >= crate::MAX_VARINT_LEN {
+                return None;
+            }
+            run = (ends.leading_zeros() / 8) as usize;
+            left -= c;
+        }
+        at += 8;
+    }
+    for (i, &b) in bytes.iter().enumerate().skip(at) {
         if b < 0x80 {
             left -= 1;
             if left == 0 {
@@ -1227,5 +1252,49 @@ mod tests {
         // Items read one at a time agree.
         let items: Vec<u64> = Varints(&bytes).collect();
         assert_eq!(items, [1, 300, 1 << 63, 0]);
+    }
+
+    /// [`varints_len`] one byte at a time, as the reference.
+    fn varints_len_bytewise(bytes: &[u8], count: u64) -> Option<usize> {
+        let (mut left, mut run) = (count, 0usize);
+        if left == 0 {
+            return Some(0);
+        }
+        for (i, &b) in bytes.iter().enumerate() {
+            if b < 0x80 {
+                left -= 1;
+                if left == 0 {
+                    return Some(i + 1);
+                }
+                run = 0;
+            } else {
+                run += 1;
+                if run == crate::MAX_VARINT_LEN {
+                    return None;
+                }
+            }
+        }
+        None
+    }
+
+    proptest::proptest! {
+        /// Counted a word at a time, the same lengths and refusals: over
+        /// bytes mostly at or above 128 (long runs, varints too long) and
+        /// every count up to past their end.
+        #[test]
+        fn varints_counted_by_words_as_by_bytes(
+            bytes in proptest::collection::vec(
+                proptest::prop_oneof![3 => 0x80u8..=0xff, 1 => 0u8..0x80],
+                0..80,
+            ),
+        ) {
+            for count in 0..=bytes.len() as u64 + 1 {
+                proptest::prop_assert_eq!(
+                    varints_len(&bytes, count),
+                    varints_len_bytewise(&bytes, count),
+                    "count {}", count
+                );
+            }
+        }
     }
 }
