@@ -500,16 +500,20 @@ fn quick_run<R: Read>(
     }
     let mut returns = history.returns_before_escape(w.matched).unwrap_or(0);
     let p = est.quick_parts(w.code_epoch);
-    let (mut used, mut moved, mut at_start) = (0u32, false, false);
+    // The totals in locals, added once after the loop.
+    let (first, limit) = (w.stats.instructions, w.limit);
+    let (mut done, mut cur, mut used, mut pps) = (first, w.cur, 0u32, 0u64);
+    let (mut cycles, mut mem_ops, mut mispredicts) = (0u64, 0u64, 0u64);
+    let mut at_start = false;
     while used < valid {
         let Some(q) = p.quick.get_mut(node as usize) else {
             break;
         };
-        if q.pp != w.cur {
-            break;
-        }
-        let end = w.stats.instructions + u64::from(q.len);
-        if end >= w.limit {
+        // The node entered is always the walker's partial program's (its
+        // edge's next node was made for it).
+        debug_assert!(q.exit == QuickExit::Unknown || q.pp == cur);
+        let end = done + u64::from(q.len);
+        if end >= limit {
             break;
         }
         let b = match q.exit {
@@ -522,10 +526,7 @@ fn quick_run<R: Read>(
             break;
         }
         match q.exit {
-            QuickExit::Branch => {
-                used += 1;
-                w.stats.bits += 1;
-            }
+            QuickExit::Branch => used += 1,
             QuickExit::Call => w.push(q.ret),
             QuickExit::Return => {
                 if returns == 0 || w.stack.as_slice().last() != Some(&o.next_pp) {
@@ -538,23 +539,29 @@ fn quick_run<R: Read>(
             _ => {}
         }
         o.visits += 1;
-        *p.cycles += o.cycles;
-        p.result.instructions += u64::from(q.len);
-        p.result.mem_ops += u64::from(q.mem_ops);
-        p.result.mispredicts += u64::from(o.mispredicts);
-        w.stats.pps += 1;
-        w.stats.instructions = end;
-        w.cur = o.next_pp;
+        cycles += o.cycles;
+        mem_ops += u64::from(q.mem_ops);
+        mispredicts += u64::from(o.mispredicts);
+        pps += 1;
+        done = end;
+        cur = o.next_pp;
         node = o.next;
-        moved = true;
         if starts.peek(node) != 0 {
             at_start = true;
             break;
         }
     }
     *p.node = node;
+    *p.cycles += cycles;
+    p.result.instructions += done - first;
+    p.result.mem_ops += mem_ops;
+    p.result.mispredicts += mispredicts;
+    w.stats.bits += u64::from(used);
+    w.stats.pps += pps;
+    w.stats.instructions = done;
+    w.cur = cur;
     history.skip(used, 0, 0);
-    Ok((moved, at_start))
+    Ok((pps != 0, at_start))
 }
 
 /// One step of [`step_run`], and of the `control` replay
@@ -960,23 +967,23 @@ fn quick_record<R: Read>(
     }
     let mut returns = history.returns_before_escape(w.matched).unwrap_or(0);
     let p = est.quick_parts(w.code_epoch);
-    let mut used = 0u32;
-    while *pps < MAX_PPS && used < valid {
+    // The branch bits the key's window has left for the stretch.
+    let bit_room = u64::from(key.bits_valid).saturating_sub(w.stats.bits - start.stats.bits);
+    let (first, mut done, mut cur, mut used) =
+        (w.stats.instructions, w.stats.instructions, w.cur, 0u32);
+    let (mut cycles, mut mem_ops, mut mispredicts, mut steps) = (0u64, 0u64, 0u64, 0u32);
+    let (mut n, mut deepest) = (*pps, *depth);
+    while n < MAX_PPS && used < valid {
         let Some(q) = p.quick.get_mut(node as usize) else {
             break;
         };
-        if q.pp != w.cur {
-            break;
-        }
-        let end = w.stats.instructions + u64::from(q.len);
+        debug_assert!(q.exit == QuickExit::Unknown || q.pp == cur);
+        let end = done + u64::from(q.len);
         if end >= limit {
             break;
         }
         let (room, b) = match q.exit {
-            QuickExit::Branch => (
-                w.stats.bits - start.stats.bits < u64::from(key.bits_valid),
-                ((word >> used) & 1) as usize,
-            ),
+            QuickExit::Branch => (u64::from(used) < bit_room, ((word >> used) & 1) as usize),
             QuickExit::Return => (
                 start.own(w) > 0 && w.matched - start.matched < start.escapes,
                 0,
@@ -993,10 +1000,7 @@ fn quick_record<R: Read>(
             break;
         }
         match q.exit {
-            QuickExit::Branch => {
-                used += 1;
-                w.stats.bits += 1;
-            }
+            QuickExit::Branch => used += 1,
             QuickExit::Call => w.push(q.ret),
             QuickExit::Return => {
                 if returns == 0 || w.stack.as_slice().last() != Some(&o.next_pp) {
@@ -1009,18 +1013,26 @@ fn quick_record<R: Read>(
             _ => {}
         }
         o.visits += 1;
-        *p.cycles += o.cycles;
-        p.result.instructions += u64::from(q.len);
-        p.result.mem_ops += u64::from(q.mem_ops);
-        p.result.mispredicts += u64::from(o.mispredicts);
-        w.stats.pps += 1;
-        w.stats.instructions = end;
-        w.cur = o.next_pp;
+        cycles += o.cycles;
+        mem_ops += u64::from(q.mem_ops);
+        mispredicts += u64::from(o.mispredicts);
+        steps += 1;
+        done = end;
+        cur = o.next_pp;
         node = o.next;
-        *pps += 1;
-        *depth = (*depth).max(start.own(w));
+        n += 1;
+        deepest = deepest.max(start.own(w));
     }
     *p.node = node;
+    *p.cycles += cycles;
+    p.result.instructions += done - first;
+    p.result.mem_ops += mem_ops;
+    p.result.mispredicts += mispredicts;
+    w.stats.bits += u64::from(used);
+    w.stats.pps += u64::from(steps);
+    w.stats.instructions = done;
+    w.cur = cur;
+    (*pps, *depth) = (n, deepest);
     history.skip(used, 0, 0);
     Ok(())
 }
