@@ -96,7 +96,7 @@ impl EndOutcome {
 }
 
 /// "No node yet".
-const NO_NODE: u32 = u32::MAX;
+pub(crate) const NO_NODE: u32 = u32::MAX;
 
 /// Slots of the estimator's recent-node cache.
 const RECENT_NODES: usize = 4096;
@@ -153,6 +153,83 @@ struct Node {
     sig: SignatureId,
     /// Indexed by [`EndOutcome::edge`], all fetches hitting.
     edges: [Edge; 4],
+}
+
+/// How a node's partial program ends, as its [`QuickNode`] keeps it: the
+/// ends `crate::span::step_one` takes without the walker's general step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum QuickExit {
+    /// Nothing learnt yet.
+    #[default]
+    Unknown,
+    /// A conditional branch: one branch bit picks the way out.
+    Branch,
+    /// A fall-through or a direct jump.
+    Continue,
+    /// A direct call: its return point is pushed.
+    Call,
+    /// A return that is not the escape's.
+    Return,
+}
+
+/// One way out of a [`QuickNode`]: a copy of the node's edge for one end
+/// outcome (`NO_NODE` in `next`: not learnt yet).
+#[derive(Clone, Copy)]
+pub(crate) struct QuickOut {
+    pub cycles: u64,
+    /// Steps the quick loop took this way, not counted in the edge's
+    /// `visits` ([`Estimator::per_pp`] adds them).
+    pub visits: u64,
+    pub next: u32,
+    pub next_pp: PpId,
+    /// What the step adds to the mispredictions (0 or 1).
+    pub mispredicts: u32,
+    /// The edge's index in [`Node::edges`].
+    pub edge: u8,
+}
+
+const NO_QUICK_OUT: QuickOut = QuickOut {
+    cycles: 0,
+    visits: 0,
+    next: NO_NODE,
+    next_pp: PpId(u32::MAX),
+    mispredicts: 0,
+    edge: 0,
+};
+
+/// Everything a `fast` step of one node needs, in one record indexed like
+/// [`Estimator::nodes`]: how its partial program ends (the walker's side),
+/// its length and memory operations (the facts' side), and per branch
+/// outcome (0 not taken, 1 taken; 0 for the other ends) the cycles, the
+/// misprediction and the next node (the edge's side). The record is a
+/// copy of what the three tables say, learnt from a step that read them,
+/// and valid while the walker's code epoch it was learnt in lasts.
+#[derive(Clone, Copy)]
+pub(crate) struct QuickNode {
+    pub pp: PpId,
+    pub exit: QuickExit,
+    pub len: u32,
+    pub mem_ops: u32,
+    /// A call's return point.
+    pub ret: PpId,
+    pub out: [QuickOut; 2],
+}
+
+const NO_QUICK: QuickNode = QuickNode {
+    pp: PpId(u32::MAX),
+    exit: QuickExit::Unknown,
+    len: 0,
+    mem_ops: 0,
+    ret: PpId(u32::MAX),
+    out: [NO_QUICK_OUT; 2],
+};
+
+/// What the quick loop (`crate::span`) changes of an estimator.
+pub(crate) struct QuickParts<'a> {
+    pub quick: &'a mut [QuickNode],
+    pub node: &'a mut u32,
+    pub cycles: &'a mut u64,
+    pub result: &'a mut Estimate,
 }
 
 /// Per-partial-program facts computed once.
@@ -286,6 +363,10 @@ pub struct Estimator {
     /// recorded for reuse at `control`: `crate::control_span`).
     journaling: bool,
     journal: Box<Journal>,
+    /// Per node, its quick record (`fast` only; [`QuickNode`]).
+    quick: Vec<QuickNode>,
+    /// The walker's code epoch `quick` was learnt in.
+    quick_epoch: u64,
 }
 
 /// A pop in a list of return-stack operations (a pushed return address is
@@ -430,6 +511,8 @@ impl Estimator {
             log: None,
             journaling: false,
             journal: Box::default(),
+            quick: Vec::new(),
+            quick_epoch: 0,
         }
     }
 
@@ -671,6 +754,15 @@ impl Estimator {
             for e in &n.edges {
                 v[i].0 += e.visits;
                 v[i].1 += e.visits * e.cycles;
+            }
+        }
+        for (q, n) in self.quick.iter().zip(&self.nodes) {
+            for o in &q.out {
+                let i = n.pp.index();
+                if o.visits != 0 && i < v.len() {
+                    v[i].0 += o.visits;
+                    v[i].1 += o.visits * o.cycles;
+                }
             }
         }
         v
@@ -980,6 +1072,115 @@ impl Estimator {
         self.result.mem_ops += u64::from(f.mem_ops);
         self.result.mispredicts += u64::from(end.mispredicted && f.len > 0);
         true
+    }
+
+    /// The quick records and what the quick loop changes, for the
+    /// walker's code epoch `epoch` (records of an earlier epoch are
+    /// dropped, their steps counted into the edges' visits).
+    #[inline(always)]
+    pub(crate) fn quick_parts(&mut self, epoch: u64) -> QuickParts<'_> {
+        if epoch != self.quick_epoch {
+            self.drop_quick(epoch);
+        }
+        QuickParts {
+            quick: &mut self.quick,
+            node: &mut self.node,
+            cycles: &mut self.cycles,
+            result: &mut self.result,
+        }
+    }
+
+    #[cold]
+    fn drop_quick(&mut self, epoch: u64) {
+        for (q, n) in self.quick.iter().zip(self.nodes.iter_mut()) {
+            for o in &q.out {
+                n.edges[usize::from(o.edge)].visits += o.visits;
+            }
+        }
+        self.quick.clear();
+        self.quick_epoch = epoch;
+    }
+
+    /// Learn `from`'s quick record for the step just taken from it (only
+    /// when [`Estimator::steps_cached`]): its partial program ended
+    /// `exit` (a call returning to `ret`), `len` instructions long by the
+    /// walker, left `how` for `next`, in the walker's code epoch `epoch`.
+    /// Learns nothing unless the step went along `from`'s edge to the node
+    /// the estimator is now at.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn learn_quick(
+        &mut self,
+        from: u32,
+        how: Leave,
+        exit: QuickExit,
+        ret: PpId,
+        len: u32,
+        next: PpId,
+        epoch: u64,
+    ) {
+        if exit == QuickExit::Unknown || !self.steps_cached() {
+            return;
+        }
+        if epoch != self.quick_epoch {
+            self.drop_quick(epoch);
+        }
+        let Some(n) = self.nodes.get(from as usize) else {
+            return;
+        };
+        let pp = n.pp;
+        let Some(f) = self.facts.get(pp.index()) else {
+            return;
+        };
+        if !f.ready || f.len != len {
+            return;
+        }
+        let (b, end) = match how {
+            Leave::Branch(taken) => (
+                usize::from(taken),
+                EndOutcome {
+                    taken,
+                    mispredicted: self.frontend.branch(f.last, f.backward, taken),
+                },
+            ),
+            _ => (0, EndOutcome::default()),
+        };
+        let k = end.edge();
+        let e = n.edges[k];
+        if e.next == NO_NODE || e.next_pp != next || e.next != self.node {
+            return;
+        }
+        let mem_ops = f.mem_ops;
+        let mispredicts = u32::from(end.mispredicted && f.len > 0);
+        if self.quick.len() < self.nodes.len() {
+            self.quick.resize(self.nodes.len(), NO_QUICK);
+        }
+        let q = &mut self.quick[from as usize];
+        if q.exit != exit || q.pp != pp {
+            // The node's steps so far go to its edges before the record
+            // is made anew.
+            let n = &mut self.nodes[from as usize];
+            for o in &q.out {
+                n.edges[usize::from(o.edge)].visits += o.visits;
+            }
+            *q = QuickNode {
+                pp,
+                exit,
+                len,
+                mem_ops,
+                ret,
+                out: [NO_QUICK_OUT; 2],
+            };
+        }
+        let o = &mut q.out[b];
+        debug_assert!(o.visits == 0 || usize::from(o.edge) == k);
+        *o = QuickOut {
+            cycles: e.cycles,
+            visits: o.visits,
+            next: e.next,
+            next_pp: next,
+            mispredicts,
+            edge: k as u8,
+        };
     }
 
     #[inline]

@@ -185,6 +185,16 @@ impl<R: Read> TraceHistory<R> {
         self.decoder.known_target(site, index)
     }
 
+    /// Whether the loaded segment holds a trap record or a code event not
+    /// yet taken: with none, [`History::next_trap`] and
+    /// [`History::next_code`] answer `None` until the segment's branch
+    /// bits run out (only then may the next segment load).
+    #[inline]
+    pub(crate) fn events_recorded(&mut self) -> Result<bool, ReplayError> {
+        Ok(self.decoder.trap_recorded(&mut self.reader)?
+            || self.decoder.code_recorded(&mut self.reader)?)
+    }
+
     /// Consume what a memoised stretch read: `bits` branch bits and
     /// `indirect_records` indirect records of known targets in
     /// `indirect_bytes` bytes.

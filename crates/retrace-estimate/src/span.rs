@@ -60,7 +60,7 @@
 //! checks it against the cycle-level engine and against the step-by-step
 //! replay on every example program.
 
-use crate::estimator::{Counters, Ecall, Estimator};
+use crate::estimator::{Counters, Ecall, Estimator, QuickExit, NO_NODE};
 use crate::machine::TraceHistory;
 use crate::walk::{Exit, History, Leave, ReplayError, Visit, WalkStats, Walker};
 use retrace_program::{PpId, PpTable};
@@ -419,8 +419,22 @@ fn step_run<R: Read>(
     w: &mut Walker<PpId>,
 ) -> Result<bool, ReplayError> {
     let mut moved = false;
-    while step_one::<R, false, true>(table, history, est, w)? {
+    loop {
+        let (quick, at_start) = quick_run(history, est, &spans.starts, w)?;
+        moved |= quick;
+        if at_start {
+            break;
+        }
+        // A step the quick records do not have: the general one, which
+        // then teaches the node's record.
+        let cur = w.cur;
+        let from = est.cached_node().filter(|&(_, pp)| pp == cur);
+        let exit = w.cached_exit(table, cur);
+        let Some(how) = step_one_how::<R, false, true>(table, history, est, w)? else {
+            break;
+        };
         moved = true;
+        learn_quick(est, w, from, exit, how);
         if let Some((node, pp)) = est.cached_node() {
             if pp == w.cur && spans.starts.peek(node) != 0 {
                 break;
@@ -428,6 +442,126 @@ fn step_run<R: Read>(
         }
     }
     Ok(moved)
+}
+
+/// Teach the quick record of `from` (the estimator's node before the
+/// step, when its partial program was the walker's) the step just taken:
+/// its partial program ended `exit` (the walker's cached exit and length)
+/// and was left `how`.
+#[inline]
+fn learn_quick(
+    est: &mut Estimator,
+    w: &Walker<PpId>,
+    from: Option<(u32, PpId)>,
+    exit: Option<(Exit<PpId>, u32)>,
+    how: Leave,
+) {
+    let (Some((node, pp)), Some((exit, len))) = (from, exit) else {
+        return;
+    };
+    let (kind, ret) = match exit {
+        Exit::Branch { .. } => (QuickExit::Branch, pp),
+        Exit::Continue(_) => (QuickExit::Continue, pp),
+        Exit::Call { ret, .. } => (QuickExit::Call, ret),
+        Exit::Return => (QuickExit::Return, pp),
+        _ => return,
+    };
+    est.learn_quick(node, how, kind, ret, len, w.cur, w.code_epoch);
+}
+
+/// [`step_run`]'s inner loop: step the walk `w` through partial programs
+/// whose nodes' quick records (`crate::estimator::QuickNode`) know the way out, one record
+/// read per partial program, until a partial program they do not know,
+/// the run's last one, or one whose node starts stretches. Returns
+/// whether it moved, and whether it stopped because the next node starts
+/// stretches.
+///
+/// What [`step_one`] asks the history per partial program is asked here
+/// once: it runs only while the loaded segment has branch bits left
+/// (taken from one 64-bit window) and holds no trap record or code event,
+/// so the trap and code tests answer "none" throughout, no segment loads,
+/// and the returns before the next escape only count down.
+#[inline(always)]
+fn quick_run<R: Read>(
+    history: &mut TraceHistory<R>,
+    est: &mut Estimator,
+    starts: &StartNodes<TRIAL, FAST_MIN_BIT_WINDOW>,
+    w: &mut Walker<PpId>,
+) -> Result<(bool, bool), ReplayError> {
+    let p = est.quick_parts(w.code_epoch);
+    let mut node = *p.node;
+    match p.quick.get(node as usize) {
+        Some(q) if q.exit != QuickExit::Unknown && q.pp == w.cur => {}
+        _ => return Ok((false, false)),
+    }
+    let (word, valid) = history.bit_window();
+    if valid == 0 || history.events_recorded()? {
+        return Ok((false, false));
+    }
+    let mut returns = history.returns_before_escape(w.matched).unwrap_or(0);
+    let p = est.quick_parts(w.code_epoch);
+    // The totals in locals, added once after the loop.
+    let (first, limit) = (w.stats.instructions, w.limit);
+    let (mut done, mut cur, mut used, mut pps) = (first, w.cur, 0u32, 0u64);
+    let (mut cycles, mut mem_ops, mut mispredicts) = (0u64, 0u64, 0u64);
+    let mut at_start = false;
+    while used < valid {
+        let Some(q) = p.quick.get_mut(node as usize) else {
+            break;
+        };
+        // The node entered is always the walker's partial program's (its
+        // edge's next node was made for it).
+        debug_assert!(q.exit == QuickExit::Unknown || q.pp == cur);
+        let end = done + u64::from(q.len);
+        if end >= limit {
+            break;
+        }
+        let b = match q.exit {
+            QuickExit::Branch => ((word >> used) & 1) as usize,
+            QuickExit::Unknown => break,
+            _ => 0,
+        };
+        let o = &mut q.out[b];
+        if o.next == NO_NODE {
+            break;
+        }
+        match q.exit {
+            QuickExit::Branch => used += 1,
+            QuickExit::Call => w.push(q.ret),
+            QuickExit::Return => {
+                if returns == 0 || w.stack.as_slice().last() != Some(&o.next_pp) {
+                    break;
+                }
+                returns -= 1;
+                w.matched += 1;
+                w.stack.pop();
+            }
+            _ => {}
+        }
+        o.visits += 1;
+        cycles += o.cycles;
+        mem_ops += u64::from(q.mem_ops);
+        mispredicts += u64::from(o.mispredicts);
+        pps += 1;
+        done = end;
+        cur = o.next_pp;
+        node = o.next;
+        if starts.peek(node) != 0 {
+            at_start = true;
+            break;
+        }
+    }
+    *p.node = node;
+    *p.cycles += cycles;
+    p.result.instructions += done - first;
+    p.result.mem_ops += mem_ops;
+    p.result.mispredicts += mispredicts;
+    w.stats.bits += u64::from(used);
+    w.stats.pps += pps;
+    w.stats.instructions = done;
+    w.cur = cur;
+    history.skip(used, 0, 0);
+    Ok((pps != 0, at_start))
 }
 
 /// One step of [`step_run`], and of the `control` replay
@@ -446,10 +580,22 @@ pub(crate) fn step_one<R: Read, const CHECKED: bool, const CACHED: bool>(
     est: &mut Estimator,
     w: &mut Walker<PpId>,
 ) -> Result<bool, ReplayError> {
+    Ok(step_one_how::<R, CHECKED, CACHED>(table, history, est, w)?.is_some())
+}
+
+/// [`step_one`], saying how the partial program was left (`None`: it was
+/// left to the walker).
+#[inline(always)]
+fn step_one_how<R: Read, const CHECKED: bool, const CACHED: bool>(
+    table: &PpTable,
+    history: &mut TraceHistory<R>,
+    est: &mut Estimator,
+    w: &mut Walker<PpId>,
+) -> Result<Option<Leave>, ReplayError> {
     let none = crate::machine::INVALID;
     let cur = w.cur;
     let Some((exit, len)) = w.cached_exit(table, cur) else {
-        return Ok(false);
+        return Ok(None);
     };
     let done = w.stats.instructions;
     let end = done + u64::from(len);
@@ -458,15 +604,15 @@ pub(crate) fn step_one<R: Read, const CHECKED: bool, const CACHED: bool>(
             || history.next_code(done)?.is_some_and(|at| at <= end)
             || history.next_trap(done)?.is_some_and(|at| at <= end))
     {
-        return Ok(false);
+        return Ok(None);
     }
     let (how, next) = match exit {
         Exit::Branch { taken, not_taken } => {
             if taken == none || not_taken == none {
-                return Ok(false);
+                return Ok(None);
             }
             let Some(b) = history.bit()? else {
-                return Ok(false);
+                return Ok(None);
             };
             w.stats.bits += 1;
             (Leave::Branch(b), if b { taken } else { not_taken })
@@ -484,13 +630,13 @@ pub(crate) fn step_one<R: Read, const CHECKED: bool, const CACHED: bool>(
                 w.stack.as_slice().last(),
             ) {
                 (Some(n), Some(&top)) if n > 0 && top != none => {}
-                _ => return Ok(false),
+                _ => return Ok(None),
             }
             w.matched += 1;
             let top = w.stack.pop().unwrap_or(none);
             (Leave::Return { escaped: false }, top)
         }
-        _ => return Ok(false),
+        _ => return Ok(None),
     };
     w.stats.pps += 1;
     w.stats.instructions = end;
@@ -498,7 +644,7 @@ pub(crate) fn step_one<R: Read, const CHECKED: bool, const CACHED: bool>(
         est.pp(table, cur, how, next);
     }
     w.cur = next;
-    Ok(true)
+    Ok(Some(how))
 }
 
 /// The bit of `history`'s hart in [`Span::checked`] (0 for harts past 63:
@@ -790,6 +936,107 @@ impl StretchWalk {
     }
 }
 
+/// [`record_span`]'s steps that the quick records know, taken as its
+/// loop would take them ([`StretchStart::next_exit`]'s rules, then
+/// [`step_one`]), one record read per partial program; `pps` and `depth`
+/// count on as that loop counts. It stops, leaving the rest to that loop,
+/// at the first partial program the records do not know or the rules
+/// would end the stretch at, and under the same conditions on the
+/// history as [`quick_run`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn quick_record<R: Read>(
+    start: &StretchStart,
+    key: &Key,
+    history: &mut TraceHistory<R>,
+    est: &mut Estimator,
+    w: &mut Walker<PpId>,
+    limit: u64,
+    pps: &mut u32,
+    depth: &mut usize,
+) -> Result<(), ReplayError> {
+    let p = est.quick_parts(w.code_epoch);
+    let mut node = *p.node;
+    match p.quick.get(node as usize) {
+        Some(q) if q.exit != QuickExit::Unknown && q.pp == w.cur => {}
+        _ => return Ok(()),
+    }
+    let (word, valid) = history.bit_window();
+    if valid == 0 || history.events_recorded()? {
+        return Ok(());
+    }
+    let mut returns = history.returns_before_escape(w.matched).unwrap_or(0);
+    let p = est.quick_parts(w.code_epoch);
+    // The branch bits the key's window has left for the stretch.
+    let bit_room = u64::from(key.bits_valid).saturating_sub(w.stats.bits - start.stats.bits);
+    let (first, mut done, mut cur, mut used) =
+        (w.stats.instructions, w.stats.instructions, w.cur, 0u32);
+    let (mut cycles, mut mem_ops, mut mispredicts, mut steps) = (0u64, 0u64, 0u64, 0u32);
+    let (mut n, mut deepest) = (*pps, *depth);
+    while n < MAX_PPS && used < valid {
+        let Some(q) = p.quick.get_mut(node as usize) else {
+            break;
+        };
+        debug_assert!(q.exit == QuickExit::Unknown || q.pp == cur);
+        let end = done + u64::from(q.len);
+        if end >= limit {
+            break;
+        }
+        let (room, b) = match q.exit {
+            QuickExit::Branch => (u64::from(used) < bit_room, ((word >> used) & 1) as usize),
+            QuickExit::Return => (
+                start.own(w) > 0 && w.matched - start.matched < start.escapes,
+                0,
+            ),
+            QuickExit::Call => (start.own(w) < w.stack.bound(), 0),
+            QuickExit::Continue => (true, 0),
+            QuickExit::Unknown => (false, 0),
+        };
+        if !room {
+            break;
+        }
+        let o = &mut q.out[b];
+        if o.next == NO_NODE {
+            break;
+        }
+        match q.exit {
+            QuickExit::Branch => used += 1,
+            QuickExit::Call => w.push(q.ret),
+            QuickExit::Return => {
+                if returns == 0 || w.stack.as_slice().last() != Some(&o.next_pp) {
+                    break;
+                }
+                returns -= 1;
+                w.matched += 1;
+                w.stack.pop();
+            }
+            _ => {}
+        }
+        o.visits += 1;
+        cycles += o.cycles;
+        mem_ops += u64::from(q.mem_ops);
+        mispredicts += u64::from(o.mispredicts);
+        steps += 1;
+        done = end;
+        cur = o.next_pp;
+        node = o.next;
+        n += 1;
+        deepest = deepest.max(start.own(w));
+    }
+    *p.node = node;
+    *p.cycles += cycles;
+    p.result.instructions += done - first;
+    p.result.mem_ops += mem_ops;
+    p.result.mispredicts += mispredicts;
+    w.stats.bits += u64::from(used);
+    w.stats.pps += u64::from(steps);
+    w.stats.instructions = done;
+    w.cur = cur;
+    (*pps, *depth) = (n, deepest);
+    history.skip(used, 0, 0);
+    Ok(())
+}
+
 /// Walk step by step from `node` while the stretch's rules allow (ending
 /// before instruction `limit`), and remember the stretch.
 #[allow(clippy::too_many_arguments)]
@@ -814,6 +1061,12 @@ fn record_span<R: Read>(
     let mut pps = 0u32;
     let cached = est.steps_cached();
     while pps < MAX_PPS {
+        if cached {
+            quick_record(&start, &key, history, est, w, limit, &mut pps, &mut depth)?;
+            if pps >= MAX_PPS {
+                break;
+            }
+        }
         let Some(exit) = start.next_exit(w, table, history, limit, &key)? else {
             break;
         };
@@ -827,9 +1080,19 @@ fn record_span<R: Read>(
         };
         // `next_exit` has left out the run's last partial program, so
         // only the walker's own step can end the walk.
-        if !(cached && step_one::<R, true, true>(table, history, est, w)?)
-            && w.step(table, history, est)?
-        {
+        if cached {
+            let cur = w.cur;
+            let from = est.cached_node().filter(|&(_, pp)| pp == cur);
+            let cached_exit = w.cached_exit(table, cur);
+            match step_one_how::<R, true, true>(table, history, est, w)? {
+                Some(how) => learn_quick(est, w, from, cached_exit, how),
+                None => {
+                    if w.step(table, history, est)? {
+                        return Ok(Recorded::Finished);
+                    }
+                }
+            }
+        } else if w.step(table, history, est)? {
             return Ok(Recorded::Finished);
         }
         if let Some((site, record)) = read {
