@@ -943,6 +943,12 @@ impl StretchWalk {
 /// at the first partial program the records do not know or the rules
 /// would end the stretch at, and under the same conditions on the
 /// history as [`quick_run`].
+///
+/// Its step is [`quick_run`]'s written out again, on purpose: the two
+/// loops sharing one inlined step function and a struct of totals cost
+/// 12–15% more host instructions on the programs that do not repeat
+/// (callgrind, `estimate --fidelity fast`: isadec-rv64 267 M → 300 M,
+/// dhry-rv32 455 M → 524 M), the totals no longer all in registers.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn quick_record<R: Read>(
