@@ -35,8 +35,7 @@
 //! one memo, and memoised stretches run across calls. The result does not
 //! depend on how the harts are shared out. What the replays leave behind
 //! (their memos, the decompressed trace) is freed on another thread while
-//! the unit runs, and the calls' records on another once the unit is done;
-//! neither is waited for.
+//! the unit runs.
 //!
 //! Each hart's clock runs at its own frequency, which the hart may change
 //! (`set_hz`, from the end of that call on): the calls are ordered by the
@@ -587,7 +586,7 @@ fn replay_system<S: TraceSource + ?Sized>(
         }
     });
     // What the replays learnt, the decompressed trace and the events are
-    // freed on another thread while the unit runs ([`free_elsewhere`]).
+    // freed on another thread while the unit runs.
     let garbage = (learnt, cache, events);
     // The first hart's error, as a replay of one hart after the other
     // would meet it.
@@ -625,18 +624,18 @@ fn replay_system<S: TraceSource + ?Sized>(
     };
     // Ranked only if some class's calls come out of their places; by the
     // engine's rules from the start again if the flat objects give up.
-    free_elsewhere(garbage);
-    let ordered = {
+    let ordered = std::thread::scope(|s| {
+        s.spawn(move || drop(garbage));
         let mut ranked = None;
         let mut flat = true;
         loop {
             match unit(ranked.as_deref(), flat)? {
-                Unit::Ordered(ordered) => break ordered,
+                Unit::Ordered(ordered) => return Ok::<_, ReplayError>(ordered),
                 Unit::OutOfRank => ranked = Some(ranks(&recorded, &numbers)),
                 Unit::GaveUp => flat = false,
             }
         }
-    };
+    })?;
     let Ordered {
         harts,
         resources,
@@ -662,9 +661,6 @@ fn replay_system<S: TraceSource + ?Sized>(
         });
         clocks.push(hart.clock);
     }
-    // The calls' records (tens of megabytes on a long run) are freed on
-    // another thread too: the estimate is ready.
-    free_elsewhere((recorded, runs, numbers));
     let estimate = SystemEstimate {
         makespan: counts.iter().map(HartEstimate::clock).max().unwrap_or(0),
         end_time: counts.iter().map(|h| h.time).max().unwrap_or(0),
@@ -677,18 +673,6 @@ fn replay_system<S: TraceSource + ?Sized>(
         first_reordered,
     };
     Ok((estimate, timelines))
-}
-
-/// Free `what` on a thread of its own, which nothing waits for: giving
-/// back the memory of a replay (the memos, the decompressed trace, the
-/// calls' records — tens of megabytes, returned to the system page by
-/// page) then takes no time of the replay's, which runs on or returns
-/// meanwhile. Where no thread can be started, it is freed here.
-fn free_elsewhere<T: Send + 'static>(what: T) {
-    // A failed spawn drops the closure, and `what` with it, here.
-    let _ = std::thread::Builder::new()
-        .name("retrace-free".into())
-        .spawn(move || drop(what));
 }
 
 /// How the unit's run ended.
