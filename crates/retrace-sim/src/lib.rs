@@ -454,7 +454,7 @@ impl Machine {
         let limit = max_insns.unwrap_or(u64::MAX);
         let mut left = limit;
         let single = self.harts.len() == 1;
-        let stop = 'run: loop {
+        'run: loop {
             let mut ran = false;
             for h in 0..self.harts.len() {
                 if left == 0 {
@@ -477,8 +477,7 @@ impl Machine {
             if !ran {
                 break 'run StopReason::Deadlock(self.sync.deadlock());
             }
-        };
-        stop
+        }
     }
 
     /// Why no hart can run, when none can: each hart that has not exited,
