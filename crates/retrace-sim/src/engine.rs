@@ -770,8 +770,10 @@ fn sync_arguments<const RV64: bool>(x: &[u64; 32]) -> (SyncOp, u64, u64) {
 /// pc on and counts the instruction), `Ok(false)` when the hart blocked or
 /// exited (nothing retired), `Err` when the call is wrong (nothing
 /// changed). Harts it completes are woken. The interpreter's slow path
-/// and translated code ([`crate::translate`]) both make their calls here,
-/// so the two cannot differ.
+/// and translated code ([`crate::translate`]) both make their calls here
+/// (translated code after the channels' common case,
+/// `SyncState::channel_call`, by the same rules), so the two cannot
+/// differ.
 #[inline(always)]
 pub(crate) fn unobserved_sync_call<const RV64: bool>(
     sync: &mut sync::SyncState,
@@ -817,10 +819,40 @@ unsafe extern "C" fn sync_from_host<const RV64: bool>(
     inst: *const Inst,
 ) -> u64 {
     // SAFETY: as the caller promises.
-    let (x, env, inst) = unsafe { (&mut *(x as *mut [u64; 32]), &*env, &*inst) };
-    if ea::<RV64>(x[17]) & !0xff != sync::CALL_BASE {
+    let (x, env) = unsafe { (&mut *(x as *mut [u64; 32]), &*env) };
+    let call = ea::<RV64>(x[17]);
+    if call & !0xff != sync::CALL_BASE {
         return SYNC_LEAVE;
     }
+    // A channel's send or receive that completes at once, the most common
+    // call by far, first (`sync_arguments`' operands: only a send's value
+    // matters there).
+    // SAFETY: as the caller promises.
+    let sync = unsafe { &mut *(env.sync as *mut sync::SyncState) };
+    if let Some(result) = sync.channel_call(SyncOp(call as u8), ea::<RV64>(x[10]), x[11]) {
+        x[10] = sx::<RV64>(result);
+        // SAFETY: as the caller promises.
+        unsafe { *(env.last_pc as *mut u64) = pc };
+        return SYNC_DONE;
+    }
+    // SAFETY: as the caller promises.
+    unsafe { general_sync_from_host::<RV64>(x, env, pc, inst) }
+}
+
+/// [`sync_from_host`] for every call but a channel's that completes at
+/// once: apart, so that those cost no more than they need.
+///
+/// # Safety
+/// As [`sync_from_host`]'s.
+#[inline(never)]
+unsafe fn general_sync_from_host<const RV64: bool>(
+    x: &mut [u64; 32],
+    env: &Env,
+    pc: u64,
+    inst: *const Inst,
+) -> u64 {
+    // SAFETY: as the caller promises.
+    let inst = unsafe { &*inst };
     // SAFETY: as the caller promises.
     let (sync, memory, last_pc) = unsafe {
         (
@@ -1010,7 +1042,7 @@ impl Machine {
     /// into, retiring at most `budget` instructions — if it has been
     /// translated or is hot enough to be now; `None` leaves it to the
     /// interpreter.
-    #[inline]
+    #[inline(always)]
     fn run_translated(&mut self, h: usize, id: usize, budget: u64) -> Option<Ran> {
         if !self.translation {
             return None;
@@ -1027,29 +1059,9 @@ impl Machine {
         }
         let code = match t.counts[id] {
             TRANSLATED => t.code[id],
-            REFUSED => return None,
-            c if c + 1 < HOT => {
-                t.counts[id] = c + 1;
-                return None;
-            }
-            _ => {
-                let b = self.cache.blocks[id];
-                let (first, n) = (b.first as usize, b.len as usize);
-                let insts = &self.cache.insts[first..first + n];
-                let pcs = &self.cache.pcs[first..first + n];
-                match t.translate(insts, pcs) {
-                    Some(f) => {
-                        t.code[id] = f;
-                        t.counts[id] = TRANSLATED;
-                        f
-                    }
-                    None => {
-                        t.counts[id] = REFUSED;
-                        return None;
-                    }
-                }
-            }
+            _ => self.count_or_translate(id)?,
         };
+        let t = self.translator.as_deref()?;
         let (code_lo, code_span) = self.memory.code_range();
         let hart = &mut self.harts[h];
         let mut env = Env {
@@ -1083,6 +1095,37 @@ impl Machine {
             branches: env.branches,
             taken: env.taken,
         })
+    }
+
+    /// Block `id`, not translated yet, ran once more: its translation's
+    /// address if that made it hot (and it translates), else `None`.
+    #[inline(never)]
+    fn count_or_translate(&mut self, id: usize) -> Option<usize> {
+        let t = self.translator.as_deref_mut()?;
+        match t.counts[id] {
+            REFUSED => None,
+            c if c + 1 < HOT => {
+                t.counts[id] = c + 1;
+                None
+            }
+            _ => {
+                let b = self.cache.blocks[id];
+                let (first, n) = (b.first as usize, b.len as usize);
+                let insts = &self.cache.insts[first..first + n];
+                let pcs = &self.cache.pcs[first..first + n];
+                match t.translate(insts, pcs) {
+                    Some(f) => {
+                        t.code[id] = f;
+                        t.counts[id] = TRANSLATED;
+                        Some(f)
+                    }
+                    None => {
+                        t.counts[id] = REFUSED;
+                        None
+                    }
+                }
+            }
+        }
     }
 
     #[cold]
@@ -1432,8 +1475,7 @@ impl Machine {
 
     /// Hart `h`'s blocked call, completed by another hart, retires: its
     /// result goes to `a0` and the hart goes on after the `ecall`.
-    #[cold]
-    #[inline(never)]
+    #[inline]
     fn retire_completed_call<const RV64: bool, O: Observer>(
         &mut self,
         h: usize,

@@ -437,10 +437,24 @@ impl Machine {
     /// nothing but the program, so runs repeat exactly. When no hart can
     /// run the run stops with [`StopReason::Deadlock`].
     pub fn run<O: Observer>(&mut self, max_insns: Option<u64>, obs: &mut O) -> RunResult {
+        let stop = match self.xlen {
+            Xlen::Rv32 => self.take_turns::<false, O>(max_insns, obs),
+            Xlen::Rv64 => self.take_turns::<true, O>(max_insns, obs),
+        };
+        self.end_run(stop)
+    }
+
+    /// [`Machine::run`]'s turns, for one register width: a program whose
+    /// harts block every few hundred instructions takes a turn as often.
+    fn take_turns<const RV64: bool, O: Observer>(
+        &mut self,
+        max_insns: Option<u64>,
+        obs: &mut O,
+    ) -> StopReason {
         let limit = max_insns.unwrap_or(u64::MAX);
         let mut left = limit;
         let single = self.harts.len() == 1;
-        let stop = 'run: loop {
+        'run: loop {
             let mut ran = false;
             for h in 0..self.harts.len() {
                 if left == 0 {
@@ -454,7 +468,7 @@ impl Machine {
                 let work =
                     |m: &Machine| m.harts[h].stats.instructions + m.harts[h].stats.idle_traps;
                 let before = work(self);
-                let stop = self.run_hart_for(h, turn, obs);
+                let stop = self.turn::<RV64, O>(h, turn, obs);
                 left = left.saturating_sub(work(self) - before);
                 if let Some(stop) = stop {
                     break 'run stop;
@@ -463,8 +477,7 @@ impl Machine {
             if !ran {
                 break 'run StopReason::Deadlock(self.sync.deadlock());
             }
-        };
-        self.end_run(stop)
+        }
     }
 
     /// Why no hart can run, when none can: each hart that has not exited,
@@ -503,10 +516,22 @@ impl Machine {
         if !self.sync.runnable(h) {
             return None;
         }
-        let stop = match self.xlen {
-            Xlen::Rv32 => self.run_hart::<false, O>(h, budget, obs),
-            Xlen::Rv64 => self.run_hart::<true, O>(h, budget, obs),
-        };
+        match self.xlen {
+            Xlen::Rv32 => self.turn::<false, O>(h, budget, obs),
+            Xlen::Rv64 => self.turn::<true, O>(h, budget, obs),
+        }
+    }
+
+    /// Runnable hart `h`'s turn of at most `budget` instructions
+    /// ([`Machine::run_hart_for`]).
+    #[inline(always)]
+    fn turn<const RV64: bool, O: Observer>(
+        &mut self,
+        h: HartId,
+        budget: u64,
+        obs: &mut O,
+    ) -> Option<StopReason> {
+        let stop = self.run_hart::<RV64, O>(h, budget, obs);
         if O::ENABLED && O::BULK_ADDRESSES {
             engine::hand_over_addresses(&mut self.address_log, h, obs);
         }

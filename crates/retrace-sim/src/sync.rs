@@ -551,10 +551,7 @@ impl SyncState {
     /// Hart `h`, blocked on its `ecall` `inst` at `pc`, had its call
     /// completed with `result`: it may run, and retires the call first.
     pub(crate) fn wake(&mut self, h: HartId, inst: Inst, result: u64) {
-        if let HartState::Blocked { pc, .. } = self.harts[h] {
-            self.harts[h] = HartState::Runnable;
-            self.pending[h] = Some(Pending { inst, pc, result });
-        }
+        wake(&mut self.harts, &mut self.pending, h, inst, result);
     }
 
     /// Hart `h` makes call `op` on `object` with `value`, at `pc`.
@@ -586,6 +583,78 @@ impl SyncState {
     #[allow(clippy::too_many_arguments)]
     #[inline]
     pub(crate) fn call_and_wake(
+        &mut self,
+        h: HartId,
+        pc: u64,
+        op: SyncOp,
+        object: u64,
+        value: u64,
+        descriptor: impl FnOnce(u64) -> Option<[u8; DESCRIPTOR_BYTES as usize]>,
+        inst: Inst,
+    ) -> Result<Option<u64>, SyncError> {
+        // An object used before, of the call's kind: the rules applied
+        // here, the harts they complete woken as they go, without the
+        // general way's list of them (its order is theirs anyway).
+        let slot = (object / DESCRIPTOR_BYTES) as usize % RECENT;
+        if let ((handle, i), Some(wanted)) = (self.recent[slot], op.object_kind()) {
+            if handle == object && i != 0 && self.states[i - 1].kind() == wanted {
+                let (harts, pending) = (&mut self.harts, &mut self.pending);
+                let (result, holder) =
+                    rules(h, op, &mut self.states[i - 1], object, value, |w, r| {
+                        wake(harts, pending, w, inst, r)
+                    })?;
+                if result.is_none() {
+                    harts[h] = blocked(op, object, wanted, holder, pc);
+                }
+                return Ok(result);
+            }
+        }
+        self.general_call_and_wake(h, pc, op, object, value, descriptor, inst)
+    }
+
+    /// A channel's common calls, decided before anything else: a send
+    /// with room and no receiver waiting, a receive from a queue that no
+    /// sender waits on, on a channel found in `recent`. Returns the
+    /// result, the channel changed exactly as [`rules`] changes it in
+    /// these cases; `None` (nothing changed) leaves the call to
+    /// [`SyncState::call_and_wake`]. Pipelines call every few dozen
+    /// instructions, nearly always one of these.
+    #[inline(always)]
+    pub(crate) fn channel_call(&mut self, op: SyncOp, object: u64, value: u64) -> Option<u64> {
+        if op != SyncOp::SEND && op != SyncOp::RECV {
+            return None;
+        }
+        let (handle, i) = self.recent[(object / DESCRIPTOR_BYTES) as usize % RECENT];
+        if handle != object || i == 0 {
+            return None;
+        }
+        let State::Channel {
+            capacity,
+            queue,
+            senders,
+            receivers,
+        } = &mut self.states[i - 1]
+        else {
+            return None;
+        };
+        if op == SyncOp::SEND {
+            if receivers.is_empty() && queue.len() < *capacity {
+                queue.push_back(value);
+                return Some(0);
+            }
+            None
+        } else if senders.is_empty() {
+            queue.pop_front()
+        } else {
+            None
+        }
+    }
+
+    /// [`SyncState::call_and_wake`] for a call on no object, on one not
+    /// used before or not in `recent`, or on one of another kind.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn general_call_and_wake(
         &mut self,
         h: HartId,
         pc: u64,
@@ -669,110 +738,9 @@ impl SyncState {
                 wanted,
             });
         }
-        let mut result = None;
-        let mut holder = None;
-        match (op, state) {
-            (
-                SyncOp::SEND,
-                State::Channel {
-                    capacity,
-                    queue,
-                    senders,
-                    receivers,
-                },
-            ) => {
-                if let Some(r) = receivers.pop_front() {
-                    woken.push((r, value));
-                    result = Some(0);
-                } else if queue.len() < *capacity {
-                    queue.push_back(value);
-                    result = Some(0);
-                } else {
-                    senders.push_back((h, value));
-                }
-            }
-            (
-                SyncOp::RECV,
-                State::Channel {
-                    queue,
-                    senders,
-                    receivers,
-                    ..
-                },
-            ) => {
-                if let Some(v) = queue.pop_front() {
-                    result = Some(v);
-                    // Room now: the first waiting sender's word goes in.
-                    if let Some((s, w)) = senders.pop_front() {
-                        queue.push_back(w);
-                        woken.push((s, 0));
-                    }
-                } else {
-                    receivers.push_back(h);
-                }
-            }
-            (SyncOp::LOCK, State::Mutex { owner, waiters }) => match *owner {
-                None => {
-                    *owner = Some(h);
-                    result = Some(0);
-                }
-                Some(o) if o == h => return Err(SyncError::Relock { addr: object }),
-                Some(o) => {
-                    holder = Some(o);
-                    waiters.push_back(h);
-                }
-            },
-            (SyncOp::UNLOCK, State::Mutex { owner, waiters }) => {
-                if *owner != Some(h) {
-                    return Err(SyncError::NotOwner {
-                        addr: object,
-                        owner: *owner,
-                    });
-                }
-                // The lock passes straight to the first waiter.
-                *owner = waiters.pop_front();
-                if let Some(w) = *owner {
-                    woken.push((w, 0));
-                }
-                result = Some(0);
-            }
-            (SyncOp::BARRIER, State::Barrier { parties, waiting }) => {
-                if waiting.len() + 1 >= *parties {
-                    // The last to arrive releases the others and gets 1,
-                    // so that exactly one hart can do the serial part.
-                    woken.extend(waiting.drain(..).map(|w| (w, 0)));
-                    result = Some(1);
-                } else {
-                    waiting.push(h);
-                }
-            }
-            (SyncOp::SEM_WAIT, State::Semaphore { count, waiters }) => {
-                if *count > 0 {
-                    *count -= 1;
-                    result = Some(0);
-                } else {
-                    waiters.push_back(h);
-                }
-            }
-            (SyncOp::SEM_POST, State::Semaphore { count, waiters }) => {
-                match waiters.pop_front() {
-                    Some(w) => woken.push((w, 0)),
-                    None => *count = count.saturating_add(1),
-                }
-                result = Some(0);
-            }
-            _ => unreachable!("the kind was checked against the call"),
-        }
+        let (result, holder) = rules(h, op, state, object, value, |w, r| woken.push((w, r)))?;
         if result.is_none() {
-            self.harts[h] = HartState::Blocked {
-                wait: Wait {
-                    op,
-                    object,
-                    kind: wanted,
-                    holder,
-                },
-                pc,
-            };
+            self.harts[h] = blocked(op, object, wanted, holder, pc);
         }
         Ok(result)
     }
@@ -804,6 +772,149 @@ impl SyncState {
         self.recent[slot] = (object, i + 1);
         Ok(i)
     }
+}
+
+/// [`SyncState::wake`] on the parts of the state it changes.
+#[inline(always)]
+fn wake(
+    harts: &mut [HartState],
+    pending: &mut [Option<Pending>],
+    h: HartId,
+    inst: Inst,
+    result: u64,
+) {
+    if let HartState::Blocked { pc, .. } = harts[h] {
+        harts[h] = HartState::Runnable;
+        pending[h] = Some(Pending { inst, pc, result });
+    }
+}
+
+/// The standing of a hart whose call `op` at `pc` on `object`, of kind
+/// `kind`, blocked (on `holder`'s mutex, for a lock).
+#[inline(always)]
+fn blocked(op: SyncOp, object: u64, kind: Kind, holder: Option<HartId>, pc: u64) -> HartState {
+    HartState::Blocked {
+        wait: Wait {
+            op,
+            object,
+            kind,
+            holder,
+        },
+        pc,
+    }
+}
+
+/// The API's rules: hart `h` makes call `op` on `state`, the object at
+/// `object`, of the call's kind, with `value`. Returns the caller's result
+/// (`None`: it blocks) and, for a lock that blocks, the mutex's holder;
+/// each hart whose blocked call it completes goes to `wake` with that
+/// call's result, in order. A wrong call is an error and changes nothing.
+#[inline(always)]
+fn rules(
+    h: HartId,
+    op: SyncOp,
+    state: &mut State,
+    object: u64,
+    value: u64,
+    mut wake: impl FnMut(HartId, u64),
+) -> Result<(Option<u64>, Option<HartId>), SyncError> {
+    let mut result = None;
+    let mut holder = None;
+    match (op, state) {
+        (
+            SyncOp::SEND,
+            State::Channel {
+                capacity,
+                queue,
+                senders,
+                receivers,
+            },
+        ) => {
+            if let Some(r) = receivers.pop_front() {
+                wake(r, value);
+                result = Some(0);
+            } else if queue.len() < *capacity {
+                queue.push_back(value);
+                result = Some(0);
+            } else {
+                senders.push_back((h, value));
+            }
+        }
+        (
+            SyncOp::RECV,
+            State::Channel {
+                queue,
+                senders,
+                receivers,
+                ..
+            },
+        ) => {
+            if let Some(v) = queue.pop_front() {
+                result = Some(v);
+                // Room now: the first waiting sender's word goes in.
+                if let Some((s, w)) = senders.pop_front() {
+                    queue.push_back(w);
+                    wake(s, 0);
+                }
+            } else {
+                receivers.push_back(h);
+            }
+        }
+        (SyncOp::LOCK, State::Mutex { owner, waiters }) => match *owner {
+            None => {
+                *owner = Some(h);
+                result = Some(0);
+            }
+            Some(o) if o == h => return Err(SyncError::Relock { addr: object }),
+            Some(o) => {
+                holder = Some(o);
+                waiters.push_back(h);
+            }
+        },
+        (SyncOp::UNLOCK, State::Mutex { owner, waiters }) => {
+            if *owner != Some(h) {
+                return Err(SyncError::NotOwner {
+                    addr: object,
+                    owner: *owner,
+                });
+            }
+            // The lock passes straight to the first waiter.
+            *owner = waiters.pop_front();
+            if let Some(w) = *owner {
+                wake(w, 0);
+            }
+            result = Some(0);
+        }
+        (SyncOp::BARRIER, State::Barrier { parties, waiting }) => {
+            if waiting.len() + 1 >= *parties {
+                // The last to arrive releases the others and gets 1,
+                // so that exactly one hart can do the serial part.
+                for w in waiting.drain(..) {
+                    wake(w, 0);
+                }
+                result = Some(1);
+            } else {
+                waiting.push(h);
+            }
+        }
+        (SyncOp::SEM_WAIT, State::Semaphore { count, waiters }) => {
+            if *count > 0 {
+                *count -= 1;
+                result = Some(0);
+            } else {
+                waiters.push_back(h);
+            }
+        }
+        (SyncOp::SEM_POST, State::Semaphore { count, waiters }) => {
+            match waiters.pop_front() {
+                Some(w) => wake(w, 0),
+                None => *count = count.saturating_add(1),
+            }
+            result = Some(0);
+        }
+        _ => unreachable!("the kind was checked against the call"),
+    }
+    Ok((result, holder))
 }
 
 /// Slots of [`SyncState`]'s cache of recently used objects.

@@ -46,6 +46,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Module};
 use retrace_isa::{Inst, Op};
+use std::cell::RefCell;
 
 /// Executions before a block is translated. Compiling a block costs about
 /// as much as interpreting it some thousand times; below 128, short
@@ -216,6 +217,12 @@ pub(crate) struct Translator {
     /// code holds, never move.
     #[allow(clippy::vec_box)]
     ecalls: Vec<Box<Inst>>,
+    /// The direct links of the translations' exits to a fixed address
+    /// (`Emit::go_on`): per exit, the translation found there the first
+    /// time, 0 until then. Boxed, so their addresses, which the code
+    /// holds, never move; zeroed when the translations are forgotten.
+    #[allow(clippy::vec_box)]
+    links: Vec<Box<u64>>,
     /// Blocks translated (over the whole run).
     pub translated: u64,
 }
@@ -259,6 +266,7 @@ impl Translator {
             counts: Vec::new(),
             code: Vec::new(),
             ecalls: Vec::new(),
+            links: Vec::new(),
             translated: 0,
         })
     }
@@ -328,6 +336,11 @@ impl Translator {
     pub fn forget(&mut self) {
         self.counts.clear();
         self.code.clear();
+        // No code made before runs again (the table is empty, and no
+        // link may lead into it): the links go with it.
+        for link in &mut self.links {
+            **link = 0;
+        }
     }
 
     /// Translate the block `insts` at `pcs`. `None` when its first
@@ -356,12 +369,14 @@ impl Translator {
             base: self.base,
             htif: self.htif,
             call_conv: self.module.target_config().default_call_conv,
+            links: RefCell::new(std::mem::take(&mut self.links)),
         };
         {
             let mut b = FunctionBuilder::new(&mut self.ctx.func, &mut self.fbc);
             emit.block(&mut b, &insts[..k], &pcs[..k], k < insts.len(), ecall);
             b.finalize();
         }
+        self.links = emit.links.into_inner();
         let id = self
             .module
             .declare_anonymous_function(&self.ctx.func.signature)
@@ -391,6 +406,24 @@ struct Emit {
     base: u64,
     htif: u64,
     call_conv: CallConv,
+    /// [`Translator`]'s links, which the block's exits add to.
+    #[allow(clippy::vec_box)]
+    links: RefCell<Vec<Box<u64>>>,
+}
+
+/// Where a block goes on: an address fixed at translation (a jump, the
+/// fall-through, the instruction after an `ecall`), the target or the
+/// fall-through of a conditional branch by its outcome `taken`, or an
+/// address computed at run time (`jalr`).
+#[derive(Clone, Copy)]
+enum Next {
+    Fixed(u64),
+    Either {
+        taken: Value,
+        target: u64,
+        fall: u64,
+    },
+    Computed(Value),
 }
 
 /// One guest register as a Cranelift variable, loaded at entry.
@@ -519,20 +552,54 @@ impl Emit {
         b.ins().return_(&[stopped]);
     }
 
+    /// A new link, 0 until its exit first finds a translation
+    /// ([`Translator`]'s `links`): its address.
+    fn link(&self) -> i64 {
+        let mut links = self.links.borrow_mut();
+        links.push(Box::new(0));
+        let link: &u64 = links.last().expect("just pushed");
+        link as *const u64 as i64
+    }
+
     /// The block ran its `k` instructions and goes on at `next`; `taken`
     /// is its closing conditional branch's outcome, if it has one. Jumps
     /// straight into `next`'s translation when there is one and the budget
-    /// covers it, otherwise returns to the engine.
+    /// covers it, otherwise returns to the engine. An exit to a fixed
+    /// address keeps the translation it found there the first time in a
+    /// link of its own and jumps through that from then on, without the
+    /// map and the table.
     fn go_on(
         &self,
         b: &mut FunctionBuilder,
         e: &Exits,
-        next: Value,
+        next: Next,
         k: usize,
         taken: Option<Value>,
     ) {
         let env = e.env;
         let t = MemFlags::trusted();
+        let next_pc = |b: &mut FunctionBuilder, at: u64| b.ins().iconst(types::I64, at as i64);
+        let (next, link) = match next {
+            Next::Fixed(at) => {
+                let link = self.link();
+                (next_pc(b, at), Some(b.ins().iconst(types::I64, link)))
+            }
+            Next::Either {
+                taken,
+                target,
+                fall,
+            } => {
+                let (to, from) = (next_pc(b, target), next_pc(b, fall));
+                let (lt, lf) = (self.link(), self.link());
+                let (lt, lf) = (
+                    b.ins().iconst(types::I64, lt),
+                    b.ins().iconst(types::I64, lf),
+                );
+                let link = b.ins().select(taken, lt, lf);
+                (b.ins().select(taken, to, from), Some(link))
+            }
+            Next::Computed(v) => (v, None),
+        };
         b.ins().store(t, next, env, ENV_NEXT_PC);
         let n = b.ins().iconst(types::I64, k as i64);
         Self::bump(b, env, ENV_RETIRED, n);
@@ -547,6 +614,7 @@ impl Emit {
         let look = b.create_block();
         let found = b.create_block();
         let jump = b.create_block();
+        b.append_block_param(jump, types::I64);
         b.set_cold_block(back);
         // Budget for a whole block?
         let budget = b.ins().load(types::I64, t, env, ENV_BUDGET);
@@ -555,6 +623,19 @@ impl Emit {
         let enough = b
             .ins()
             .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, left, CHAIN_BUDGET);
+        if let Some(link) = link {
+            // Linked already?
+            let linked = b.create_block();
+            b.ins().brif(enough, linked, &[], back, &[]);
+            b.switch_to_block(linked);
+            b.seal_block(linked);
+            let f = b.ins().load(types::I64, t, link, 0);
+            b.ins().brif(f, jump, &[f.into()], look, &[]);
+        } else {
+            b.ins().brif(enough, look, &[], back, &[]);
+        }
+        b.switch_to_block(look);
+        b.seal_block(look);
         // An even address inside memory?
         let off = b.ins().iadd_imm(next, self.base.wrapping_neg() as i64);
         let inside = b
@@ -562,11 +643,11 @@ impl Emit {
             .icmp_imm(IntCC::UnsignedLessThan, off, (self.len & !1) as i64);
         let odd = b.ins().band_imm(next, 1);
         let even = b.ins().icmp_imm(IntCC::Equal, odd, 0);
-        let ok = b.ins().band(enough, inside);
-        let ok = b.ins().band(ok, even);
-        b.ins().brif(ok, look, &[], back, &[]);
-        b.switch_to_block(look);
-        b.seal_block(look);
+        let ok = b.ins().band(inside, even);
+        let map_it = b.create_block();
+        b.ins().brif(ok, map_it, &[], back, &[]);
+        b.switch_to_block(map_it);
+        b.seal_block(map_it);
         // The block there, and its translation.
         let map = b.ins().load(types::I64, t, env, ENV_MAP);
         let slot = b.ins().ushr_imm(off, 1);
@@ -585,9 +666,17 @@ impl Emit {
         let slot = b.ins().ishl_imm(id, 3);
         let at = b.ins().iadd(code, slot);
         let f = b.ins().load(types::I64, t, at, 0);
-        b.ins().brif(f, jump, &[], back, &[]);
+        let store = b.create_block();
+        b.ins().brif(f, store, &[], back, &[]);
+        b.switch_to_block(store);
+        b.seal_block(store);
+        if let Some(link) = link {
+            b.ins().store(t, f, link, 0);
+        }
+        b.ins().jump(jump, &[f.into()]);
         b.switch_to_block(jump);
         b.seal_block(jump);
+        let f = b.block_params(jump)[0];
         let sig = b.import_signature(block_signature());
         b.ins().return_call_indirect(sig, f, &[e.x, env]);
         b.switch_to_block(back);
@@ -638,8 +727,7 @@ impl Emit {
             x: e.x,
             env: e.env,
         };
-        let next = b.ins().iconst(types::I64, (pc + 4) as i64);
-        self.go_on(b, &e, next, k + 1, None);
+        self.go_on(b, &e, Next::Fixed(pc + 4), k + 1, None);
     }
 
     /// The host address of `at` (guest address of an `n`-byte access),
@@ -768,12 +856,11 @@ impl Emit {
             macro_rules! branch {
                 ($cc:expr) => {{
                     let taken = b.ins().icmp($cc, a, c);
-                    let target = b.ins().iconst(
-                        types::I64,
-                        self.ea_const(pc.wrapping_add(imm as u64)) as i64,
-                    );
-                    let fall = b.ins().iconst(types::I64, next as i64);
-                    let to = b.ins().select(taken, target, fall);
+                    let to = Next::Either {
+                        taken,
+                        target: self.ea_const(pc.wrapping_add(imm as u64)),
+                        fall: next,
+                    };
                     self.go_on(
                         b,
                         &Exits {
@@ -811,10 +898,7 @@ impl Emit {
                 Op::Jal => {
                     let link = b.ins().iconst(types::I64, self.sx_const(next) as i64);
                     set!(link);
-                    let to = b.ins().iconst(
-                        types::I64,
-                        self.ea_const(pc.wrapping_add(imm as u64)) as i64,
-                    );
+                    let to = Next::Fixed(self.ea_const(pc.wrapping_add(imm as u64)));
                     self.go_on(
                         b,
                         &Exits {
@@ -841,7 +925,7 @@ impl Emit {
                             x,
                             env,
                         },
-                        to,
+                        Next::Computed(to),
                         i + 1,
                         None,
                     );
@@ -1006,8 +1090,7 @@ impl Emit {
             self.stop(b, &e, k, pcs[last].wrapping_add(u64::from(insts[last].len)));
         } else {
             let to = pcs[last].wrapping_add(u64::from(insts[last].len));
-            let to = b.ins().iconst(types::I64, to as i64);
-            self.go_on(b, &e, to, insts.len(), None);
+            self.go_on(b, &e, Next::Fixed(to), insts.len(), None);
         }
     }
 }
