@@ -172,8 +172,173 @@ pub type PairKey = (u64, u64, Option<u64>);
 pub const CHAIN_BEFORE: usize = 2;
 
 /// A pair with the sites before it: (sites before, nearest first; the
-/// pair's previous site; its site). 0 where the run had none.
-pub type Chain = ([u64; CHAIN_BEFORE], u64, u64);
+/// pair's previous site; its site; for a pair that returns, the site of
+/// the block that called the function it returns from, by the control
+/// program's call stack). 0 where the run had none.
+pub type Chain = ([u64; CHAIN_BEFORE], u64, u64, u64);
+
+/// The writer's functions and the sites a call of each reaches first (file
+/// addresses), which the control program keeps a call stack by while it
+/// counts chains: a pair that returns from a function called from several
+/// places says nothing of which call it returns to, and the sites just
+/// before it reach back to that call only when the callee ran one or two
+/// blocks. The stack knows for any depth.
+#[derive(Debug, Default)]
+pub struct Functions {
+    /// Entry addresses, in order.
+    entries: Vec<u64>,
+    /// [`crate::disasm::Code::entry_sites`].
+    entry_sites: rustc_hash::FxHashSet<u64>,
+    /// File address of the runtime's marker symbol: with its run-time
+    /// address (in the buffer's header) it gives the load bias.
+    marker: u64,
+}
+
+impl Functions {
+    /// Those of the writer whose code is `code`, whose marker symbol is at
+    /// `marker`.
+    pub fn new(code: &crate::disasm::Code, marker: u64) -> Functions {
+        Functions {
+            entries: code.functions.iter().map(|f| f.entry).collect(),
+            entry_sites: code.entry_sites(),
+            marker,
+        }
+    }
+
+    /// Where the site at file address `site` is ([`Site`]).
+    fn of(&self, site: u64) -> Site {
+        // The site is the return address of a coverage call: the call's
+        // last byte is in the function even when the call ends it.
+        let i = self.entries.partition_point(|&e| e < site);
+        match i.checked_sub(1) {
+            Some(f) if site != 0 => Site {
+                func: f as u32,
+                entry: self.entry_sites.contains(&site),
+                span: (
+                    self.entries[f],
+                    self.entries.get(i).copied().unwrap_or(u64::MAX),
+                ),
+            },
+            _ => Site {
+                func: NO_FUNCTION,
+                entry: false,
+                span: (0, 0),
+            },
+        }
+    }
+}
+
+/// A site's place among the writer's functions.
+#[derive(Clone, Copy, Debug)]
+struct Site {
+    /// Index of its function; [`NO_FUNCTION`] outside every function.
+    func: u32,
+    /// Whether a call of the function reaches it first.
+    entry: bool,
+    /// The sites in the same function: above `span.0`, up to `span.1`
+    /// (file addresses).
+    span: (u64, u64),
+}
+
+/// Slots of [`CallStack::known`] (the top 10 bits of a site's hash).
+const KNOWN: usize = 1 << 10;
+
+/// [`Functions::of`] of a site outside every function.
+const NO_FUNCTION: u32 = u32::MAX;
+
+/// Most frames the call stack keeps: a program that leaves functions
+/// other than by returning (`longjmp`, a scheduler of its own) would grow
+/// it without end; past this the older half is forgotten.
+const MAX_FRAMES: usize = 1 << 16;
+
+/// The control program's call stack: the writer's calls and returns as its
+/// pairs show them (a pair into another function's entry site is a call,
+/// into any other site of another function a return to the innermost
+/// frame called from there), each frame the site of the calling block.
+/// Pairs within one function leave it alone, so a function's calls of
+/// itself are not frames: its returns to itself are not told apart, and
+/// its return to its caller still finds the caller's frame.
+struct CallStack<'a> {
+    functions: &'a Functions,
+    /// Run-time minus file addresses (set once the writer has attached).
+    bias: u64,
+    /// [`Functions::of`] by run-time site address, for the pairs that
+    /// leave their function (a few thousand sites, millions of pairs): a
+    /// direct-mapped cache, which costs a tenth of a hash map's probe.
+    known: Box<[(u64, Site); KNOWN]>,
+    /// [`Site::span`] of the current function: most pairs stay in it,
+    /// which two comparisons tell.
+    span: (u64, u64),
+    /// (calling site, its function), innermost last.
+    frames: Vec<(u64, u32)>,
+    /// Function of the last pair's site.
+    current: u32,
+}
+
+impl<'a> CallStack<'a> {
+    fn new(functions: &'a Functions) -> CallStack<'a> {
+        CallStack {
+            functions,
+            bias: 0,
+            known: Box::new(
+                [(
+                    0,
+                    Site {
+                        func: NO_FUNCTION,
+                        entry: false,
+                        span: (0, 0),
+                    },
+                ); KNOWN],
+            ),
+            span: (0, 0),
+            frames: Vec::new(),
+            current: NO_FUNCTION,
+        }
+    }
+
+    /// Follow pair (`from`, `to`) (run-time addresses); the calling site
+    /// of the frame it returns to, 0 if it does not return.
+    #[inline(always)]
+    fn step(&mut self, from: u64, to: u64) -> u64 {
+        let site = to.wrapping_sub(self.bias);
+        if site > self.span.0 && site <= self.span.1 {
+            return 0;
+        }
+        self.leave(from, to, site)
+    }
+
+    /// [`CallStack::step`] of a pair that leaves the current function's
+    /// span (file address `site` of `to`).
+    #[inline(never)]
+    fn leave(&mut self, from: u64, to: u64, site: u64) -> u64 {
+        // Sites are never 0, so no empty slot matches.
+        let slot = &mut self.known[(to.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize];
+        if slot.0 != to {
+            *slot = (to, self.functions.of(site));
+        }
+        let Site { func, entry, span } = slot.1;
+        self.span = span;
+        let was = std::mem::replace(&mut self.current, func);
+        if func == was || func == NO_FUNCTION || was == NO_FUNCTION {
+            return 0;
+        }
+        if entry {
+            if self.frames.len() == MAX_FRAMES {
+                self.frames.drain(..MAX_FRAMES / 2);
+            }
+            self.frames.push((from, was));
+            return 0;
+        }
+        match self.frames.iter().rposition(|&(_, f)| f == func) {
+            Some(i) => {
+                let caller = self.frames[i].0;
+                self.frames.truncate(i);
+                caller
+            }
+            None => 0,
+        }
+    }
+}
 
 /// What the control program saw.
 #[derive(Debug, Default)]
@@ -198,7 +363,7 @@ pub struct Consumed {
 
 /// Knobs of the reading loop.
 #[derive(Clone, Copy, Debug)]
-pub struct ControlOptions {
+pub struct ControlOptions<'a> {
     /// How pairs are consumed.
     pub mode: Mode,
     /// Most distinct pairs (code blocks).
@@ -207,6 +372,9 @@ pub struct ControlOptions {
     pub throttle: Option<Duration>,
     /// Count [`Consumed::chains`] too (with exact counts only).
     pub chains: bool,
+    /// The writer's functions, to name the calling block of each chain
+    /// that returns (counting chains only).
+    pub functions: Option<&'a Functions>,
 }
 
 /// Read pairs until `writer_gone` is set and the buffer is empty. Runs in
@@ -214,7 +382,7 @@ pub struct ControlOptions {
 /// before the first pair, so the sampler knows where blocks live.
 pub fn consume(
     ring: &Ring,
-    opts: &ControlOptions,
+    opts: &ControlOptions<'_>,
     writer_gone: &AtomicBool,
     on_start: impl FnOnce(Option<(u64, u64)>),
 ) -> Result<Consumed, Error> {
@@ -237,6 +405,7 @@ pub fn consume(
     let mut plain: FxHashMap<Chain, u64> = FxHashMap::default();
     let mut valued_chains: FxHashMap<Chain, u64> = FxHashMap::default();
     let mut before = [0u64; CHAIN_BEFORE];
+    let mut calls = opts.functions.filter(|_| opts.chains).map(CallStack::new);
     let mut r = 0u64;
     // A switch value waiting for the pair that leaves its block, and the
     // values seen of each switch.
@@ -272,6 +441,14 @@ pub fn consume(
         }
         let w = ring.write_index();
         idle = 0;
+        if let Some(c) = calls.as_mut().filter(|_| r == 0) {
+            // The runtime stores its marker's address before it attaches,
+            // so it is there once pairs are.
+            c.bias = ring
+                .writer_report()
+                .load_ref
+                .wrapping_sub(c.functions.marker);
+        }
         while r < w {
             let (from, to) = ring.slot(r);
             r += 1;
@@ -298,12 +475,15 @@ pub fn consume(
                     Some(_) => *out.exact.entry((from, to, v)).or_insert(0) += 1,
                 }
             } else if spin_exact {
+                let caller = calls
+                    .as_mut()
+                    .map_or(0, |c| c.step(from & crate::ring::ADDR_MASK, to));
                 match v {
-                    None => *plain.entry((before, from, to)).or_insert(0) += 1,
+                    None => *plain.entry((before, from, to, caller)).or_insert(0) += 1,
                     Some(_) => {
                         *out.exact.entry((from, to, v)).or_insert(0) += 1;
                         *valued_chains
-                            .entry((before, from & crate::ring::ADDR_MASK, to))
+                            .entry((before, from & crate::ring::ADDR_MASK, to, caller))
                             .or_insert(0) += 1;
                     }
                 }
@@ -343,12 +523,84 @@ pub fn consume(
     out.exact
         .extend(pairs_only.into_iter().map(|((f, t), n)| ((f, t, None), n)));
     out.chains = valued_chains;
-    for ((b, f, t), n) in plain {
+    for ((b, f, t, c), n) in plain {
         *out.exact.entry((f, t, None)).or_insert(0) += n;
         *out.chains
-            .entry((b, f & crate::ring::ADDR_MASK, t))
+            .entry((b, f & crate::ring::ADDR_MASK, t, c))
             .or_insert(0) += n;
     }
     out.pairs = r - out.values;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `main` at 0x1000, `f` at 0x2000, `g` at 0x3000; each one's entry
+    /// site at +5.
+    fn functions() -> Functions {
+        Functions {
+            entries: vec![0x1000, 0x2000, 0x3000],
+            entry_sites: [0x1005, 0x2005, 0x3005].into_iter().collect(),
+            marker: 0,
+        }
+    }
+
+    #[test]
+    fn returns_name_the_block_that_called_at_any_depth() {
+        let fs = functions();
+        let mut c = CallStack::new(&fs);
+        let mut run = |pairs: &[(u64, u64)]| -> Vec<u64> {
+            pairs.iter().map(|&(f, t)| c.step(f, t)).collect()
+        };
+        // main calls f from its block 0x1010 and again from 0x1030; f
+        // calls g, which runs three blocks, and each f returns to where it
+        // was called from.
+        let seen = run(&[
+            (0, 0x1005),
+            (0x1005, 0x1010),
+            (0x1010, 0x2005),
+            (0x2005, 0x3005),
+            (0x3005, 0x3010),
+            (0x3010, 0x3020),
+            (0x3020, 0x2010),
+            (0x2010, 0x1020),
+            (0x1020, 0x1030),
+            (0x1030, 0x2005),
+            (0x2005, 0x1040),
+        ]);
+        assert_eq!(seen, [0, 0, 0, 0, 0, 0, 0x2005, 0x1010, 0, 0, 0x1030]);
+    }
+
+    #[test]
+    fn mutual_recursion_returns_to_the_innermost_caller() {
+        let fs = functions();
+        let mut c = CallStack::new(&fs);
+        let seen: Vec<u64> = [
+            (0, 0x1005),
+            (0x1005, 0x2005), // main → f
+            (0x2005, 0x3005), // f → g
+            (0x3005, 0x2005), // g → f (a call: f's entry site)
+            (0x2005, 0x3040), // f returns into g
+            (0x3040, 0x2030), // g returns into f
+            (0x2030, 0x1050), // f returns into main
+        ]
+        .iter()
+        .map(|&(f, t)| c.step(f, t))
+        .collect();
+        assert_eq!(seen, [0, 0, 0, 0, 0x3005, 0x2005, 0x1005]);
+    }
+
+    #[test]
+    fn a_return_the_stack_does_not_know_names_no_caller() {
+        let fs = functions();
+        let mut c = CallStack::new(&fs);
+        // Into f's middle without a call of f (a longjmp, a missed call):
+        // nothing to name, and the stack is left as it was.
+        assert_eq!(c.step(0, 0x1005), 0);
+        assert_eq!(c.step(0x1005, 0x2040), 0);
+        assert_eq!(c.step(0x2040, 0x1060), 0);
+        assert!(c.frames.is_empty());
+    }
 }

@@ -691,8 +691,9 @@ impl Expander<'_> {
 
     /// The paths of pair (`from`, `to`) split by the sites before it
     /// (`chains`): each way in returns to the calls of the block that
-    /// entered `from`'s function — the site just before, or the one
-    /// before that when the site just before is in the function itself.
+    /// entered `from`'s function — the calling site the recording's call
+    /// stack names, or else the site just before, or the one before that
+    /// when the site just before is in the function itself.
     /// Occurrences no chain accounts for keep the unconstrained path.
     fn by_callers(
         &self,
@@ -708,7 +709,12 @@ impl Expander<'_> {
         let mut accounted = 0u64;
         for c in chains {
             let b0 = c.before.first().copied().unwrap_or(0);
-            let entered_by = if b0 != 0 && func(b0) != f {
+            // The call stack's frame, where the recording kept one; else
+            // the sites before, which reach the call while the callee ran
+            // no more than two blocks.
+            let entered_by = if c.caller != 0 && func(c.caller) != f {
+                Some(c.caller)
+            } else if b0 != 0 && func(b0) != f {
                 Some(b0)
             } else {
                 c.before

@@ -881,10 +881,14 @@ impl<'c> Contexts<'c> {
         }
         let mut before: FxHashMap<(u64, u64), Vec<Before>> = FxHashMap::default();
         for c in &conv.recording.chains {
-            before
-                .entry((c.from, c.to))
-                .or_default()
-                .push((c.before.clone(), c.count));
+            // Chains that differ only in their calling site (the call
+            // stack's) are one way in here; the recording sorts them next
+            // to each other.
+            let ways = before.entry((c.from, c.to)).or_default();
+            match ways.last_mut().filter(|w| w.0 == c.before) {
+                Some(w) => w.1 += c.count,
+                None => ways.push((c.before.clone(), c.count)),
+            }
         }
         Contexts {
             conv,

@@ -467,6 +467,52 @@ impl Code {
         self.at.get(&addr).map(|&i| &self.insns[i])
     }
 
+    /// The sites a call of each instrumented function reaches first: the
+    /// return addresses of the coverage calls that the code from the
+    /// function's entry reaches without passing another coverage call
+    /// (usually one, in the entry block). A pair from another function
+    /// into one of them is a call; into any other site, a return (or a
+    /// jump into the middle of a function) — what the control program's
+    /// call stack goes by ([`crate::control::Functions`]).
+    pub fn entry_sites(&self) -> rustc_hash::FxHashSet<u64> {
+        let mut out = rustc_hash::FxHashSet::default();
+        let Some(callback) = self.callback else {
+            return out;
+        };
+        for f in self.functions.iter().filter(|f| f.instrumented) {
+            let Some(&start) = self.at.get(&f.entry) else {
+                continue;
+            };
+            let func = self.insns[start].func;
+            let mut seen = rustc_hash::FxHashSet::default();
+            let mut stack = vec![start];
+            while let Some(u) = stack.pop() {
+                if !seen.insert(u) || seen.len() > 4096 {
+                    continue;
+                }
+                let insn = self.insns[u];
+                if insn.func != func {
+                    continue;
+                }
+                let at = |a: u64| self.at.get(&a).copied();
+                let next = at(insn.next).filter(|_| insn.next != insn.addr);
+                match insn.flow {
+                    Flow::Call(t) if t == callback => {
+                        out.insert(insn.next);
+                    }
+                    // A tail jump into the callback returns to the caller:
+                    // its site is not in this function.
+                    Flow::Jump(t) if t == callback => {}
+                    Flow::Next | Flow::Call(_) | Flow::CallIndirect => stack.extend(next),
+                    Flow::Cond(t) => stack.extend(next.into_iter().chain(at(t))),
+                    Flow::Jump(t) => stack.extend(at(t)),
+                    Flow::JumpIndirect | Flow::Ret | Flow::Stop => {}
+                }
+            }
+        }
+        out
+    }
+
     /// The function that contains `addr` (by the last entry at or below it).
     pub fn function_of(&self, addr: u64) -> Option<&Function> {
         let i = self.functions.partition_point(|f| f.entry <= addr);

@@ -118,11 +118,23 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Error> {
     });
     let sampled = matches!(opts.mode, Mode::Blocks { .. });
     let gone = AtomicBool::new(false);
+    let chains = opts.chains && matches!(opts.mode, Mode::Exact);
+    // Counting chains, the control program also follows the writer's calls
+    // and returns, which it needs the writer's functions for.
+    let functions = if chains {
+        Some(control::Functions::new(
+            &crate::disasm::Code::load(&opts.writer)?,
+            marker,
+        ))
+    } else {
+        None
+    };
     let copts = ControlOptions {
         mode: opts.mode,
         max_blocks: opts.max_blocks,
         throttle: opts.throttle,
-        chains: opts.chains && matches!(opts.mode, Mode::Exact),
+        chains,
+        functions: functions.as_ref(),
     };
     let started = Instant::now();
     let mut histogram: FxHashMap<u64, u64> = FxHashMap::default();
@@ -325,15 +337,18 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Error> {
         consumed
             .chains
             .iter()
-            .map(|(&(b, f, t), &n)| ChainCount {
+            .map(|(&(b, f, t, c), &n)| ChainCount {
                 before: b.iter().map(|&b| file(b)).collect(),
                 from: file(f),
                 to: file(t),
                 count: n,
+                caller: file(c),
             })
             .collect()
     };
-    chains.sort_by(|x, y| (x.from, x.to, &x.before).cmp(&(y.from, y.to, &y.before)));
+    chains.sort_by(|x, y| {
+        (x.from, x.to, &x.before, x.caller).cmp(&(y.from, y.to, &y.before, y.caller))
+    });
     Ok(Recording {
         writer: opts.writer.display().to_string(),
         writer_hash,

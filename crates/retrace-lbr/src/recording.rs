@@ -102,6 +102,16 @@ pub struct ChainCount {
     pub to: u64,
     /// Times they ran in this order.
     pub count: u64,
+    /// Where the pair returns from its first site's function: the site of
+    /// the block that called it, as the control program's call stack
+    /// followed the run; 0 for a pair that does not return (and in older
+    /// files).
+    #[serde(skip_serializing_if = "is_zero", default)]
+    pub caller: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// One recorded run.
