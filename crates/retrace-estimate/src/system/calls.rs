@@ -838,9 +838,9 @@ mod tests {
             }
             // The unit's reading: a cursor, and the next call's `before`.
             let mut cursor = Cursor::default();
-            for k in 0..reach {
-                assert_eq!(cursor.before(&hart), Some(calls[k].3));
-                assert_eq!(cursor.next(&hart).before, calls[k].3);
+            for &(_, _, _, before, _) in &calls[..reach] {
+                assert_eq!(cursor.before(&hart), Some(before));
+                assert_eq!(cursor.next(&hart).before, before);
             }
         }
     }
