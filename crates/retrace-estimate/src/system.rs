@@ -76,7 +76,7 @@ mod objects;
 use crate::estimator::Fidelity;
 use crate::source::TraceSource;
 use crate::walk::ReplayError;
-use calls::{decode_hart, number, ranks, Call, FullCall, HartCalls, Numbers, Places, NONE};
+use calls::{decode_hart, number, ranks, Call, Cursor, HartCalls, Numbers, Places, NONE};
 use hart::{replay_hart, HartRun, Shared};
 use objects::{Flat, Objects};
 use retrace_program::{Addr, PpTable};
@@ -286,8 +286,10 @@ enum Standing {
 /// clock.
 struct Hart<'a> {
     calls: &'a HartCalls,
-    /// Its calls' records ([`HartCalls::calls`]).
+    /// Its calls' records ([`HartCalls::calls`]), and where the unit's
+    /// reading of them stands: at its next call, once reached.
     records: &'a [Call],
+    cursor: Cursor,
     /// The call by which its replay had ended ([`HartRun::last`];
     /// `usize::MAX`: none).
     last: usize,
@@ -334,30 +336,25 @@ impl Hart<'_> {
         }
     }
 
-    /// Its call `k` in full, read from its records.
-    #[inline(always)]
-    fn call(&self, k: usize) -> FullCall {
-        self.records[k].full(k, self.calls)
-    }
-
     /// Whether its replay had ended by call `k`.
     #[inline(always)]
     fn ended_by(&self, k: usize) -> bool {
         k >= self.last
     }
 
-    /// Its call `k`, reached (there is one), as the unit takes it: read
-    /// from its records now, with the busy cycles of the call after it.
+    /// Its call `k`, reached (there is one; the call after the last
+    /// reached), as the unit takes it: read from its records now, with the
+    /// busy cycles of the call after it.
     #[inline(always)]
-    fn reach(&self, k: usize) -> Pending {
+    fn reach(&mut self, k: usize) -> Pending {
         // The harts' records are read in turn, eight streams or more from
         // memory the replays wrote long before: a line ahead is asked for
         // now, which the hardware's own prefetch does not keep up with.
         prefetch(self.records.as_ptr().wrapping_add(k + RECORDS_AHEAD));
-        let call = self.call(k);
+        let call = self.cursor.next(self.calls);
         let following = match self.ended_by(k) {
             true => None,
-            false => self.records.get(k + 1).map(|c| c.before),
+            false => self.cursor.before(self.calls),
         };
         Pending {
             before: call.before,
@@ -407,8 +404,8 @@ const UNREACHED: Pending = Pending {
 };
 
 /// How far ahead of a hart's next call its record is fetched: a cache
-/// line of them (4 records of 16 bytes), tens of calls of the run ahead.
-const RECORDS_AHEAD: usize = 4;
+/// line of them (8 records of 8 bytes), tens of calls of the run ahead.
+const RECORDS_AHEAD: usize = 8;
 
 /// Ask the processor to bring the cache line at `p` in: a hint, which
 /// reads nothing into the program and is ignored for any address.
@@ -753,6 +750,7 @@ fn order<'a, const BY_CYCLES: bool, R: Objects>(
         .map(|(h, ((calls, run), own))| Hart {
             calls,
             records: &calls.calls,
+            cursor: Cursor::default(),
             last: run.last.unwrap_or(usize::MAX),
             values: &calls.values,
             set_hz: 0,

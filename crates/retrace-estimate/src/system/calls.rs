@@ -28,50 +28,69 @@ use rustc_hash::{FxHashMap, FxHashSet};
 /// "None" for an object.
 pub(super) const NONE: u32 = u32::MAX;
 
-/// One recorded call, in 16 bytes: the unit reads 1.6 million of them on
+/// One recorded call, in 8 bytes: the unit reads 1.6 million of them on
 /// `table`, and the memory they take is paid for in page faults and
-/// cache misses. A call whose place, class or trap does not fit its field
-/// here (more than 2^32 calls in the run, 2^16 classes on one hart, an
-/// `ecall` and trap of 2^16 cycles) is *wide*: all three are then in
-/// [`HartCalls::wide`], found by its index ([`HartCalls::get`]).
+/// cache misses. Its fields are differences from the hart's call before
+/// it, so the records are read in the hart's order ([`Cursor`]): the gap
+/// to it (instructions until the hart's replay reaches the call, then
+/// busy cycles from the end of the call before it, [`HartCalls::reached`])
+/// and its place after the one before. A call whose gap, place, trap or
+/// class does not fit its field here (a gap of 2^20, a place 2^16 beyond
+/// the hart's call before it, an `ecall` and trap of 2^12 cycles, 2^16
+/// classes on one hart) is *wide*: its fields are then in
+/// [`HartCalls::wide`] in full, found by its index.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Call {
-    /// Until the hart's replay reaches the call, the instructions the hart
-    /// executed before its `ecall` (what the replay finds it by); then its
-    /// busy cycles before the `ecall` (the data-cache term included).
-    pub before: u64,
-    /// Its place among all harts' calls in the recorded run, from 0.
-    place: u32,
-    /// Busy cycles its `ecall` and the trap take.
-    trap: u16,
+    /// The gap (its low [`GAP_BITS`]) and the busy cycles its `ecall` and
+    /// the trap take (above them; 0 until the call is reached).
+    gap_trap: u32,
+    /// Its place in the run after the place after the hart's call before
+    /// it (the first hart's first call in place 0 has 0).
+    place: u16,
     /// Its class among the hart's own ([`HartCalls::classes`]); [`WIDE`]:
     /// the call is wide.
     class: u16,
 }
 
-impl Call {
-    /// In full, as call `k` of `calls` (whose records this is one of).
-    #[inline(always)]
-    pub fn full(&self, k: usize, calls: &HartCalls) -> FullCall {
-        match self.class {
-            WIDE => calls.get(k),
-            class => FullCall {
-                before: self.before,
-                place: u64::from(self.place),
-                trap: u32::from(self.trap),
-                class: u32::from(class),
-            },
-        }
-    }
-}
+/// Bits of [`Call::gap_trap`] that hold the gap; the trap's are the rest.
+const GAP_BITS: u32 = 20;
 
 /// [`Call::class`] of a wide call.
 const WIDE: u16 = u16::MAX;
 
-/// A call's fields in full ([`HartCalls::get`]).
+impl Call {
+    /// A call `gap` after the one before, `place` after it and of `class`,
+    /// its trap taking `trap`: `None` if a field does not fit.
+    #[inline(always)]
+    fn fitting(gap: u64, trap: u32, place: u64, class: u32) -> Option<Call> {
+        let fits = gap < 1 << GAP_BITS
+            && trap < 1 << (32 - GAP_BITS)
+            && place <= u64::from(u16::MAX)
+            && class < u32::from(WIDE);
+        fits.then_some(Call {
+            gap_trap: gap as u32 | trap << GAP_BITS,
+            place: place as u16,
+            class: class as u16,
+        })
+    }
+
+    #[inline(always)]
+    fn gap(self) -> u64 {
+        u64::from(self.gap_trap & ((1 << GAP_BITS) - 1))
+    }
+
+    #[inline(always)]
+    fn trap(self) -> u32 {
+        self.gap_trap >> GAP_BITS
+    }
+}
+
+/// A call's fields in full ([`Cursor::next`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct FullCall {
-    /// As [`Call::before`].
+    /// Until the hart's replay reaches the call, the instructions the hart
+    /// executed before its `ecall` (what the replay finds it by); then its
+    /// busy cycles before the `ecall` (the data-cache term included).
     pub before: u64,
     /// Its place among all harts' calls in the recorded run, from 0.
     pub place: u64,
@@ -89,21 +108,65 @@ impl FullCall {
     }
 }
 
-/// The place, trap and class of a wide call.
+/// Where a reading of a hart's records stands: the call it reads next,
+/// and what that call's fields are differences from — the end of the call
+/// before it (busy cycles once its `ecall` and trap are done, or the
+/// instructions before its `ecall` until the replay reaches it) and the
+/// place after that call's.
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Wide {
+pub(super) struct Cursor {
+    k: usize,
+    end: u64,
     place: u64,
-    trap: u32,
-    class: u32,
+}
+
+impl Cursor {
+    /// The next call in full, and on to the one after it. A call not yet
+    /// reached reads as its instructions.
+    #[inline(always)]
+    pub fn next(&mut self, calls: &HartCalls) -> FullCall {
+        let (k, c) = (self.k, calls.calls[self.k]);
+        let call = match c.class {
+            WIDE => calls.wide_call(k),
+            class => FullCall {
+                before: self.end.wrapping_add(c.gap()),
+                place: self.place + u64::from(c.place),
+                trap: c.trap(),
+                class: u32::from(class),
+            },
+        };
+        *self = Cursor {
+            k: k + 1,
+            end: call.before.wrapping_add(u64::from(call.trap)),
+            place: call.place + 1,
+        };
+        call
+    }
+
+    /// The next call's `before` ([`FullCall::before`]), if there is one.
+    #[inline(always)]
+    pub fn before(&self, calls: &HartCalls) -> Option<u64> {
+        let c = calls.calls.get(self.k)?;
+        Some(match c.class {
+            WIDE => calls.wide_call(self.k).before,
+            _ => self.end.wrapping_add(c.gap()),
+        })
+    }
 }
 
 /// One hart's recorded events.
 #[derive(Default)]
 pub(super) struct HartCalls {
-    /// Its calls, in its order ([`HartCalls::get`] reads one whole).
+    /// Its calls, in its order ([`Cursor`] reads them).
     pub calls: Vec<Call>,
-    /// The wide calls' fields, by the call's index ([`Call`]).
-    pub wide: FxHashMap<usize, Wide>,
+    /// The wide calls in full, by the call's index ([`Call`]).
+    wide: FxHashMap<usize, FullCall>,
+    /// Where the calls pushed so far end (instructions and place), for
+    /// the next one's differences.
+    pushed: Cursor,
+    /// The calls reached so far ([`HartCalls::reached`]) and where they
+    /// end, for the next one's differences.
+    reaching: Cursor,
     /// The values of its `set_hz` calls, in order.
     pub values: Vec<u64>,
     /// Instructions it executed in the whole run.
@@ -121,84 +184,110 @@ pub(super) struct HartCalls {
 }
 
 impl HartCalls {
-    /// Call `k` in full.
-    #[inline]
-    pub fn get(&self, k: usize) -> FullCall {
-        let c = self.calls[k];
-        match c.class {
-            WIDE => {
-                let w = self.wide[&k];
-                FullCall {
-                    before: c.before,
-                    place: w.place,
-                    trap: w.trap,
-                    class: w.class,
-                }
-            }
-            class => FullCall {
-                before: c.before,
-                place: u64::from(c.place),
-                trap: u32::from(c.trap),
-                class: u32::from(class),
-            },
-        }
+    /// Wide call `k`.
+    #[cold]
+    #[inline(never)]
+    fn wide_call(&self, k: usize) -> FullCall {
+        self.wide[&k]
+    }
+
+    /// Its calls, in order and in full (a call not reached with its
+    /// instructions as `before`).
+    pub fn iter(&self) -> impl Iterator<Item = FullCall> + '_ {
+        let mut at = Cursor::default();
+        (0..self.calls.len()).map(move |_| at.next(self))
+    }
+
+    /// The instructions before the `ecall` of the next call to be reached
+    /// ([`HartCalls::reached`]), if there is one, `prev_at` being those of
+    /// the call before it (0 for the first).
+    #[inline(always)]
+    pub fn next_to_reach(&self, prev_at: u64) -> Option<u64> {
+        let k = self.reaching.k;
+        let c = self.calls.get(k)?;
+        Some(match c.class {
+            WIDE => self.wide_call(k).before,
+            _ => prev_at.wrapping_add(c.gap()),
+        })
     }
 
     /// A call after `at` instructions, in `place`, of `class`.
     #[inline]
     fn push(&mut self, at: u64, place: u64, class: u32) {
         let k = self.calls.len();
-        match (u32::try_from(place), u16::try_from(class)) {
-            (Ok(p), Ok(c)) if p != u32::MAX && c != WIDE => self.calls.push(Call {
-                before: at,
-                place: p,
-                trap: 0,
-                class: c,
-            }),
-            _ => {
-                self.wide.insert(
-                    k,
-                    Wide {
-                        place,
-                        trap: 0,
-                        class,
-                    },
-                );
-                self.calls.push(Call {
-                    before: at,
-                    place: 0,
-                    trap: 0,
-                    class: WIDE,
-                });
-            }
+        let fitting = at
+            .checked_sub(self.pushed.end)
+            .zip(place.checked_sub(self.pushed.place))
+            .and_then(|(gap, p)| Call::fitting(gap, 0, p, class));
+        let c = match fitting {
+            Some(c) => c,
+            None => self.widen(k, at, 0, place, class),
+        };
+        self.calls.push(c);
+        self.pushed = Cursor {
+            k: k + 1,
+            end: at,
+            place: place + 1,
+        };
+    }
+
+    /// Call `k`, with these fields in full, made wide: its record.
+    #[cold]
+    #[inline(never)]
+    fn widen(&mut self, k: usize, before: u64, trap: u32, place: u64, class: u32) -> Call {
+        let call = FullCall {
+            before,
+            place,
+            trap,
+            class,
+        };
+        self.wide.insert(k, call);
+        Call {
+            gap_trap: 0,
+            place: 0,
+            class: WIDE,
         }
     }
 
-    /// Call `k` was reached: `before`, its busy cycles before the `ecall`,
-    /// which with the trap take `trap`.
-    #[inline]
+    /// The next call to be reached ([`HartCalls::next_to_reach`]), call
+    /// `k`, was reached: `before`, its busy cycles before the `ecall`,
+    /// which with the trap take `trap`. Its gap becomes the busy cycles
+    /// since the end of the call before it.
+    #[inline(always)]
     pub fn reached(&mut self, k: usize, before: u64, trap: u32) {
-        let c = &mut self.calls[k];
-        c.before = before;
-        match (c.class, u16::try_from(trap)) {
-            (WIDE, _) => {
-                if let Some(w) = self.wide.get_mut(&k) {
-                    w.trap = trap;
-                }
-            }
-            (_, Ok(t)) if t != u16::MAX => c.trap = t,
-            (class, _) => {
-                self.wide.insert(
-                    k,
-                    Wide {
-                        place: u64::from(c.place),
-                        trap,
-                        class: u32::from(class),
-                    },
-                );
-                c.class = WIDE;
-            }
+        debug_assert_eq!(k, self.reaching.k);
+        let c = self.calls[k];
+        let gap = before.wrapping_sub(self.reaching.end);
+        if c.class != WIDE
+            && before >= self.reaching.end
+            && gap < 1 << GAP_BITS
+            && trap < 1 << (32 - GAP_BITS)
+        {
+            self.calls[k].gap_trap = gap as u32 | trap << GAP_BITS;
+            self.reaching = Cursor {
+                k: k + 1,
+                end: before + u64::from(trap),
+                place: self.reaching.place + u64::from(c.place) + 1,
+            };
+        } else {
+            self.reached_wide(k, before, trap);
         }
+    }
+
+    /// [`HartCalls::reached`] for a call that is wide or becomes so.
+    #[cold]
+    #[inline(never)]
+    fn reached_wide(&mut self, k: usize, before: u64, trap: u32) {
+        // Its place and class (its gap is still in instructions, which
+        // this reading takes as cycles: its `before` is not used).
+        let mut reaching = self.reaching;
+        let call = reaching.next(self);
+        self.calls[k] = self.widen(k, before, trap, call.place, call.class);
+        self.reaching = Cursor {
+            k: k + 1,
+            end: before + u64::from(trap),
+            place: call.place + 1,
+        };
     }
 }
 
@@ -371,10 +460,9 @@ pub(super) fn ranks(harts: &[HartCalls], numbers: &Numbers) -> Vec<Vec<u64>> {
         .zip(&numbers.of_hart)
         .enumerate()
         .flat_map(|(h, (hart, of))| {
-            (0..hart.calls.len()).map(move |k| {
-                let c = hart.get(k);
-                (of[c.class as usize], c.place, h as u32, k as u32)
-            })
+            hart.iter()
+                .enumerate()
+                .map(move |(k, c)| (of[c.class as usize], c.place, h as u32, k as u32))
         })
         .collect();
     all.sort_unstable();
@@ -561,12 +649,10 @@ mod tests {
         let numbers = number(&harts);
         let ranks = ranks(&harts, &numbers);
         let got = |h: usize| -> Vec<(u64, u64, u32, u64)> {
-            (0..harts[h].calls.len())
+            harts[h]
+                .iter()
                 .zip(&ranks[h])
-                .map(|(k, &r)| {
-                    let c = harts[h].get(k);
-                    (c.before, c.place, numbers.of_hart[h][c.class as usize], r)
-                })
+                .map(|(c, &r)| (c.before, c.place, numbers.of_hart[h][c.class as usize], r))
                 .collect()
         };
         let (send, recv, harts_call) = (0, 1, 2);
@@ -582,11 +668,9 @@ mod tests {
 
     /// Everything a hart's decoded events hold, to compare two decodings.
     fn summary(h: &HartCalls) -> String {
-        let calls: Vec<_> = (0..h.calls.len())
-            .map(|k| {
-                let c = h.get(k);
-                (c.before, c.place, c.trap, c.class)
-            })
+        let calls: Vec<_> = h
+            .iter()
+            .map(|c| (c.before, c.place, c.trap, c.class))
             .collect();
         format!(
             "{calls:?} {:?} {} {} {:?} {:?} {:?}",
@@ -647,32 +731,118 @@ mod tests {
     #[test]
     fn calls_whose_fields_do_not_fit_keep_them_whole() {
         let mut hart = HartCalls::default();
-        // Fits; a place beyond 2^32; a class beyond 2^16; fits, then its
-        // trap does not; wide, then its trap is set.
-        hart.push(10, 7, 3);
-        hart.push(20, 1 << 40, 4);
-        hart.push(30, 9, 70_000);
-        hart.push(40, 11, 5);
-        hart.reached(0, 100, 12);
-        hart.reached(1, 200, 13);
-        hart.reached(2, 300, 1 << 20);
-        hart.reached(3, 400, 65_535);
-        let got: Vec<(u64, u64, u32, u32, u64)> = (0..4)
-            .map(|k| {
-                let c = hart.get(k);
-                (c.before, c.place, c.trap, c.class, c.after())
-            })
+        // Fits; a place 2^40 on; a class beyond 2^16; fits, then its trap
+        // does not; a gap of 2^20 instructions, then fits; fits, then its
+        // busy gap does not; fits, then its busy cycles are before the end
+        // of the call before it; fits both times.
+        let pushed = [
+            (10, 7, 3),
+            (20, 1 << 40, 4),
+            (30, (1 << 40) + 1, 70_000),
+            (40, (1 << 40) + 2, 5),
+            (40 + (1 << 20), (1 << 40) + 3, 6),
+            (41 + (1 << 20), (1 << 40) + 4, 6),
+            (42 + (1 << 20), (1 << 40) + 5, 6),
+            (43 + (1 << 20), (1 << 40) + 6, 6),
+        ];
+        let reached = [
+            (100, 12),
+            (200, 13),
+            (300, 1 << 20),
+            (400 + (1 << 20), 1 << 12),
+            (500 + (1 << 21), 14),
+            (600 + (1 << 22), 15),
+            (598 + (1 << 22), 16),
+            (700 + (1 << 22), (1 << 12) - 1),
+        ];
+        for &(at, place, class) in &pushed {
+            hart.push(at, place, class);
+        }
+        let mut prev_at = 0;
+        for (k, (&(b, t), &(at, _, _))) in reached.iter().zip(&pushed).enumerate() {
+            assert_eq!(hart.next_to_reach(prev_at), Some(at), "call {k}");
+            hart.reached(k, b, t);
+            prev_at = at;
+        }
+        assert_eq!(hart.next_to_reach(prev_at), None);
+        let got: Vec<(u64, u64, u32, u32, u64)> = hart
+            .iter()
+            .map(|c| (c.before, c.place, c.trap, c.class, c.after()))
             .collect();
-        assert_eq!(
-            got,
-            [
-                (100, 7, 12, 3, 112),
-                (200, 1 << 40, 13, 4, 213),
-                (300, 9, 1 << 20, 70_000, 300 + (1 << 20)),
-                (400, 11, 65_535, 5, 400 + 65_535),
-            ]
-        );
-        assert_eq!(hart.wide.len(), 3);
+        let want: Vec<(u64, u64, u32, u32, u64)> = reached
+            .iter()
+            .zip(&pushed)
+            .map(|(&(b, t), &(_, p, c))| (b, p, t, c, b + u64::from(t)))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(hart.wide.len(), 6);
+    }
+
+    #[test]
+    fn the_records_read_back_what_was_pushed_and_reached() {
+        // Random calls, some fields small and some not, a prefix of them
+        // reached: every call reads back in full (those not reached with
+        // their place and class), and the replay finds each by its
+        // instructions.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut draw = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..300 {
+            let n = draw(40) as usize;
+            let (mut at, mut place, mut busy) = (0u64, 0u64, 0u64);
+            let mut calls = Vec::new();
+            for _ in 0..n {
+                let big = |v: u64, d: &mut dyn FnMut(u64) -> u64| match d(6) {
+                    0 => v << 18,
+                    1 => v << 40,
+                    _ => v,
+                };
+                at += big(draw(90), &mut draw);
+                place += big(draw(12), &mut draw);
+                let class = big(draw(9), &mut draw) as u32 % 100_000;
+                let trap = big(draw(40), &mut draw) as u32 % (1 << 24);
+                // Now and then before the call before it ends.
+                busy = match draw(8) {
+                    0 => busy.saturating_sub(draw(5)),
+                    _ => busy + big(draw(300), &mut draw),
+                };
+                calls.push((at, place, class, busy, trap));
+                busy += u64::from(trap);
+                place += 1;
+            }
+            let mut hart = HartCalls::default();
+            for &(at, place, class, _, _) in &calls {
+                hart.push(at, place, class);
+            }
+            let reach = draw(n as u64 + 1) as usize;
+            let mut prev_at = 0;
+            for (k, &(at, _, _, before, trap)) in calls[..reach].iter().enumerate() {
+                assert_eq!(hart.next_to_reach(prev_at), Some(at));
+                hart.reached(k, before, trap);
+                prev_at = at;
+            }
+            if reach < n {
+                assert_eq!(hart.next_to_reach(prev_at), Some(calls[reach].0));
+            }
+            let got: Vec<FullCall> = hart.iter().collect();
+            assert_eq!(got.len(), n);
+            for (k, (c, &(_, place, class, before, trap))) in got.iter().zip(&calls).enumerate() {
+                assert_eq!((c.place, c.class), (place, class), "call {k}");
+                if k < reach {
+                    assert_eq!((c.before, c.trap), (before, trap), "call {k}");
+                }
+            }
+            // The unit's reading: a cursor, and the next call's `before`.
+            let mut cursor = Cursor::default();
+            for &(_, _, _, before, _) in &calls[..reach] {
+                assert_eq!(cursor.before(&hart), Some(before));
+                assert_eq!(cursor.next(&hart).before, before);
+            }
+        }
     }
 
     #[test]

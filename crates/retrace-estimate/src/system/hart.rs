@@ -229,15 +229,14 @@ pub(super) fn replay_hart<S: TraceSource + ?Sized>(
     // The replay ended right after the last call found, or at the next.
     let mut last = found.checked_sub(1).filter(|_| last_at + 1 == done);
     let mut unretired = false;
-    if last.is_none() && found < calls.calls.len() {
-        let at = calls.calls[found].before;
+    if let (None, Some(at)) = (last, calls.next_to_reach(last_at)) {
         if at != done {
             return Err(misplaced(h, found, at, done));
         }
         // The run stopped at this call, before its `ecall` retired (the
         // hart exited, or waited until the end).
         unretired = true;
-        calls.calls[found].before = busy;
+        calls.reached(found, busy, 0);
         last = Some(found);
     }
     if stats.last_pc != calls.last_pc {
@@ -274,11 +273,12 @@ pub(super) fn replay_hart<S: TraceSource + ?Sized>(
 /// record.
 struct Found<'a> {
     hart: usize,
-    /// The calls, those before `next` found ([`super::calls::Call::before`]).
+    /// The calls, those before `next` found ([`HartCalls::reached`]).
     calls: &'a mut HartCalls,
     /// The next call to find.
     next: usize,
-    /// The instructions before the last found call's `ecall`.
+    /// The instructions before the last found call's `ecall` (0 before
+    /// the first: what the next call's are a difference from).
     last_at: u64,
     dcache: DcacheTerm,
     /// The first call the replay went past without an `ecall` there.
@@ -291,7 +291,7 @@ impl Found<'_> {
     /// operations.
     #[inline]
     fn ecall(&mut self, at: u64, before: u64, after: u64, mem_ops: u64) {
-        match self.calls.calls.get(self.next).map(|c| c.before) {
+        match self.calls.next_to_reach(self.last_at) {
             Some(wanted) if wanted == at => {
                 self.last_at = at;
                 let busy = before + self.dcache.cycles(mem_ops);
