@@ -595,14 +595,12 @@ impl SyncState {
         // An object used before, of the call's kind: the rules applied
         // here, the harts they complete woken as they go, without the
         // general way's list of them (its order is theirs anyway).
-        let slot = (object / DESCRIPTOR_BYTES) as usize % RECENT;
-        if let ((handle, i), Some(wanted)) = (self.recent[slot], op.object_kind()) {
-            if handle == object && i != 0 && self.states[i - 1].kind() == wanted {
+        if let (Some(i), Some(wanted)) = (self.recent_index(object), op.object_kind()) {
+            if self.states[i].kind() == wanted {
                 let (harts, pending) = (&mut self.harts, &mut self.pending);
-                let (result, holder) =
-                    rules(h, op, &mut self.states[i - 1], object, value, |w, r| {
-                        wake(harts, pending, w, inst, r)
-                    })?;
+                let (result, holder) = rules(h, op, &mut self.states[i], object, value, |w, r| {
+                    wake(harts, pending, w, inst, r)
+                })?;
                 if result.is_none() {
                     harts[h] = blocked(op, object, wanted, holder, pc);
                 }
@@ -624,16 +622,13 @@ impl SyncState {
         if op != SyncOp::SEND && op != SyncOp::RECV {
             return None;
         }
-        let (handle, i) = self.recent[(object / DESCRIPTOR_BYTES) as usize % RECENT];
-        if handle != object || i == 0 {
-            return None;
-        }
+        let i = self.recent_index(object)?;
         let State::Channel {
             capacity,
             queue,
             senders,
             receivers,
-        } = &mut self.states[i - 1]
+        } = &mut self.states[i]
         else {
             return None;
         };
@@ -708,10 +703,9 @@ impl SyncState {
         };
         let state = match number {
             None => {
-                let slot = (object / DESCRIPTOR_BYTES) as usize % RECENT;
-                let i = match self.recent[slot] {
-                    (handle, i) if handle == object && i != 0 => i - 1,
-                    _ => self.find(slot, object, op, descriptor)?,
+                let i = match self.recent_index(object) {
+                    Some(i) => i,
+                    None => self.find(object, op, descriptor)?,
                 };
                 &mut self.states[i]
             }
@@ -748,12 +742,11 @@ impl SyncState {
 
 impl SyncState {
     /// The index in `states` of the object at `object`, opened now if it is
-    /// new, put in `recent`'s `slot`. An object that cannot be opened
+    /// new, and put in `recent`. An object that cannot be opened
     /// changes nothing.
     #[inline(never)]
     fn find(
         &mut self,
-        slot: usize,
         object: u64,
         op: SyncOp,
         descriptor: impl FnOnce(u64) -> Option<[u8; DESCRIPTOR_BYTES as usize]>,
@@ -769,8 +762,18 @@ impl SyncState {
                 i
             }
         };
-        self.recent[slot] = (object, i + 1);
+        self.recent[recent_slot(object)] = (object, i + 1);
         Ok(i)
+    }
+
+    /// `object`'s index in `states` when `recent` holds it: the lookup
+    /// every call starts with.
+    #[inline(always)]
+    fn recent_index(&self, object: u64) -> Option<usize> {
+        match self.recent[recent_slot(object)] {
+            (handle, i) if handle == object && i != 0 => Some(i - 1),
+            _ => None,
+        }
     }
 }
 
@@ -919,6 +922,13 @@ fn rules(
 
 /// Slots of [`SyncState`]'s cache of recently used objects.
 const RECENT: usize = 32;
+
+/// The slot of [`SyncState`]'s `recent` for handle `object`: its
+/// descriptor number, so that objects declared together never share one.
+#[inline(always)]
+fn recent_slot(object: u64) -> usize {
+    (object / DESCRIPTOR_BYTES) as usize % RECENT
+}
 
 /// The state of a new object, from the descriptor at `addr`.
 fn open(
