@@ -303,6 +303,9 @@ pub struct Machine {
     htif: Htif,
     /// Data addresses not yet handed to a bulk observer.
     address_log: Vec<u64>,
+    /// What observed host code told of its branches and jumps, until the
+    /// engine tells the observer (`translate::ExitRecord`).
+    exit_log: Vec<translate::ExitRecord>,
     /// The synchronisation objects and which harts may run.
     sync: sync::SyncState,
     /// Whether hot blocks run as host code when no observer watches
@@ -383,6 +386,7 @@ impl Machine {
             host: semihost::Semihost::new(host, console, heap),
             cache,
             address_log: Vec::new(),
+            exit_log: Vec::new(),
             sync: sync::SyncState::new(config.harts),
             translation: true,
             translator: None,
