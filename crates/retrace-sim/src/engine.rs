@@ -1080,7 +1080,13 @@ impl Machine {
             let at = block.first as usize + block.len as usize - 1;
             let (inst, pc) = (&self.cache.insts[at], self.cache.pcs[at]);
             match inst.op {
-                Op::Jal => obs.jump(h, pc, inst, inst.flow(), ea::<RV64>(pc.wrapping_add(inst.imm as i64 as u64))),
+                Op::Jal => obs.jump(
+                    h,
+                    pc,
+                    inst,
+                    inst.flow(),
+                    ea::<RV64>(pc.wrapping_add(inst.imm as i64 as u64)),
+                ),
                 Op::Jalr => obs.jump(h, pc, inst, inst.flow(), to),
                 _ => {
                     let target = ea::<RV64>(pc.wrapping_add(inst.imm as i64 as u64));

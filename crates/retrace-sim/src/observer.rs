@@ -190,7 +190,7 @@ impl Observer for () {
 /// Watches nothing, but keeps a run interpreted: paired with an observer
 /// that may watch host code ([`Observer::HOST_CODE`]), such as a recorder,
 /// it makes the interpreter run everything, the reference that host code
-/// must match (`retrace record --interpret`).
+/// must match (`tests/record_host.rs`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Interpreted;
 

@@ -639,7 +639,9 @@ impl Emit {
         if let Next::Computed(to) = next {
             b.ins().store(t, to, at, 8);
         }
-        let at = b.ins().iadd_imm(at, std::mem::size_of::<ExitRecord>() as i64);
+        let at = b
+            .ins()
+            .iadd_imm(at, std::mem::size_of::<ExitRecord>() as i64);
         b.ins().store(t, at, env, ENV_EXITS);
     }
 
@@ -886,9 +888,10 @@ impl Emit {
         }
         // Observed code logs data addresses from the log's end at entry,
         // one slot per access.
-        let log = self
-            .observed
-            .then(|| b.ins().load(types::I64, MemFlags::trusted(), env, ENV_ADDRS));
+        let log = self.observed.then(|| {
+            b.ins()
+                .load(types::I64, MemFlags::trusted(), env, ENV_ADDRS)
+        });
         let mut logged = 0;
         macro_rules! exits {
             () => {
@@ -905,7 +908,8 @@ impl Emit {
         macro_rules! note_address {
             ($at:expr) => {
                 if let Some(p) = log {
-                    b.ins().store(MemFlags::trusted(), $at, p, (logged * 8) as i32);
+                    b.ins()
+                        .store(MemFlags::trusted(), $at, p, (logged * 8) as i32);
                     logged += 1;
                 }
             };
