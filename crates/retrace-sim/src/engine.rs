@@ -25,8 +25,8 @@ use crate::observer::{Observer, Retired, TrapEvent};
 use crate::semihost;
 use crate::sync::{self, HartState, SyncEvent, SyncOp, SyncOutcome};
 use crate::translate::{
-    Env, ExitRecord, Translator, HOT, MAX_FLUSHES, REFUSED, SYNC_BLOCKED, SYNC_DONE, SYNC_LEAVE,
-    TRANSLATED,
+    Env, ExitKind, ExitRecord, ExitSite, Translator, HOT, MAX_FLUSHES, REFUSED, SYNC_BLOCKED,
+    SYNC_DONE, SYNC_LEAVE, TRANSLATED,
 };
 use crate::{Fault, Machine, StopReason};
 use retrace_isa::csr::{self, Csr};
@@ -976,7 +976,7 @@ impl Machine {
                 if let Some(ran) = self.run_translated(h, id, budget, O::ENABLED) {
                     if O::ENABLED {
                         // Before any other hook can see the hart.
-                        self.tell_exits::<RV64, O>(h, &ran, obs);
+                        self.tell_exits(h, &ran, obs);
                     }
                     let hart = &mut self.harts[h];
                     hart.stats.instructions += ran.retired;
@@ -1074,24 +1074,17 @@ impl Machine {
     /// arguments as the interpreter's, in order; then the hart's last pc.
     /// Its data addresses are in the log already.
     #[inline(never)]
-    fn tell_exits<const RV64: bool, O: Observer>(&mut self, h: usize, ran: &Ran, obs: &mut O) {
+    fn tell_exits<O: Observer>(&mut self, h: usize, ran: &Ran, obs: &mut O) {
         for &[word, to] in &self.exit_log {
-            let block = self.cache.blocks[(word >> 1) as usize];
-            let at = block.first as usize + block.len as usize - 1;
-            let (inst, pc) = (&self.cache.insts[at], self.cache.pcs[at]);
-            match inst.op {
-                Op::Jal => obs.jump(
-                    h,
-                    pc,
-                    inst,
-                    inst.flow(),
-                    ea::<RV64>(pc.wrapping_add(inst.imm as i64 as u64)),
-                ),
-                Op::Jalr => obs.jump(h, pc, inst, inst.flow(), to),
-                _ => {
-                    let target = ea::<RV64>(pc.wrapping_add(inst.imm as i64 as u64));
-                    obs.branch(h, pc, inst, word & 1 != 0, target);
-                }
+            // SAFETY: the first word of an exit record is the address of an
+            // `ExitSite` the translator keeps, which outlives its code,
+            // plus three bits.
+            let site = unsafe { &*((word & !7) as *const ExitSite) };
+            let (inst, pc) = (&site.inst, site.pc);
+            match word >> 1 & 3 {
+                ExitKind::BRANCH => obs.branch(h, pc, inst, word & 1 != 0, site.target),
+                ExitKind::JAL => obs.jump(h, pc, inst, inst.flow(), site.target),
+                _ => obs.jump(h, pc, inst, inst.flow(), to),
             }
         }
         self.exit_log.clear();
@@ -1215,7 +1208,7 @@ impl Machine {
                 let (first, n) = (b.first as usize, b.len as usize);
                 let insts = &self.cache.insts[first..first + n];
                 let pcs = &self.cache.pcs[first..first + n];
-                match t.translate(id, insts, pcs) {
+                match t.translate(insts, pcs) {
                     Some(f) => {
                         t.code[id] = f;
                         t.counts[id] = TRANSLATED;

@@ -108,10 +108,29 @@ pub(crate) struct Env {
 
 /// What an observed translation leaves at each block's closing branch or
 /// jump, for the engine to tell the observer after the entry into host
-/// code returns ([`crate::Observer::HOST_CODE`]): the block's id times two
-/// plus the branch's outcome, and a `jalr`'s target (anything for the
-/// others). The block's last instruction is the branch or jump.
+/// code returns ([`crate::Observer::HOST_CODE`]): the address of the
+/// block's [`ExitSite`] plus its [`ExitKind`] times two plus a branch's
+/// outcome, and a `jalr`'s target (anything for the others).
 pub(crate) type ExitRecord = [u64; 2];
+
+/// A translated block's closing branch or jump, as the observer's hooks
+/// take it, kept where its exit records point ([`Translator`]'s `sites`).
+/// Aligned so that an address leaves three bits for the rest of a record.
+#[repr(align(8))]
+pub(crate) struct ExitSite {
+    pub inst: Inst,
+    pub pc: u64,
+    /// A branch's or `jal`'s target.
+    pub target: u64,
+}
+
+/// The kinds of [`ExitSite`], as exit records say them.
+pub(crate) struct ExitKind;
+impl ExitKind {
+    pub const BRANCH: u64 = 0;
+    pub const JAL: u64 = 1;
+    pub const JALR: u64 = 2;
+}
 
 /// What a synchronisation call from host code did, and what the block then
 /// returns: completed (the block retires the `ecall` and goes on), left to
@@ -245,6 +264,10 @@ pub(crate) struct Translator {
     /// code holds, never move.
     #[allow(clippy::vec_box)]
     ecalls: Vec<Box<Inst>>,
+    /// The closing branches and jumps of observed translations, which
+    /// their exit records point to: boxed, so that they never move.
+    #[allow(clippy::vec_box)]
+    sites: Vec<Box<ExitSite>>,
     /// The direct links of the translations' exits to a fixed address
     /// (`Emit::go_on`): per exit, the translation found there the first
     /// time, 0 until then. Boxed, so their addresses, which the code
@@ -311,6 +334,7 @@ impl Translator {
             counts: Vec::new(),
             code: Vec::new(),
             ecalls: Vec::new(),
+            sites: Vec::new(),
             links: Vec::new(),
             translated: 0,
         })
@@ -388,10 +412,32 @@ impl Translator {
         }
     }
 
-    /// Translate block `id`, `insts` at `pcs`. `None` when its first
+    /// Translate the block `insts` at `pcs`. `None` when its first
     /// instruction is not translated, or Cranelift refuses.
-    pub fn translate(&mut self, id: usize, insts: &[Inst], pcs: &[u64]) -> Option<usize> {
+    pub fn translate(&mut self, insts: &[Inst], pcs: &[u64]) -> Option<usize> {
         let k = insts.iter().take_while(|i| translated(i.op)).count();
+        // Observed code's closing branch or jump, for its exit records.
+        let site = match insts[..k].last() {
+            Some(&inst) if self.observed && k == insts.len() => {
+                let kind = match inst.op {
+                    Op::Jal => ExitKind::JAL,
+                    Op::Jalr => ExitKind::JALR,
+                    Op::Beq | Op::Bne | Op::Blt | Op::Bge | Op::Bltu | Op::Bgeu => ExitKind::BRANCH,
+                    _ => 0,
+                };
+                let pc = pcs[k - 1];
+                let target = pc.wrapping_add(inst.imm as i64 as u64);
+                let target = if self.rv64 {
+                    target
+                } else {
+                    target & 0xffff_ffff
+                };
+                self.sites.push(Box::new(ExitSite { inst, pc, target }));
+                let site: &ExitSite = self.sites.last()?;
+                site as *const ExitSite as u64 | kind << 1
+            }
+            _ => 0,
+        };
         // An `ecall` (always a block's last instruction) is a
         // synchronisation call, made from host code, or left to the
         // interpreter (`Emit::ecall`; always in observed code, whose
@@ -415,7 +461,7 @@ impl Translator {
             base: self.base,
             htif: self.htif,
             observed: self.observed,
-            id: id as u64,
+            site,
             call_conv: self.module.target_config().default_call_conv,
             links: RefCell::new(std::mem::take(&mut self.links)),
         };
@@ -453,9 +499,10 @@ struct Emit {
     len: u64,
     base: u64,
     htif: u64,
-    /// Code for an observed run ([`Translator::new`]), and the block's id.
+    /// Code for an observed run ([`Translator::new`]), and its closing
+    /// branch's or jump's exit record's first word but the outcome.
     observed: bool,
-    id: u64,
+    site: u64,
     call_conv: CallConv,
     /// [`Translator`]'s links, which the block's exits add to.
     #[allow(clippy::vec_box)]
@@ -627,7 +674,7 @@ impl Emit {
     fn exit_record(&self, b: &mut FunctionBuilder, env: Value, next: Next) {
         let t = MemFlags::trusted();
         let at = b.ins().load(types::I64, t, env, ENV_EXITS);
-        let id = b.ins().iconst(types::I64, (self.id * 2) as i64);
+        let id = b.ins().iconst(types::I64, self.site as i64);
         let word = match next {
             Next::Either { taken, .. } => {
                 let taken = b.ins().uextend(types::I64, taken);
