@@ -308,8 +308,8 @@ pub struct Machine {
     exit_log: Vec<translate::ExitRecord>,
     /// The synchronisation objects and which harts may run.
     sync: sync::SyncState,
-    /// Whether hot blocks run as host code when no observer watches
-    /// ([`Machine::set_translation`]).
+    /// Whether hot blocks run as host code when no observer watches, or
+    /// one that accepts it ([`Machine::set_translation`]).
     translation: bool,
     /// The translating engine, made at the first hot block.
     translator: Option<Box<translate::Translator>>,
@@ -398,8 +398,10 @@ impl Machine {
     }
 
     /// Whether hot blocks run as host code translated by Cranelift (the
-    /// default) or everything is interpreted. Only runs without an observer
-    /// translate; results are the same either way (`tests/translate.rs`).
+    /// default) or everything is interpreted. Only runs without an observer,
+    /// or with one that accepts it ([`Observer::HOST_CODE`]), translate;
+    /// results (and recordings) are the same either way
+    /// (`tests/translate.rs`, `tests/record_host.rs`).
     pub fn set_translation(&mut self, on: bool) {
         self.translation = on;
         if !on {

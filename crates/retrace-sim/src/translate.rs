@@ -27,11 +27,19 @@
 //! - It writes back the registers it changed at every exit, so the hart's
 //!   state at a stop is the state before the stopping instruction.
 //!
-//! Only runs without an observer are translated: recording and the
-//! cycle-level engine need every branch and address, which the interpreter
-//! gives them. Differential tests run every bundled program both ways and
-//! compare outputs, exit codes, instruction and branch counts
-//! (`tests/translate.rs`).
+//! Runs without an observer are translated, and so are runs whose
+//! observer takes branches, jumps and data addresses after the fact
+//! ([`crate::Observer::HOST_CODE`], a recorder): for those the blocks are
+//! translated again ([`Translator::new`]'s `observed`), to leave an
+//! [`ExitRecord`] at each closing branch or jump and each data address in
+//! the engine's log, which the engine hands to the observer when the entry
+//! into host code returns, before any other hook; their synchronisation
+//! calls are the interpreter's, which tells the observer. The cycle-level
+//! engine, which needs every instruction as it retires, stays interpreted.
+//! Differential tests run every bundled program both ways and compare
+//! outputs, exit codes, instruction and branch counts
+//! (`tests/translate.rs`), and recordings byte for byte
+//! (`tests/record_host.rs`).
 //!
 //! A block is translated once it has run [`HOT`] times, so cold code costs
 //! no compile time. A cache flush (a store into code, `fence.i`) drops the
