@@ -272,8 +272,11 @@ struct StopOnSignal<'a> {
 }
 
 impl Observer for StopOnSignal<'_> {
-    // Only `keep_going`: no hook on any instruction.
+    // Only `keep_going`: no hook on any instruction, so the recording may
+    // run in host code (polled between its stretches then, every few
+    // thousand instructions).
     const RETIRE: bool = false;
+    const HOST_CODE: bool = true;
     fn keep_going(&mut self) -> bool {
         // Polled between blocks: now and then, the spinner may show (the
         // trace's bytes move it only once a megabyte).

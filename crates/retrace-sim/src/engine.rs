@@ -25,7 +25,8 @@ use crate::observer::{Observer, Retired, TrapEvent};
 use crate::semihost;
 use crate::sync::{self, HartState, SyncEvent, SyncOp, SyncOutcome};
 use crate::translate::{
-    Env, Translator, HOT, MAX_FLUSHES, REFUSED, SYNC_BLOCKED, SYNC_DONE, SYNC_LEAVE, TRANSLATED,
+    Env, ExitKind, ExitRecord, ExitSite, Translator, HOT, MAX_FLUSHES, REFUSED, SYNC_BLOCKED,
+    SYNC_DONE, SYNC_LEAVE, TRANSLATED,
 };
 use crate::{Fault, Machine, StopReason};
 use retrace_isa::csr::{self, Csr};
@@ -39,6 +40,16 @@ pub(crate) const MAX_BLOCK: usize = 64;
 /// bulk before handing them over ([`Observer::addresses`]): 512 KiB, few
 /// enough hand-overs that waking the thread that takes them is rare.
 pub(crate) const ADDRESS_LOG: usize = 1 << 16;
+
+/// Exit records ([`ExitRecord`]) one entry into observed host code may
+/// leave: 256 KiB, enough that the entries' own cost is spread over
+/// thousands of blocks.
+pub(crate) const EXIT_LOG: usize = 1 << 14;
+
+/// Room in the address log before an entry into observed host code: the
+/// entry runs no further than the room lasts, so a nearly full log would
+/// make entries of a block or two.
+const HOST_ADDRESS_ROOM: usize = 1 << 12;
 
 /// The semihosting entry sequence around `ebreak`.
 const SEMI_PRE: u32 = 0x01f0_1013; // slli x0, x0, 0x1f
@@ -614,6 +625,16 @@ pub(crate) fn hand_over_addresses<O: Observer>(log: &mut Vec<u64>, h: usize, obs
     }
 }
 
+/// Room in the address log `log` for `need` addresses (a block has at most
+/// one per instruction), handing it to the observer when full.
+#[inline(always)]
+fn make_address_room<O: Observer>(log: &mut Vec<u64>, h: usize, obs: &mut O, need: usize) {
+    if log.capacity() - log.len() < need {
+        hand_over_addresses(log, h, obs);
+        log.reserve(ADDRESS_LOG);
+    }
+}
+
 /// A little-endian value of `N` bytes, sign-extended from its top bit (the
 /// way AMOs and LR return values).
 #[inline(always)]
@@ -731,6 +752,8 @@ struct Ran {
     retired: u64,
     branches: u64,
     taken: u64,
+    /// The last instruction retired (observed code only).
+    last_pc: u64,
 }
 
 /// What the slow path decided.
@@ -938,10 +961,23 @@ impl Machine {
             let n = (block.len as u64).min(budget) as usize;
             let first = block.first as usize;
             // Host code runs whole blocks, when there are and no observer
-            // watches; the interpreter goes on where it stopped.
+            // watches, or one that takes what host code tells it after
+            // the fact (`Observer::HOST_CODE`); the interpreter goes on
+            // where it stopped.
             let mut start = 0;
-            if !O::ENABLED && n == block.len as usize {
-                if let Some(ran) = self.run_translated(h, id, budget) {
+            let host_code = !O::ENABLED || (O::HOST_CODE && O::BULK_ADDRESSES && !O::RETIRE);
+            if host_code && n == block.len as usize {
+                if O::ENABLED {
+                    // Room for the addresses of many blocks
+                    // (`run_translated` lets host code run no further
+                    // than the room lasts).
+                    make_address_room(&mut self.address_log, h, obs, HOST_ADDRESS_ROOM);
+                }
+                if let Some(ran) = self.run_translated(h, id, budget, O::ENABLED) {
+                    if O::ENABLED {
+                        // Before any other hook can see the hart.
+                        self.tell_exits(h, &ran, obs);
+                    }
                     let hart = &mut self.harts[h];
                     hart.stats.instructions += ran.retired;
                     hart.stats.branches += ran.branches;
@@ -969,12 +1005,7 @@ impl Machine {
             let hart = &mut self.harts[h];
             let mut logged = 0;
             let log: &mut [std::mem::MaybeUninit<u64>] = if O::ENABLED && O::BULK_ADDRESSES {
-                // Room for a whole block: at most one address per
-                // instruction.
-                if self.address_log.capacity() - self.address_log.len() < MAX_BLOCK {
-                    hand_over_addresses(&mut self.address_log, h, obs);
-                    self.address_log.reserve(ADDRESS_LOG);
-                }
+                make_address_room(&mut self.address_log, h, obs, MAX_BLOCK);
                 self.address_log.spare_capacity_mut()
             } else {
                 &mut []
@@ -1038,19 +1069,55 @@ impl Machine {
         }
     }
 
+    /// Tell the observer what observed host code left (`Ran`'s run on hart
+    /// `h`): each closing branch and jump, by the same hook with the same
+    /// arguments as the interpreter's, in order; then the hart's last pc.
+    /// Its data addresses are in the log already.
+    #[inline(never)]
+    fn tell_exits<O: Observer>(&mut self, h: usize, ran: &Ran, obs: &mut O) {
+        for &[word, to] in &self.exit_log {
+            // SAFETY: the first word of an exit record is the address of an
+            // `ExitSite` the translator keeps, which outlives its code,
+            // plus three bits.
+            let site = unsafe { &*((word & !7) as *const ExitSite) };
+            let (inst, pc) = (&site.inst, site.pc);
+            match word >> 1 & 3 {
+                ExitKind::BRANCH => obs.branch(h, pc, inst, word & 1 != 0, site.target),
+                ExitKind::JAL => obs.jump(h, pc, inst, inst.flow(), site.target),
+                _ => obs.jump(h, pc, inst, inst.flow(), to),
+            }
+        }
+        self.exit_log.clear();
+        if ran.retired > 0 {
+            self.harts[h].last_pc = ran.last_pc;
+        }
+    }
+
     /// Run block `id` on hart `h` as host code, with the blocks it chains
     /// into, retiring at most `budget` instructions — if it has been
     /// translated or is hot enough to be now; `None` leaves it to the
-    /// interpreter.
+    /// interpreter. `observed` runs the code made for an observer
+    /// (`Translator::new`), which leaves its exit records in
+    /// `exit_log` and its data addresses in `address_log`: it then
+    /// retires no more instructions than those have room for (at most one
+    /// of each per instruction), and the caller made room in the address
+    /// log for a whole block.
     #[inline(always)]
-    fn run_translated(&mut self, h: usize, id: usize, budget: u64) -> Option<Ran> {
+    fn run_translated(
+        &mut self,
+        h: usize,
+        id: usize,
+        mut budget: u64,
+        observed: bool,
+    ) -> Option<Ran> {
         if !self.translation {
             return None;
         }
         let (data, len) = self.memory.host_view();
         let base = self.memory.base();
-        if !matches!(&self.translator, Some(t) if t.addresses(data, len, base)) {
-            self.new_translator(data, len, base);
+        if !matches!(&self.translator, Some(t) if t.addresses(data, len, base) && t.observed == observed)
+        {
+            self.new_translator(data, len, base, observed);
         }
         let t = self.translator.as_deref_mut()?;
         if id >= t.counts.len() {
@@ -1063,6 +1130,16 @@ impl Machine {
         };
         let t = self.translator.as_deref()?;
         let (code_lo, code_span) = self.memory.code_range();
+        let (mut exits, mut addrs) = (0, 0);
+        if observed {
+            if self.exit_log.capacity() < EXIT_LOG {
+                self.exit_log.reserve(EXIT_LOG);
+            }
+            let room = self.address_log.capacity() - self.address_log.len();
+            budget = budget.min(room as u64).min(EXIT_LOG as u64);
+            exits = self.exit_log.as_mut_ptr() as usize;
+            addrs = self.address_log.spare_capacity_mut().as_mut_ptr() as usize;
+        }
         let hart = &mut self.harts[h];
         let mut env = Env {
             code_lo,
@@ -1076,6 +1153,8 @@ impl Machine {
             memory: &self.memory as *const Memory as usize,
             last_pc: &mut hart.last_pc as *mut u64 as usize,
             hart: h as u64,
+            exits,
+            addrs,
             ..Env::default()
         };
         // SAFETY: `code` is this translator's, made for this memory
@@ -1085,9 +1164,25 @@ impl Machine {
         // sync state, the memory and the hart's `last_pc`, which
         // synchronisation calls from host code use (`sync_from_host`), are
         // fields disjoint from the registers and from the translator, and
-        // no reference to them lives across the call.
+        // no reference to them lives across the call. Observed code writes
+        // no more exit records and addresses than the budget (at most one
+        // of each per instruction retired), which the room in both logs
+        // covers, and nothing else touches the logs during the call.
         let status = unsafe { t.run(&mut hart.x, &mut env, code) };
+        if observed {
+            let size = std::mem::size_of::<ExitRecord>();
+            let records = (env.exits - exits) / size;
+            let logged = (env.addrs - addrs) / 8;
+            // SAFETY: host code initialised that many of each, in order,
+            // within their capacity.
+            unsafe {
+                self.exit_log.set_len(records);
+                let len = self.address_log.len() + logged;
+                self.address_log.set_len(len);
+            }
+        }
         Some(Ran {
+            last_pc: env.last,
             stopped: status != 0,
             blocked: status == SYNC_BLOCKED,
             next_pc: env.next_pc,
@@ -1129,9 +1224,10 @@ impl Machine {
     }
 
     #[cold]
-    fn new_translator(&mut self, data: usize, len: u64, base: u64) {
+    fn new_translator(&mut self, data: usize, len: u64, base: u64, observed: bool) {
         let rv64 = self.xlen == Xlen::Rv64;
-        self.translator = Translator::new(data, len, base, self.htif.addr, rv64).map(Box::new);
+        self.translator =
+            Translator::new(data, len, base, self.htif.addr, rv64, observed).map(Box::new);
         if self.translator.is_none() {
             self.translation = false;
         }

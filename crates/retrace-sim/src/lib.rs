@@ -303,10 +303,13 @@ pub struct Machine {
     htif: Htif,
     /// Data addresses not yet handed to a bulk observer.
     address_log: Vec<u64>,
+    /// What observed host code told of its branches and jumps, until the
+    /// engine tells the observer (`translate::ExitRecord`).
+    exit_log: Vec<translate::ExitRecord>,
     /// The synchronisation objects and which harts may run.
     sync: sync::SyncState,
-    /// Whether hot blocks run as host code when no observer watches
-    /// ([`Machine::set_translation`]).
+    /// Whether hot blocks run as host code when no observer watches, or
+    /// one that accepts it ([`Machine::set_translation`]).
     translation: bool,
     /// The translating engine, made at the first hot block.
     translator: Option<Box<translate::Translator>>,
@@ -383,6 +386,7 @@ impl Machine {
             host: semihost::Semihost::new(host, console, heap),
             cache,
             address_log: Vec::new(),
+            exit_log: Vec::new(),
             sync: sync::SyncState::new(config.harts),
             translation: true,
             translator: None,
@@ -394,8 +398,10 @@ impl Machine {
     }
 
     /// Whether hot blocks run as host code translated by Cranelift (the
-    /// default) or everything is interpreted. Only runs without an observer
-    /// translate; results are the same either way (`tests/translate.rs`).
+    /// default) or everything is interpreted. Only runs without an observer,
+    /// or with one that accepts it ([`Observer::HOST_CODE`]), translate;
+    /// results (and recordings) are the same either way
+    /// (`tests/translate.rs`, `tests/record_host.rs`).
     pub fn set_translation(&mut self, on: bool) {
         self.translation = on;
         if !on {

@@ -94,6 +94,18 @@ pub trait Observer {
     /// [`crate::Machine::last_pc`] gives).
     const RETIRE: bool = true;
 
+    /// `true` for observers that may watch a run in host code (the hot
+    /// blocks the engine translates with Cranelift): ones that need no [`Observer::retire`] and
+    /// take data addresses in bulk ([`Observer::BULK_ADDRESSES`]; the
+    /// engine ignores this otherwise), and that accept, for the stretches
+    /// host code runs (thousands of instructions), their
+    /// [`Observer::branch`] and [`Observer::jump`] calls in a batch after
+    /// the fact — in order and with the interpreter's arguments, before any
+    /// other hook on that hart — and [`Observer::keep_going`] polled only
+    /// between those stretches. A recorder qualifies; an observer that
+    /// times or counts instructions as they go does not.
+    const HOST_CODE: bool = false;
+
     /// Every retired instruction, after it took effect (when
     /// [`Observer::RETIRE`]).
     #[inline(always)]
@@ -175,10 +187,22 @@ impl Observer for () {
     const ENABLED: bool = false;
 }
 
+/// Watches nothing, but keeps a run interpreted: paired with an observer
+/// that may watch host code ([`Observer::HOST_CODE`]), such as a recorder,
+/// it makes the interpreter run everything, the reference that host code
+/// must match (`tests/record_host.rs`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Interpreted;
+
+impl Observer for Interpreted {
+    const RETIRE: bool = false;
+}
+
 /// Forward every hook to the observer behind the reference.
 impl<O: Observer> Observer for &mut O {
     const ENABLED: bool = O::ENABLED;
     const RETIRE: bool = O::RETIRE;
+    const HOST_CODE: bool = O::HOST_CODE;
     const BULK_ADDRESSES: bool = O::BULK_ADDRESSES;
     #[inline(always)]
     fn memory(&mut self, hart: HartId, addr: u64) {
@@ -240,6 +264,10 @@ impl<O: Observer> Observer for &mut O {
 impl<A: Observer, B: Observer> Observer for (A, B) {
     const ENABLED: bool = A::ENABLED || B::ENABLED;
     const RETIRE: bool = (A::ENABLED && A::RETIRE) || (B::ENABLED && B::RETIRE);
+    // Both parts must accept it (a part that watches nothing does). A part
+    // that takes addresses one at a time would get them late in host code
+    // too, as it does from the interpreter: it must also say so itself.
+    const HOST_CODE: bool = (!A::ENABLED || A::HOST_CODE) && (!B::ENABLED || B::HOST_CODE);
     const BULK_ADDRESSES: bool =
         (A::ENABLED && A::BULK_ADDRESSES) || (B::ENABLED && B::BULK_ADDRESSES);
     #[inline(always)]
@@ -331,6 +359,7 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
 impl<O: Observer> Observer for Vec<O> {
     const ENABLED: bool = O::ENABLED;
     const RETIRE: bool = O::RETIRE;
+    const HOST_CODE: bool = O::HOST_CODE;
     const BULK_ADDRESSES: bool = O::BULK_ADDRESSES;
     #[inline(always)]
     fn memory(&mut self, hart: HartId, addr: u64) {

@@ -403,6 +403,9 @@ impl<W: Write, const COUNT: bool> Observer for Recorder<W, COUNT> {
     // recording more than everything else it does. Only collapsed regions
     // need it (`COUNT`).
     const RETIRE: bool = COUNT;
+    // Branches, jumps and addresses are all it takes from the
+    // instructions, and none of them needs the hart's state at once.
+    const HOST_CODE: bool = !COUNT;
 
     #[inline(always)]
     fn retire(&mut self, ev: &crate::observer::Retired<'_>) {

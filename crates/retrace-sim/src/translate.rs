@@ -27,11 +27,19 @@
 //! - It writes back the registers it changed at every exit, so the hart's
 //!   state at a stop is the state before the stopping instruction.
 //!
-//! Only runs without an observer are translated: recording and the
-//! cycle-level engine need every branch and address, which the interpreter
-//! gives them. Differential tests run every bundled program both ways and
-//! compare outputs, exit codes, instruction and branch counts
-//! (`tests/translate.rs`).
+//! Runs without an observer are translated, and so are runs whose
+//! observer takes branches, jumps and data addresses after the fact
+//! ([`crate::Observer::HOST_CODE`], a recorder): for those the blocks are
+//! translated again ([`Translator::new`]'s `observed`), to leave an
+//! [`ExitRecord`] at each closing branch or jump and each data address in
+//! the engine's log, which the engine hands to the observer when the entry
+//! into host code returns, before any other hook; their synchronisation
+//! calls are the interpreter's, which tells the observer. The cycle-level
+//! engine, which needs every instruction as it retires, stays interpreted.
+//! Differential tests run every bundled program both ways and compare
+//! outputs, exit codes, instruction and branch counts
+//! (`tests/translate.rs`), and recordings byte for byte
+//! (`tests/record_host.rs`).
 //!
 //! A block is translated once it has run [`HOT`] times, so cold code costs
 //! no compile time. A cache flush (a store into code, `fence.i`) drops the
@@ -96,6 +104,40 @@ pub(crate) struct Env {
     pub memory: usize,
     pub last_pc: usize,
     pub hart: u64,
+    /// For observed runs ([`Translator::new`]'s `observed`): where the next
+    /// exit record ([`ExitRecord`]) goes, where the next data address goes
+    /// (the engine's address log), and the address of the last instruction
+    /// retired. The engine makes room for as many records and addresses
+    /// as `budget` instructions could leave, so the code checks none.
+    pub exits: usize,
+    pub addrs: usize,
+    pub last: u64,
+}
+
+/// What an observed translation leaves at each block's closing branch or
+/// jump, for the engine to tell the observer after the entry into host
+/// code returns ([`crate::Observer::HOST_CODE`]): the address of the
+/// block's [`ExitSite`] plus its [`ExitKind`] times two plus a branch's
+/// outcome, and a `jalr`'s target (anything for the others).
+pub(crate) type ExitRecord = [u64; 2];
+
+/// A translated block's closing branch or jump, as the observer's hooks
+/// take it, kept where its exit records point ([`Translator`]'s `sites`).
+/// Aligned so that an address leaves three bits for the rest of a record.
+#[repr(align(8))]
+pub(crate) struct ExitSite {
+    pub inst: Inst,
+    pub pc: u64,
+    /// A branch's or `jal`'s target.
+    pub target: u64,
+}
+
+/// The kinds of [`ExitSite`], as exit records say them.
+pub(crate) struct ExitKind;
+impl ExitKind {
+    pub const BRANCH: u64 = 0;
+    pub const JAL: u64 = 1;
+    pub const JALR: u64 = 2;
 }
 
 /// What a synchronisation call from host code did, and what the block then
@@ -118,6 +160,17 @@ const ENV_TAKEN: i32 = 56;
 const ENV_MAP: i32 = 64;
 const ENV_CODE: i32 = 72;
 const ENV_CODE_LEN: i32 = 80;
+const ENV_EXITS: i32 = 120;
+const ENV_ADDRS: i32 = 128;
+const ENV_LAST: i32 = 136;
+// The offsets above are the fields' (a wrong one would corrupt the engine).
+const _: () = {
+    use std::mem::offset_of;
+    assert!(offset_of!(Env, code_len) == ENV_CODE_LEN as usize);
+    assert!(offset_of!(Env, exits) == ENV_EXITS as usize);
+    assert!(offset_of!(Env, addrs) == ENV_ADDRS as usize);
+    assert!(offset_of!(Env, last) == ENV_LAST as usize);
+};
 
 /// A block goes straight on into the next only while the budget covers a
 /// whole block of the longest kind.
@@ -206,6 +259,8 @@ pub(crate) struct Translator {
     base: u64,
     htif: u64,
     rv64: bool,
+    /// Whether the code is for an observed run (see [`Translator::new`]).
+    pub observed: bool,
     /// Per block id: executions so far, or [`TRANSLATED`] / [`REFUSED`].
     pub counts: Vec<u32>,
     /// Per block id: its translation's address, 0 if none.
@@ -217,6 +272,10 @@ pub(crate) struct Translator {
     /// code holds, never move.
     #[allow(clippy::vec_box)]
     ecalls: Vec<Box<Inst>>,
+    /// The closing branches and jumps of observed translations, which
+    /// their exit records point to: boxed, so that they never move.
+    #[allow(clippy::vec_box)]
+    sites: Vec<Box<ExitSite>>,
     /// The direct links of the translations' exits to a fixed address
     /// (`Emit::go_on`): per exit, the translation found there the first
     /// time, 0 until then. Boxed, so their addresses, which the code
@@ -237,7 +296,23 @@ impl Translator {
     /// `data` as guest memory from `base`; `htif` is the `tohost` address
     /// (`u64::MAX` if none). `None` when the host has no Cranelift back
     /// end: the interpreter then runs everything.
-    pub fn new(data: usize, len: u64, base: u64, htif: u64, rv64: bool) -> Option<Translator> {
+    ///
+    /// `observed` makes code for an observer that takes its branches,
+    /// jumps and data addresses after the fact
+    /// ([`crate::Observer::HOST_CODE`]): each block also leaves an
+    /// [`ExitRecord`] at its closing branch or jump, its data addresses in
+    /// the engine's log and its last pc in [`Env`], and leaves
+    /// synchronisation calls to the interpreter (which tells the observer
+    /// of them). Code for unobserved runs does none of that, and so costs
+    /// them nothing.
+    pub fn new(
+        data: usize,
+        len: u64,
+        base: u64,
+        htif: u64,
+        rv64: bool,
+        observed: bool,
+    ) -> Option<Translator> {
         let mut flags = settings::builder();
         flags.set("opt_level", "none").ok()?;
         flags.set("use_colocated_libcalls", "false").ok()?;
@@ -263,9 +338,11 @@ impl Translator {
             base,
             htif,
             rv64,
+            observed,
             counts: Vec::new(),
             code: Vec::new(),
             ecalls: Vec::new(),
+            sites: Vec::new(),
             links: Vec::new(),
             translated: 0,
         })
@@ -347,10 +424,33 @@ impl Translator {
     /// instruction is not translated, or Cranelift refuses.
     pub fn translate(&mut self, insts: &[Inst], pcs: &[u64]) -> Option<usize> {
         let k = insts.iter().take_while(|i| translated(i.op)).count();
+        // Observed code's closing branch or jump, for its exit records.
+        let site = match insts[..k].last() {
+            Some(&inst) if self.observed && k == insts.len() => {
+                let kind = match inst.op {
+                    Op::Jal => ExitKind::JAL,
+                    Op::Jalr => ExitKind::JALR,
+                    Op::Beq | Op::Bne | Op::Blt | Op::Bge | Op::Bltu | Op::Bgeu => ExitKind::BRANCH,
+                    _ => 0,
+                };
+                let pc = pcs[k - 1];
+                let target = pc.wrapping_add(inst.imm as i64 as u64);
+                let target = if self.rv64 {
+                    target
+                } else {
+                    target & 0xffff_ffff
+                };
+                self.sites.push(Box::new(ExitSite { inst, pc, target }));
+                let site: &ExitSite = self.sites.last()?;
+                site as *const ExitSite as u64 | kind << 1
+            }
+            _ => 0,
+        };
         // An `ecall` (always a block's last instruction) is a
         // synchronisation call, made from host code, or left to the
-        // interpreter (`Emit::ecall`).
-        let ecall = if k + 1 == insts.len() && insts[k].op == Op::Ecall {
+        // interpreter (`Emit::ecall`; always in observed code, whose
+        // observer must see the call).
+        let ecall = if !self.observed && k + 1 == insts.len() && insts[k].op == Op::Ecall {
             self.ecalls.push(Box::new(insts[k]));
             let inst: &Inst = self.ecalls.last()?;
             Some((inst as *const Inst as usize, pcs[k]))
@@ -368,6 +468,8 @@ impl Translator {
             len: self.len,
             base: self.base,
             htif: self.htif,
+            observed: self.observed,
+            site,
             call_conv: self.module.target_config().default_call_conv,
             links: RefCell::new(std::mem::take(&mut self.links)),
         };
@@ -405,6 +507,10 @@ struct Emit {
     len: u64,
     base: u64,
     htif: u64,
+    /// Code for an observed run ([`Translator::new`]), and its closing
+    /// branch's or jump's exit record's first word but the outcome.
+    observed: bool,
+    site: u64,
     call_conv: CallConv,
     /// [`Translator`]'s links, which the block's exits add to.
     #[allow(clippy::vec_box)]
@@ -543,6 +649,7 @@ impl Emit {
 
     /// Leave before instruction `i`, at `pc` (see [`Emit::stop_if`]).
     fn stop(&self, b: &mut FunctionBuilder, e: &Exits, i: usize, pc: u64) {
+        self.observed_exit(b, e, i);
         let to = b.ins().iconst(types::I64, pc as i64);
         b.ins().store(MemFlags::trusted(), to, e.env, ENV_NEXT_PC);
         let n = b.ins().iconst(types::I64, i as i64);
@@ -550,6 +657,47 @@ impl Emit {
         e.regs.write_back(b, e.x);
         let stopped = b.ins().iconst(types::I64, 1);
         b.ins().return_(&[stopped]);
+    }
+
+    /// What observed code leaves at every exit, after the block's first
+    /// `k` instructions retired: the end of the address log, and the pc of
+    /// the last instruction retired (if any retired here: otherwise an
+    /// earlier block's is there already).
+    fn observed_exit(&self, b: &mut FunctionBuilder, e: &Exits, k: usize) {
+        let t = MemFlags::trusted();
+        if let Some((p, logged)) = e.log {
+            if logged > 0 {
+                let end = b.ins().iadd_imm(p, (logged * 8) as i64);
+                b.ins().store(t, end, e.env, ENV_ADDRS);
+            }
+        }
+        if self.observed && k > 0 {
+            let last = b.ins().iconst(types::I64, e.pcs[k - 1] as i64);
+            b.ins().store(t, last, e.env, ENV_LAST);
+        }
+    }
+
+    /// The exit record ([`ExitRecord`]) of observed code's closing branch
+    /// or jump, going on at `next`.
+    fn exit_record(&self, b: &mut FunctionBuilder, env: Value, next: Next) {
+        let t = MemFlags::trusted();
+        let at = b.ins().load(types::I64, t, env, ENV_EXITS);
+        let id = b.ins().iconst(types::I64, self.site as i64);
+        let word = match next {
+            Next::Either { taken, .. } => {
+                let taken = b.ins().uextend(types::I64, taken);
+                b.ins().bor(id, taken)
+            }
+            _ => id,
+        };
+        b.ins().store(t, word, at, 0);
+        if let Next::Computed(to) = next {
+            b.ins().store(t, to, at, 8);
+        }
+        let at = b
+            .ins()
+            .iadd_imm(at, std::mem::size_of::<ExitRecord>() as i64);
+        b.ins().store(t, at, env, ENV_EXITS);
     }
 
     /// A new link, 0 until its exit first finds a translation
@@ -562,7 +710,9 @@ impl Emit {
     }
 
     /// The block ran its `k` instructions and goes on at `next`; `taken`
-    /// is its closing conditional branch's outcome, if it has one. Jumps
+    /// is its closing conditional branch's outcome, if it has one, and
+    /// `closes` says it ends with a branch or jump (which observed code
+    /// records, [`Emit::exit_record`]). Jumps
     /// straight into `next`'s translation when there is one and the budget
     /// covers it, otherwise returns to the engine. An exit to a fixed
     /// address keeps the translation it found there the first time in a
@@ -575,9 +725,16 @@ impl Emit {
         next: Next,
         k: usize,
         taken: Option<Value>,
+        closes: bool,
     ) {
         let env = e.env;
         let t = MemFlags::trusted();
+        if self.observed {
+            if closes {
+                self.exit_record(b, env, next);
+            }
+            self.observed_exit(b, e, k);
+        }
         let next_pc = |b: &mut FunctionBuilder, at: u64| b.ins().iconst(types::I64, at as i64);
         let (next, link) = match next {
             Next::Fixed(at) => {
@@ -724,10 +881,9 @@ impl Emit {
         };
         let e = Exits {
             regs: &stored,
-            x: e.x,
-            env: e.env,
+            ..*e
         };
-        self.go_on(b, &e, Next::Fixed(pc + 4), k + 1, None);
+        self.go_on(b, &e, Next::Fixed(pc + 4), k + 1, None, false);
     }
 
     /// The host address of `at` (guest address of an `n`-byte access),
@@ -785,6 +941,34 @@ impl Emit {
                 }
             }
         }
+        // Observed code logs data addresses from the log's end at entry,
+        // one slot per access.
+        let log = self.observed.then(|| {
+            b.ins()
+                .load(types::I64, MemFlags::trusted(), env, ENV_ADDRS)
+        });
+        let mut logged = 0;
+        macro_rules! exits {
+            () => {
+                Exits {
+                    regs: &regs,
+                    x,
+                    env,
+                    pcs,
+                    log: log.map(|p| (p, logged)),
+                }
+            };
+        }
+        // The access just made, at `at`, into the log.
+        macro_rules! note_address {
+            ($at:expr) => {
+                if let Some(p) = log {
+                    b.ins()
+                        .store(MemFlags::trusted(), $at, p, (logged * 8) as i32);
+                    logged += 1;
+                }
+            };
+        }
         let flags = MemFlags::new().with_notrap();
         for (i, (inst, &pc)) in insts.iter().zip(pcs).enumerate() {
             let a = regs.get(b, inst.rs1);
@@ -810,12 +994,9 @@ impl Emit {
                 ($n:expr, |$p:ident| $access:expr) => {{
                     let s = b.ins().iadd_imm(a, imm);
                     let at = self.ea(b, s);
-                    let e = Exits {
-                        regs: &regs,
-                        x,
-                        env,
-                    };
+                    let e = exits!();
                     let $p = self.host_address(b, &e, at, $n, i, pc);
+                    note_address!(at);
                     let v = $access;
                     set!(v);
                 }};
@@ -843,13 +1024,10 @@ impl Emit {
                     let resv = b.ins().icmp_imm(IntCC::NotEqual, resv, 0);
                     let any = b.ins().bor(tohost, code);
                     let any = b.ins().bor(any, resv);
-                    let e = Exits {
-                        regs: &regs,
-                        x,
-                        env,
-                    };
+                    let e = exits!();
                     self.stop_if(b, &e, any, i, pc);
                     let p = self.host_address(b, &e, at, $n, i, pc);
+                    note_address!(at);
                     b.ins().$kind(flags, c, p, 0);
                 }};
             }
@@ -861,17 +1039,7 @@ impl Emit {
                         target: self.ea_const(pc.wrapping_add(imm as u64)),
                         fall: next,
                     };
-                    self.go_on(
-                        b,
-                        &Exits {
-                            regs: &regs,
-                            x,
-                            env,
-                        },
-                        to,
-                        i + 1,
-                        Some(taken),
-                    );
+                    self.go_on(b, &exits!(), to, i + 1, Some(taken), true);
                     return;
                 }};
             }
@@ -899,17 +1067,7 @@ impl Emit {
                     let link = b.ins().iconst(types::I64, self.sx_const(next) as i64);
                     set!(link);
                     let to = Next::Fixed(self.ea_const(pc.wrapping_add(imm as u64)));
-                    self.go_on(
-                        b,
-                        &Exits {
-                            regs: &regs,
-                            x,
-                            env,
-                        },
-                        to,
-                        i + 1,
-                        None,
-                    );
+                    self.go_on(b, &exits!(), to, i + 1, None, true);
                     return;
                 }
                 Op::Jalr => {
@@ -918,17 +1076,7 @@ impl Emit {
                     let to = b.ins().band_imm(to, !1);
                     let link = b.ins().iconst(types::I64, self.sx_const(next) as i64);
                     set!(link);
-                    self.go_on(
-                        b,
-                        &Exits {
-                            regs: &regs,
-                            x,
-                            env,
-                        },
-                        Next::Computed(to),
-                        i + 1,
-                        None,
-                    );
+                    self.go_on(b, &exits!(), Next::Computed(to), i + 1, None, true);
                     return;
                 }
                 Op::Beq => branch!(IntCC::Equal),
@@ -1075,11 +1223,7 @@ impl Emit {
         // Ran off the prefix: either the block's end without a transfer
         // (the longest block, or code that does not decode after it), or
         // an instruction the interpreter must run.
-        let e = Exits {
-            regs: &regs,
-            x,
-            env,
-        };
+        let e = exits!();
         if let Some((inst, pc)) = ecall {
             self.ecall(b, &e, insts.len(), pc, inst);
             return;
@@ -1090,7 +1234,7 @@ impl Emit {
             self.stop(b, &e, k, pcs[last].wrapping_add(u64::from(insts[last].len)));
         } else {
             let to = pcs[last].wrapping_add(u64::from(insts[last].len));
-            self.go_on(b, &e, Next::Fixed(to), insts.len(), None);
+            self.go_on(b, &e, Next::Fixed(to), insts.len(), None, false);
         }
     }
 }
@@ -1101,6 +1245,11 @@ struct Exits<'a> {
     regs: &'a Regs,
     x: Value,
     env: Value,
+    /// The pcs of the block's instructions.
+    pcs: &'a [u64],
+    /// In observed code: where the block's data addresses go (the log's
+    /// end at entry), and how many it has logged so far.
+    log: Option<(Value, usize)>,
 }
 
 /// The engine's own M-extension arithmetic, callable from host code.
