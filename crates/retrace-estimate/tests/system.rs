@@ -311,9 +311,9 @@ fn stencil() {
 }
 
 /// A damaged multi-hart trace is refused with one line, never a panic:
-/// a hart's events cut off before its end, a call taken out of a hart's
-/// events so that another's waits for ever, and a call the objects'
-/// rules refuse.
+/// a hart's events cut off before its end, a segment's stored bytes
+/// changed, a call taken out of a hart's events so that another's waits
+/// for ever, and a call the objects' rules refuse.
 #[test]
 fn damaged_events_are_refused() {
     use retrace_trace::protocol::sync::{decode, SyncEncoder};
@@ -354,6 +354,13 @@ fn damaged_events_are_refused() {
     })
     .unwrap();
     refuse(missing, "hart 1");
+    // A byte of the stored segment changed: its checksum refuses it (a
+    // reader passes by unread only a segment that another reader of the
+    // trace has read and checked).
+    let mut flipped = trace.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0x40;
+    refuse(flipped, "checksum mismatch in segment");
     // Hart 0's first send left out: a receiver waits for a word that never
     // comes (the segments hold the whole run: one segment here).
     let fewer = rewrite_records(&trace, |h, kind, items| {

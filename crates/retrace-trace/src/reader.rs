@@ -9,7 +9,7 @@ use crate::format::{
 };
 use crate::format::{decode_walk_block, trailer_has_walk, WALK_BLOCK_LEN, WALK_TAG};
 use crate::format::{DcacheMeasurement, MEASUREMENTS_TAG, MEASUREMENT_LEN};
-use std::io::Read;
+use std::io::{Read, Seek};
 
 #[derive(Default)]
 struct HartStreams {
@@ -176,14 +176,30 @@ pub struct TraceReader<R: Read> {
     /// Only fill the cache with the segments numbered `part` modulo
     /// `parts`, parsing none ([`SegmentCache::warm`]).
     warm: Option<(u32, u32)>,
+    /// Moves the input on by so many bytes without reading them, when it
+    /// can seek (a reader that shares a [`SegmentCache`]): how it passes a
+    /// segment whose stored bytes another reader of the trace has read and
+    /// checked already.
+    skip: Option<fn(&mut R, u64) -> std::io::Result<()>>,
+}
+
+/// [`TraceReader::skip`] of an input that can seek.
+fn seek_on<R: Seek>(input: &mut R, n: u64) -> std::io::Result<()> {
+    // A segment's stored length is a `u32`.
+    input.seek_relative(n as i64)
 }
 
 /// Decompressed segments shared by several readers of one trace: the
 /// replay of several harts follows each hart with a reader of its own
 /// ([`TraceReader::follow_hart`]), and with a cache between them each
-/// segment is decompressed once, not once per hart. A reader that finds a
-/// segment in the cache still reads and checks the stored bytes (the
-/// checksum, the header fields), and parses the decompressed ones itself.
+/// segment is decompressed once, not once per hart. The stored bytes of a
+/// segment in the cache were read and checked (the checksum) by the reader
+/// that put it there, from the same trace: a reader that finds it there
+/// checks the header fields, seeks past the stored bytes without reading
+/// them, and parses the decompressed ones itself. Of the readers that fill
+/// the cache in parallel ([`SegmentCache::warm`]), each likewise passes by
+/// the segments of the others' parts unread, so that each segment's stored
+/// bytes are read and checked once in all, not once per reader.
 /// The cache keeps segments up to a budget of decompressed bytes, then
 /// keeps no more (the readers decompress the rest themselves): memory
 /// that grows with the run, up to that bound.
@@ -248,9 +264,10 @@ impl SegmentCache {
     /// none: `parts` threads, each with its part, fill it in parallel
     /// before the readers that share it read on. An error stops the
     /// warming only; the readers check every segment they read anyway.
-    pub fn warm<R: Read>(&self, input: R, part: u32, parts: u32) -> Result<(), TraceError> {
+    pub fn warm<R: Read + Seek>(&self, input: R, part: u32, parts: u32) -> Result<(), TraceError> {
         let mut reader = TraceReader::unloaded(input, Some(self.clone()))?;
         reader.warm = Some((part, parts.max(1)));
+        reader.skip = Some(seek_on::<R>);
         while reader.totals.is_none() {
             reader.load_next()?;
         }
@@ -277,27 +294,28 @@ impl TraceReader<std::io::BufReader<std::fs::File>> {
 impl<R: Read> TraceReader<R> {
     /// Start reading: validates magic, version and header checksum.
     pub fn new(input: R) -> Result<Self, TraceError> {
-        TraceReader::start(input, None, None)
+        TraceReader::start(input, None, None, None)
     }
 
     /// [`TraceReader::new`], sharing decompressed segments with the other
     /// readers of this trace that use `cache` (see [`SegmentCache`]), and
     /// following hart `follow` from the first segment on when given
     /// ([`TraceReader::follow_hart`]).
-    pub fn sharing(
-        input: R,
-        cache: &SegmentCache,
-        follow: Option<u16>,
-    ) -> Result<Self, TraceError> {
-        TraceReader::start(input, Some(cache.clone()), follow)
+    pub fn sharing(input: R, cache: &SegmentCache, follow: Option<u16>) -> Result<Self, TraceError>
+    where
+        R: Seek,
+    {
+        TraceReader::start(input, Some(cache.clone()), follow, Some(seek_on::<R>))
     }
 
     fn start(
         input: R,
         cache: Option<SegmentCache>,
         follow: Option<u16>,
+        skip: Option<fn(&mut R, u64) -> std::io::Result<()>>,
     ) -> Result<Self, TraceError> {
         let mut reader = TraceReader::unloaded(input, cache)?;
+        reader.skip = skip;
         if let Some(hart) = follow {
             reader = reader.follow_hart(hart)?;
         }
@@ -328,6 +346,7 @@ impl<R: Read> TraceReader<R> {
             only: None,
             cache,
             warm: None,
+            skip: None,
         })
     }
 }
@@ -823,8 +842,30 @@ impl<R: Read> TraceReader<R> {
         if raw_len > MAX_SEGMENT_RAW || stored_len > MAX_SEGMENT_RAW || codec > 1 {
             return Err(corrupt(at, format!("implausible header of segment {seq}")));
         }
-        // Read into the buffer's spare room, not zeroed first: every reader
-        // of a multi-hart replay reads every segment.
+        let cached = self
+            .cache
+            .as_ref()
+            .and_then(|c| c.get(seq, stored_len, crc));
+        // Passed by unread: a segment in the cache (its stored bytes read
+        // and checked by the reader that put it there), and when warming,
+        // another part's segment (its part's reader checks it).
+        let passed_by = match self.warm {
+            Some((part, parts)) => seq % parts != part || cached.is_some(),
+            None => cached.is_some(),
+        };
+        if let (true, Some(skip)) = (passed_by, self.skip) {
+            skip(&mut self.input, u64::from(stored_len))?;
+            return match (self.warm, cached) {
+                (None, Some(raw)) => self.parse_loaded(at, seq, flags, stored_len, &raw),
+                _ => {
+                    self.offset += (SEGMENT_HEADER_LEN + stored_len as usize) as u64;
+                    self.segment = seq;
+                    Ok(())
+                }
+            };
+        }
+        // Read into the buffer's spare room, not zeroed first: a reader
+        // that follows one hart of many may read every segment.
         let mut stored = std::mem::take(&mut self.stored);
         stored.clear();
         stored.reserve(stored_len as usize);
@@ -837,10 +878,6 @@ impl<R: Read> TraceReader<R> {
         if crc32fast::hash(&stored) != crc {
             return Err(corrupt(at, format!("checksum mismatch in segment {seq}")));
         }
-        let cached = self
-            .cache
-            .as_ref()
-            .and_then(|c| c.get(seq, stored_len, crc));
         if let Some((part, parts)) = self.warm {
             // Another part's segment, or one in the cache: passed by.
             self.offset += (SEGMENT_HEADER_LEN + stored_len as usize) as u64;
