@@ -63,13 +63,16 @@ impl Progress {
         bar.set_draw_target(ProgressDrawTarget::hidden());
         bar.set_style(style);
         bar.set_message(message.to_string());
-        Progress {
+        let progress = Progress {
             bar,
             start: Instant::now(),
             delay: delay(),
             terminal: std::io::stderr().is_terminal(),
             shown: Arc::new(AtomicBool::new(false)),
-        }
+        };
+        // With no delay it shows at once, however rarely the command polls.
+        progress.show_when_due();
+        progress
     }
 
     /// Start drawing once the delay has passed.

@@ -278,10 +278,13 @@ impl Observer for StopOnSignal<'_> {
     const RETIRE: bool = false;
     const HOST_CODE: bool = true;
     fn keep_going(&mut self) -> bool {
-        // Polled between blocks: now and then, the spinner may show (the
-        // trace's bytes move it only once a megabyte).
+        // Polled between blocks (interpreted) or between stretches of host
+        // code (thousands of instructions): every 256th poll, the spinner
+        // may show (the trace's bytes move it only once a megabyte). The
+        // check is a clock read, so this stays far below the run's cost
+        // either way.
         self.polls = self.polls.wrapping_add(1);
-        if self.polls & 0xffff == 0 {
+        if self.polls & 0xff == 0 {
             self.progress.poll();
         }
         self.signal.load(Ordering::Relaxed) == 0
