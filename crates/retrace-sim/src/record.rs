@@ -80,8 +80,101 @@ struct Regions {
     start: Vec<u64>,
 }
 
-/// One cache per geometry measured.
-type Caches = Vec<(retrace_timing::CacheModel, retrace_timing::Cache)>;
+/// Per hart, the caches that measure the geometries (see [`LruStacks`]).
+type Caches = Vec<LruStacks>;
+
+/// Every measured data cache of one line size and one number of sets, as
+/// one set-associative LRU cache of the most ways among them: an LRU cache
+/// of `w` ways holds exactly the `w` most recent lines of each of its sets
+/// (the stack property of LRU, Mattson et al., "Evaluation techniques for
+/// storage hierarchies", IBM Systems Journal 9(2), 1970), so where an
+/// access finds its line in the recency order says whether each smaller
+/// cache hits. The presets' data caches (16 KiB 4-way and 32 KiB 8-way,
+/// 64-byte lines, both 64 sets) so cost one simulation instead of two;
+/// the counts are `retrace_timing::Cache`'s, which simulates one geometry.
+#[derive(Clone)]
+struct LruStacks {
+    line_shift: u32,
+    set_mask: u64,
+    /// The most ways of any geometry here.
+    ways: usize,
+    /// `sets × ways` line numbers, most recently used first within a set;
+    /// `u64::MAX` marks an empty way.
+    tags: Vec<u64>,
+    /// The last line accessed: a repeat is at depth 0 and changes nothing.
+    last_line: u64,
+    /// Accesses by the depth at which they found their line in its set's
+    /// recency order (0 = most recent); the last slot counts lines not
+    /// held at all.
+    depth: Vec<u64>,
+}
+
+impl LruStacks {
+    fn new(g: &retrace_timing::CacheModel) -> LruStacks {
+        LruStacks {
+            line_shift: g.line.trailing_zeros(),
+            set_mask: u64::from(g.sets()) - 1,
+            ways: g.ways as usize,
+            tags: Vec::new(),
+            last_line: u64::MAX,
+            depth: Vec::new(),
+        }
+    }
+
+    /// Whether geometry `g` can be measured here (same lines, same sets).
+    fn fits(&self, g: &retrace_timing::CacheModel) -> bool {
+        (self.line_shift, self.set_mask) == (g.line.trailing_zeros(), u64::from(g.sets()) - 1)
+    }
+
+    /// Allocate the tags once every geometry that fits has widened `ways`.
+    fn ready(mut self) -> LruStacks {
+        self.tags = vec![u64::MAX; (self.set_mask as usize + 1) * self.ways];
+        self.depth = vec![0; self.ways + 1];
+        self
+    }
+
+    #[inline(always)]
+    fn access(&mut self, addr: u64) {
+        let line = addr >> self.line_shift;
+        // Most accesses repeat the previous line (as in `Cache::access`).
+        if line == self.last_line {
+            self.depth[0] += 1;
+            return;
+        }
+        self.access_other(line);
+    }
+
+    #[inline(never)]
+    fn access_other(&mut self, line: u64) {
+        self.last_line = line;
+        let set = (line & self.set_mask) as usize * self.ways;
+        let ways = &mut self.tags[set..set + self.ways];
+        let (at, depth) = match ways.iter().position(|&t| t == line) {
+            Some(i) => (i, i),
+            None => (ways.len() - 1, ways.len()),
+        };
+        // Move the line (or the new one, over the least recent) to the
+        // front: an element loop, which these few words do best.
+        for k in (1..=at).rev() {
+            ways[k] = ways[k - 1];
+        }
+        ways[0] = line;
+        self.depth[depth] += 1;
+    }
+
+    /// The measurement of geometry `g` (one that [`LruStacks::fits`]):
+    /// its misses are the accesses deeper than its ways.
+    fn measure(&self, g: &retrace_timing::CacheModel) -> retrace_trace::DcacheMeasurement {
+        let w = (g.ways as usize).min(self.depth.len());
+        retrace_trace::DcacheMeasurement {
+            size: g.size,
+            ways: g.ways,
+            line: g.line,
+            accesses: self.depth.iter().sum(),
+            misses: self.depth[w..].iter().sum(),
+        }
+    }
+}
 
 /// Measures data-cache miss rates on a thread of its own: the engine logs
 /// data addresses in bulk ([`Observer::addresses`]) and the recording
@@ -90,6 +183,9 @@ type Caches = Vec<(retrace_timing::CacheModel, retrace_timing::Cache)>;
 /// usually idle while recording). Each hart has caches of its own, as
 /// each core of a multi-hart system has its private data cache.
 struct DcacheMeter {
+    /// The geometries measured, in order, each with the index of the
+    /// [`LruStacks`] that measures it.
+    geometries: Vec<(retrace_timing::CacheModel, usize)>,
     /// Full buffers to the thread, with their hart (bounded: at most 4 in
     /// flight).
     full: Option<std::sync::mpsc::SyncSender<(HartId, Vec<u64>)>>,
@@ -109,10 +205,20 @@ const SHIP_ADDRESSES: usize = 1 << 15;
 
 impl DcacheMeter {
     fn start(geometries: &[retrace_timing::CacheModel], harts: usize) -> DcacheMeter {
-        let caches: Caches = geometries
-            .iter()
-            .map(|g| (*g, retrace_timing::Cache::new(g)))
-            .collect();
+        let mut caches: Caches = Vec::new();
+        let mut measured = Vec::new();
+        for g in geometries {
+            let i = match caches.iter().position(|c| c.fits(g)) {
+                Some(i) => i,
+                None => {
+                    caches.push(LruStacks::new(g));
+                    caches.len() - 1
+                }
+            };
+            caches[i].ways = caches[i].ways.max(g.ways as usize);
+            measured.push((*g, i));
+        }
+        let caches: Caches = caches.into_iter().map(LruStacks::ready).collect();
         let mut caches = vec![caches; harts.max(1)];
         let (full, batches) = std::sync::mpsc::sync_channel::<(HartId, Vec<u64>)>(4);
         let (give_back, empty) = std::sync::mpsc::channel();
@@ -121,7 +227,7 @@ impl DcacheMeter {
             .spawn(move || {
                 for (hart, mut batch) in batches {
                     if let Some(caches) = caches.get_mut(hart) {
-                        for (_, c) in caches {
+                        for c in caches {
                             for &addr in &batch {
                                 c.access(addr);
                             }
@@ -134,6 +240,7 @@ impl DcacheMeter {
             })
             .ok();
         DcacheMeter {
+            geometries: measured,
             full: Some(full),
             empty,
             thread,
@@ -170,9 +277,9 @@ impl DcacheMeter {
         }
     }
 
-    /// Wait for the thread and take each hart's caches (none if it could
-    /// not start).
-    fn finish(mut self) -> Vec<Caches> {
+    /// Wait for the thread and take each hart's measurements, in the
+    /// order of the geometries (none if it could not start).
+    fn finish(mut self) -> Vec<Vec<retrace_trace::DcacheMeasurement>> {
         for hart in 0..self.gathered.len() {
             let batch = std::mem::take(&mut self.gathered[hart]);
             if !batch.is_empty() {
@@ -180,10 +287,20 @@ impl DcacheMeter {
             }
         }
         self.full = None;
-        self.thread
+        let caches = self
+            .thread
             .take()
             .and_then(|t| t.join().ok())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        caches
+            .iter()
+            .map(|c| {
+                self.geometries
+                    .iter()
+                    .map(|(g, i)| c[*i].measure(g))
+                    .collect()
+            })
+            .collect()
     }
 }
 
@@ -358,21 +475,12 @@ impl<W: Write, const COUNT: bool> Recorder<W, COUNT> {
             .take()
             .map(DcacheMeter::finish)
             .unwrap_or_default();
-        let measure = |(g, c): &(retrace_timing::CacheModel, retrace_timing::Cache)| {
-            retrace_trace::DcacheMeasurement {
-                size: g.size,
-                ways: g.ways,
-                line: g.line,
-                accesses: c.hits + c.misses,
-                misses: c.misses,
-            }
-        };
         if let Some((encoders, _)) = &mut self.sync {
             // Each hart's end: its own caches' measurements, what its
             // replay walks, and where it stops.
             for (h, e) in encoders.iter_mut().enumerate() {
-                for m in caches.get(h).into_iter().flatten().map(measure) {
-                    self.encoder.sync_items(h as u16, &e.dcache(&m));
+                for m in caches.get(h).into_iter().flatten() {
+                    self.encoder.sync_items(h as u16, &e.dcache(m));
                 }
                 let executed = machine.harts[h].stats.instructions + self.harts[h].calls;
                 let items = e.end(executed, machine.last_pc(h));
@@ -381,7 +489,7 @@ impl<W: Write, const COUNT: bool> Recorder<W, COUNT> {
         }
         // The whole run's: every hart's private caches together.
         let mut measured: Vec<retrace_trace::DcacheMeasurement> = Vec::new();
-        for m in caches.iter().flatten().map(measure) {
+        for &m in caches.iter().flatten() {
             match measured
                 .iter_mut()
                 .find(|t| (t.size, t.ways, t.line) == (m.size, m.ways, m.line))
@@ -824,4 +932,37 @@ fn record_as<W: Write, O: Observer, const COUNT: bool>(
         loops,
         clocked,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LruStacks;
+    use proptest::prelude::*;
+    use retrace_timing::{Cache, CacheModel};
+
+    proptest! {
+        /// Geometries of one line size and one number of sets measured
+        /// together count what each one's own cache counts.
+        #[test]
+        fn lru_stacks_count_as_each_cache(addrs in prop::collection::vec(0u64..1 << 14, 0..2000)) {
+            let geometries = [(1024, 2), (2048, 4), (4096, 8), (512, 1)].map(|(size, ways)| {
+                CacheModel { size, ways, line: 64, miss_penalty: 1 }
+            });
+            let mut stacks = LruStacks::new(&geometries[0]);
+            for g in &geometries {
+                prop_assert!(stacks.fits(g));
+                stacks.ways = stacks.ways.max(g.ways as usize);
+            }
+            let mut stacks = stacks.ready();
+            let mut caches = geometries.map(|g| Cache::new(&g));
+            for &a in &addrs {
+                stacks.access(a);
+                caches.iter_mut().for_each(|c| { c.access(a); });
+            }
+            for (g, c) in geometries.iter().zip(&caches) {
+                let m = stacks.measure(g);
+                prop_assert_eq!((m.accesses, m.misses), (c.hits + c.misses, c.misses));
+            }
+        }
+    }
 }
