@@ -21,12 +21,12 @@ use crate::csr::{mstatus, Cause, Priv};
 use crate::fpu;
 use crate::hart::Hart;
 use crate::memory::{Memory, Reservation};
-use crate::observer::{Observer, Retired, TrapEvent};
+use crate::observer::{HostExits, Observer, Retired, TrapEvent};
 use crate::semihost;
 use crate::sync::{self, HartState, SyncEvent, SyncOp, SyncOutcome};
 use crate::translate::{
-    Env, ExitKind, ExitRecord, ExitSite, Translator, HOT, MAX_FLUSHES, REFUSED, SYNC_BLOCKED,
-    SYNC_DONE, SYNC_LEAVE, TRANSLATED,
+    Env, ExitRecord, Translator, HOT, MAX_FLUSHES, REFUSED, SYNC_BLOCKED, SYNC_DONE, SYNC_LEAVE,
+    TRANSLATED,
 };
 use crate::{Fault, Machine, StopReason};
 use retrace_isa::csr::{self, Csr};
@@ -1075,18 +1075,12 @@ impl Machine {
     /// Its data addresses are in the log already.
     #[inline(never)]
     fn tell_exits<O: Observer>(&mut self, h: usize, ran: &Ran, obs: &mut O) {
-        for &[word, to] in &self.exit_log {
-            // SAFETY: the first word of an exit record is the address of an
-            // `ExitSite` the translator keeps, which outlives its code,
-            // plus three bits.
-            let site = unsafe { &*((word & !7) as *const ExitSite) };
-            let (inst, pc) = (&site.inst, site.pc);
-            match word >> 1 & 3 {
-                ExitKind::BRANCH => obs.branch(h, pc, inst, word & 1 != 0, site.target),
-                ExitKind::JAL => obs.jump(h, pc, inst, inst.flow(), site.target),
-                _ => obs.jump(h, pc, inst, inst.flow(), to),
-            }
-        }
+        obs.host_exits(
+            h,
+            &HostExits {
+                records: &self.exit_log,
+            },
+        );
         self.exit_log.clear();
         if ran.retired > 0 {
             self.harts[h].last_pc = ran.last_pc;

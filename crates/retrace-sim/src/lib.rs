@@ -49,7 +49,7 @@ mod translate;
 pub use csr::{Cause, Priv};
 pub use hart::{Hart, HartStats};
 pub use memory::Memory;
-pub use observer::{CodeEvent, HartId, Observer, Retired, TrapEvent};
+pub use observer::{CodeEvent, HartId, HostExit, HostExits, Observer, Retired, TrapEvent};
 pub use retrace_isa::csr::Csr;
 pub use semihost::{Console, HostConfig};
 pub use sync::{Deadlock, HartState, SyncError, SyncEvent, SyncOp, SyncOutcome};

@@ -81,6 +81,111 @@ impl CodeEvent<'_> {
     }
 }
 
+/// The closing branches and jumps of a stretch of host code, in order
+/// ([`Observer::host_exits`]).
+pub struct HostExits<'a> {
+    /// What the translated blocks left (`crate::translate::ExitRecord`).
+    pub(crate) records: &'a [crate::translate::ExitRecord],
+}
+
+/// One closing branch or jump of host code, with what the interpreter
+/// hands [`Observer::branch`] or [`Observer::jump`].
+#[derive(Clone, Copy, Debug)]
+pub enum HostExit<'a> {
+    /// A conditional branch.
+    Branch {
+        /// Its address.
+        pc: u64,
+        /// The instruction.
+        inst: &'a Inst,
+        /// Whether it went to `target`.
+        taken: bool,
+        /// Where it goes when taken.
+        target: u64,
+    },
+    /// A `jal` or `jalr`.
+    Jump {
+        /// Its address.
+        pc: u64,
+        /// The instruction.
+        inst: &'a Inst,
+        /// `inst.flow()`.
+        flow: Flow,
+        /// Where it went.
+        target: u64,
+        /// The address after it.
+        fall: u64,
+    },
+}
+
+impl<'a> HostExits<'a> {
+    /// How many there are.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Each of them, in order.
+    #[inline(always)]
+    pub fn iter(&self) -> impl Iterator<Item = HostExit<'a>> + 'a {
+        self.records.iter().map(|&[word, to]| {
+            use crate::translate::{ExitKind, ExitSite};
+            // SAFETY: the first word of an exit record is the address of
+            // an `ExitSite` the translator keeps, which outlives its code
+            // and so the records, plus three bits.
+            let site = unsafe { &*((word & !7) as *const ExitSite) };
+            let (inst, pc) = (&site.inst, site.pc);
+            match word >> 1 & 3 {
+                ExitKind::BRANCH => HostExit::Branch {
+                    pc,
+                    inst,
+                    taken: word & 1 != 0,
+                    target: site.target,
+                },
+                kind => HostExit::Jump {
+                    pc,
+                    inst,
+                    flow: site.flow,
+                    // A `jalr`'s target is the record's second word.
+                    target: if kind == ExitKind::JAL {
+                        site.target
+                    } else {
+                        to
+                    },
+                    fall: site.fall,
+                },
+            }
+        })
+    }
+
+    /// Hand each to `obs`'s [`Observer::branch`] or [`Observer::jump`] of
+    /// hart `hart`, as the interpreter would have.
+    #[inline(always)]
+    pub fn tell<O: Observer + ?Sized>(&self, hart: HartId, obs: &mut O) {
+        for e in self.iter() {
+            match e {
+                HostExit::Branch {
+                    pc,
+                    inst,
+                    taken,
+                    target,
+                } => obs.branch(hart, pc, inst, taken, target),
+                HostExit::Jump {
+                    pc,
+                    inst,
+                    flow,
+                    target,
+                    ..
+                } => obs.jump(hart, pc, inst, flow, target),
+            }
+        }
+    }
+}
+
 /// Hooks called by the engines. All methods have empty defaults.
 pub trait Observer {
     /// `false` only for observers that ignore every hook: the engine then
@@ -138,6 +243,16 @@ pub trait Observer {
     /// a call, a return or another indirect jump; `target` is where it went.
     #[inline(always)]
     fn jump(&mut self, _hart: HartId, _pc: u64, _inst: &Inst, _flow: Flow, _target: u64) {}
+
+    /// The closing branches and jumps hart `hart` ran in host code, in
+    /// order, after the fact (only when [`Observer::HOST_CODE`]). By
+    /// default each goes to [`Observer::branch`] or [`Observer::jump`]
+    /// ([`HostExits::tell`]); an observer may take them in a batch itself,
+    /// as long as it ends up where those calls would have left it.
+    #[inline(always)]
+    fn host_exits(&mut self, hart: HartId, exits: &HostExits<'_>) {
+        exits.tell(hart, self);
+    }
 
     /// A trap (exception or `ecall` into a handler, or the fatal one). An
     /// `ecall` or `ebreak` that enters a handler is seen executing first
@@ -223,6 +338,10 @@ impl<O: Observer> Observer for &mut O {
     #[inline(always)]
     fn jump(&mut self, hart: HartId, pc: u64, inst: &Inst, flow: Flow, target: u64) {
         (**self).jump(hart, pc, inst, flow, target)
+    }
+    #[inline(always)]
+    fn host_exits(&mut self, hart: HartId, exits: &HostExits<'_>) {
+        (**self).host_exits(hart, exits)
     }
     #[inline(always)]
     fn trap(&mut self, ev: &TrapEvent) {
@@ -315,6 +434,16 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
         self.1.jump(hart, pc, inst, flow, target);
     }
     #[inline(always)]
+    fn host_exits(&mut self, hart: HartId, exits: &HostExits<'_>) {
+        // Each part all of them in turn: the parts' states are apart.
+        if A::ENABLED {
+            self.0.host_exits(hart, exits);
+        }
+        if B::ENABLED {
+            self.1.host_exits(hart, exits);
+        }
+    }
+    #[inline(always)]
     fn trap(&mut self, ev: &TrapEvent) {
         self.0.trap(ev);
         self.1.trap(ev);
@@ -388,6 +517,10 @@ impl<O: Observer> Observer for Vec<O> {
     fn jump(&mut self, hart: HartId, pc: u64, inst: &Inst, flow: Flow, target: u64) {
         self.iter_mut()
             .for_each(|o| o.jump(hart, pc, inst, flow, target));
+    }
+    #[inline(always)]
+    fn host_exits(&mut self, hart: HartId, exits: &HostExits<'_>) {
+        self.iter_mut().for_each(|o| o.host_exits(hart, exits));
     }
     #[inline(always)]
     fn trap(&mut self, ev: &TrapEvent) {

@@ -398,6 +398,21 @@ impl<W: Write, const COUNT: bool> Recorder<W, COUNT> {
         true
     }
 
+    /// What a `jal` or `jalr` of hart `h` at `pc` writes outside
+    /// collapsed regions: `fall` is the address after it.
+    #[inline(always)]
+    fn encode_jump(&mut self, h: u16, pc: u64, flow: Flow, target: u64, fall: u64) {
+        match flow {
+            Flow::Call => self.encoder.call(h, fall),
+            Flow::IndirectCall => self.encoder.indirect_call(h, pc, target, fall),
+            Flow::IndirectJump => self.encoder.indirect(h, pc, target),
+            Flow::Return => {
+                self.encoder.ret(h, target);
+            }
+            _ => {}
+        }
+    }
+
     /// After the run: a run that stopped inside an extent (its budget ran
     /// out there) cannot be replayed with the regions.
     fn check_end(&mut self) {
@@ -577,16 +592,30 @@ impl<W: Write, const COUNT: bool> Observer for Recorder<W, COUNT> {
                 }
             }
         }
-        match flow {
-            Flow::Call => self.encoder.call(h, inst.fallthrough(pc)),
-            Flow::IndirectCall => self
-                .encoder
-                .indirect_call(h, pc, target, inst.fallthrough(pc)),
-            Flow::IndirectJump => self.encoder.indirect(h, pc, target),
-            Flow::Return => {
-                self.encoder.ret(h, target);
+        self.encode_jump(h, pc, flow, target, inst.fallthrough(pc));
+    }
+
+    /// A batch from host code: without aggregated loops (which take
+    /// branches by their pc) each branch is a bit straight into the
+    /// encoder and each jump its record, with no hook call per event.
+    #[inline(never)]
+    fn host_exits(&mut self, hart: HartId, exits: &crate::observer::HostExits<'_>) {
+        use crate::observer::HostExit;
+        if COUNT || self.loops.is_some() {
+            return exits.tell(hart, self);
+        }
+        let h = hart as u16;
+        for e in exits.iter() {
+            match e {
+                HostExit::Branch { taken, .. } => self.encoder.branch(h, taken),
+                HostExit::Jump {
+                    pc,
+                    flow,
+                    target,
+                    fall,
+                    ..
+                } => self.encode_jump(h, pc, flow, target, fall),
             }
-            _ => {}
         }
     }
 

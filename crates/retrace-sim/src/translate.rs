@@ -130,6 +130,10 @@ pub(crate) struct ExitSite {
     pub pc: u64,
     /// A branch's or `jal`'s target.
     pub target: u64,
+    /// `inst.flow()` and `inst.fallthrough(pc)`, worked out once here
+    /// rather than at each of the site's records.
+    pub flow: retrace_isa::Flow,
+    pub fall: u64,
 }
 
 /// The kinds of [`ExitSite`], as exit records say them.
@@ -440,7 +444,13 @@ impl Translator {
                 } else {
                     target & 0xffff_ffff
                 };
-                self.sites.push(Box::new(ExitSite { inst, pc, target }));
+                self.sites.push(Box::new(ExitSite {
+                    inst,
+                    pc,
+                    target,
+                    flow: inst.flow(),
+                    fall: inst.fallthrough(pc),
+                }));
                 let site: &ExitSite = self.sites.last()?;
                 site as *const ExitSite as u64 | kind << 1
             }
