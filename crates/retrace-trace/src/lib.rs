@@ -46,5 +46,5 @@ pub use format::{
     WALK_BLOCK_LEN,
 };
 pub use pc_sequence::PcSequence;
-pub use reader::{rewrite_records, SegmentCache, TraceReader, Varints};
+pub use reader::{rewrite_records, RecordChunk, SegmentCache, TraceReader, Varints};
 pub use writer::{TraceWriter, WriteSummary};

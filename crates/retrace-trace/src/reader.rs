@@ -173,6 +173,13 @@ pub struct TraceReader<R: Read> {
     /// Segments decompressed by other readers of the same trace, and where
     /// this one leaves those it decompresses ([`TraceReader::sharing`]).
     cache: Option<SegmentCache>,
+    /// With `only`: keep the streams of that kind where
+    /// they are in the segment (`kept`, per hart: where and how long), not
+    /// copied ([`TraceReader::collect_record_chunks`]).
+    by_reference: bool,
+    kept: Vec<(usize, usize)>,
+    /// The segment loaded last, when it came from the cache.
+    loaded: Option<std::sync::Arc<Vec<u8>>>,
     /// Only fill the cache with the segments numbered `part` modulo
     /// `parts`, parsing none ([`SegmentCache::warm`]).
     warm: Option<(u32, u32)>,
@@ -187,6 +194,22 @@ pub struct TraceReader<R: Read> {
 fn seek_on<R: Seek>(input: &mut R, n: u64) -> std::io::Result<()> {
     // A segment's stored length is a `u32`.
     input.seek_relative(n as i64)
+}
+
+/// A piece of one hart's record stream ([`TraceReader::collect_record_chunks`]):
+/// bytes of a decompressed segment, which it keeps alive.
+#[derive(Clone)]
+pub struct RecordChunk {
+    segment: std::sync::Arc<Vec<u8>>,
+    start: usize,
+    end: usize,
+}
+
+impl std::ops::Deref for RecordChunk {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.segment[self.start..self.end]
+    }
 }
 
 /// Decompressed segments shared by several readers of one trace: the
@@ -294,7 +317,7 @@ impl TraceReader<std::io::BufReader<std::fs::File>> {
 impl<R: Read> TraceReader<R> {
     /// Start reading: validates magic, version and header checksum.
     pub fn new(input: R) -> Result<Self, TraceError> {
-        TraceReader::start(input, None, None, None)
+        TraceReader::start(input, None, None, None, None)
     }
 
     /// [`TraceReader::new`], sharing decompressed segments with the other
@@ -305,17 +328,43 @@ impl<R: Read> TraceReader<R> {
     where
         R: Seek,
     {
-        TraceReader::start(input, Some(cache.clone()), follow, Some(seek_on::<R>))
+        TraceReader::start(input, Some(cache.clone()), follow, None, Some(seek_on::<R>))
+    }
+
+    /// [`TraceReader::sharing`], for [`TraceReader::collect_records`] and
+    /// [`TraceReader::collect_record_chunks`] of `kind` and nothing else:
+    /// from the first segment on it keeps only the streams of that kind,
+    /// and where they are, not copied. (A reader that loads its first
+    /// segment whole copies every stream of it, which on a multi-hart
+    /// trace is megabytes of fresh memory the collection never reads.)
+    pub fn sharing_only(
+        input: R,
+        cache: &SegmentCache,
+        kind: StreamKind,
+    ) -> Result<Self, TraceError>
+    where
+        R: Seek,
+    {
+        TraceReader::start(
+            input,
+            Some(cache.clone()),
+            None,
+            Some(kind),
+            Some(seek_on::<R>),
+        )
     }
 
     fn start(
         input: R,
         cache: Option<SegmentCache>,
         follow: Option<u16>,
+        only: Option<StreamKind>,
         skip: Option<fn(&mut R, u64) -> std::io::Result<()>>,
     ) -> Result<Self, TraceError> {
         let mut reader = TraceReader::unloaded(input, cache)?;
         reader.skip = skip;
+        reader.only = only;
+        reader.by_reference = only.is_some();
         if let Some(hart) = follow {
             reader = reader.follow_hart(hart)?;
         }
@@ -332,7 +381,6 @@ impl<R: Read> TraceReader<R> {
             input,
             offset,
             harts: (0..header.harts).map(|_| HartStreams::default()).collect(),
-            header,
             segment: u32::MAX,
             mid_gap: false,
             mid_gap_crossings: 0,
@@ -344,6 +392,10 @@ impl<R: Read> TraceReader<R> {
             zstd: None,
             follow: None,
             only: None,
+            by_reference: false,
+            kept: vec![(0, 0); usize::from(header.harts)],
+            loaded: None,
+            header,
             cache,
             warm: None,
             skip: None,
@@ -856,7 +908,11 @@ impl<R: Read> TraceReader<R> {
         if let (true, Some(skip)) = (passed_by, self.skip) {
             skip(&mut self.input, u64::from(stored_len))?;
             return match (self.warm, cached) {
-                (None, Some(raw)) => self.parse_loaded(at, seq, flags, stored_len, &raw),
+                (None, Some(raw)) => {
+                    let parsed = self.parse_loaded(at, seq, flags, stored_len, &raw);
+                    self.loaded = Some(raw);
+                    parsed
+                }
                 _ => {
                     self.offset += (SEGMENT_HEADER_LEN + stored_len as usize) as u64;
                     self.segment = seq;
@@ -894,9 +950,12 @@ impl<R: Read> TraceReader<R> {
         }
         if let Some(raw) = cached {
             self.stored = stored;
-            return self.parse_loaded(at, seq, flags, stored_len, &raw);
+            let parsed = self.parse_loaded(at, seq, flags, stored_len, &raw);
+            self.loaded = Some(raw);
+            return parsed;
         }
         self.stored = stored;
+        self.loaded = None;
         let raw = std::mem::take(&mut self.raw);
         let raw = self.decompress(at, seq, codec, raw_len, raw)?;
         if let Some(c) = &self.cache {
@@ -959,6 +1018,7 @@ impl<R: Read> TraceReader<R> {
         for h in &mut self.harts {
             h.clear();
         }
+        self.kept.fill((0, 0));
         self.parse_segment(raw)
             .map_err(|what| corrupt(at, format!("segment {seq}: {what}")))
     }
@@ -997,6 +1057,11 @@ impl<R: Read> TraceReader<R> {
                 None => self.only.is_none_or(|k| k == kind),
             };
             if !kept {
+                continue;
+            }
+            if self.by_reference && kind != StreamKind::Branches {
+                self.kept[hart as usize] = (c.pos - len, len);
+                h.record_left[kind.index()] = count;
                 continue;
             }
             match kind {
@@ -1074,25 +1139,69 @@ impl<R: Read> TraceReader<R> {
     /// others'. Each hart's items come as the varints the trace spells
     /// them in, checked and run together ([`Varints`] reads them): memory
     /// grows with the items, a few bytes per call.
-    pub fn collect_records(
+    pub fn collect_records(self, kind: StreamKind) -> Result<(Vec<Vec<u8>>, Totals), TraceError> {
+        let (chunks, totals) = self.collect_record_chunks(kind)?;
+        let out = chunks
+            .iter()
+            .map(|c| {
+                let mut all = Vec::with_capacity(c.iter().map(|c| c.len()).sum());
+                for c in c {
+                    all.extend_from_slice(c);
+                }
+                all
+            })
+            .collect();
+        Ok((out, totals))
+    }
+
+    /// [`TraceReader::collect_records`], each hart's items left in pieces,
+    /// one per segment, in order: a reader made by
+    /// [`TraceReader::sharing_only`] copies nothing of a segment it finds
+    /// in the cache, and its pieces are where the cache keeps the segment
+    /// (the rest are copies). Run together, they are what
+    /// [`TraceReader::collect_records`] gives.
+    pub fn collect_record_chunks(
         mut self,
         kind: StreamKind,
-    ) -> Result<(Vec<Vec<u8>>, Totals), TraceError> {
+    ) -> Result<(Vec<Vec<RecordChunk>>, Totals), TraceError> {
         let mut out = vec![Vec::new(); self.harts.len()];
-        // The segment loaded already was kept whole; from the next on,
-        // only this kind.
+        // The segment loaded already was kept whole (or only this kind,
+        // [`TraceReader::sharing_only`]); from the next on, only this kind.
+        // A reader that kept it whole keeps copies from then on too.
+        if self.only != Some(kind) {
+            self.by_reference = false;
+        }
         self.only = Some(kind);
+        let k = kind.index();
         loop {
             for (h, s) in self.harts.iter().enumerate() {
-                let k = kind.index();
-                let bytes = &s.records[k][s.record_pos[k]..];
+                let bytes = match (self.by_reference, &self.loaded) {
+                    (true, Some(raw)) => &raw[self.kept[h].0..][..self.kept[h].1],
+                    (true, None) => &self.raw[self.kept[h].0..][..self.kept[h].1],
+                    (false, _) => &s.records[k][s.record_pos[k]..],
+                };
                 let len =
                     varints_len(bytes, s.record_left[k]).ok_or_else(|| self.bad_varint(kind))?;
-                out[h].extend_from_slice(&bytes[..len]);
+                if len == 0 {
+                    continue;
+                }
+                out[h].push(match (self.by_reference, &self.loaded) {
+                    (true, Some(raw)) => RecordChunk {
+                        segment: raw.clone(),
+                        start: self.kept[h].0,
+                        end: self.kept[h].0 + len,
+                    },
+                    _ => RecordChunk {
+                        segment: std::sync::Arc::new(bytes[..len].to_vec()),
+                        start: 0,
+                        end: len,
+                    },
+                });
             }
             for s in &mut self.harts {
                 s.clear();
             }
+            self.kept.fill((0, 0));
             if let Some((t, _)) = self.totals {
                 return Ok((out, t));
             }

@@ -291,15 +291,30 @@ impl HartCalls {
     }
 }
 
-/// Hart `hart`'s synchronisation events (`bytes`, their varints), decoded.
-/// The common stream — one-byte items, nothing out of the ordinary — is
-/// read by [`decode_plain`], a loop over the bytes; anything it does not
-/// take (a damaged stream among others) goes to the protocol's checked
-/// decoder, which gives the same records or says what is wrong.
-pub(super) fn decode_hart(hart: u16, bytes: &[u8]) -> Result<HartCalls, TraceError> {
-    match decode_plain(bytes) {
-        Some(out) => Ok(out),
-        None => decode_checked(hart, bytes),
+/// Hart `hart`'s synchronisation events (`chunks`, their varints in
+/// pieces, in order: one per segment of the trace), decoded. The common
+/// stream — one-byte items, nothing out of the ordinary, each call within
+/// one piece (the writer closes a segment between events, never inside
+/// one) — is read by [`decode_plain`], a loop over each piece's bytes;
+/// anything it does not take (a damaged stream among others) goes, run
+/// together, to the protocol's checked decoder, which gives the same
+/// records or says what is wrong.
+pub(super) fn decode_hart<C: std::ops::Deref<Target = [u8]>>(
+    hart: u16,
+    chunks: &[C],
+) -> Result<HartCalls, TraceError> {
+    if let Some(out) = decode_plain(chunks) {
+        return Ok(out);
+    }
+    match chunks {
+        [one] => decode_checked(hart, one),
+        _ => {
+            let mut all = Vec::with_capacity(chunks.iter().map(|c| c.len()).sum());
+            for c in chunks {
+                all.extend_from_slice(c);
+            }
+            decode_checked(hart, &all)
+        }
     }
 }
 
@@ -317,16 +332,38 @@ fn varint(bytes: &[u8], i: &mut usize) -> Option<u64> {
     Some(v)
 }
 
-/// [`decode_checked`] for a stream that passes every check: the same
-/// records, or `None` where the checked decoder might refuse the stream
-/// (or read it in any other way than the protocol's plain one).
-fn decode_plain(bytes: &[u8]) -> Option<HartCalls> {
+/// [`decode_checked`] for a stream that passes every check, in pieces
+/// each of which ends with a call: the same records, or `None` where the
+/// checked decoder might refuse the stream (or read it in any other way
+/// than the protocol's plain one), or a call runs on into the next piece.
+fn decode_plain<C: std::ops::Deref<Target = [u8]>>(chunks: &[C]) -> Option<HartCalls> {
     let mut out = HartCalls {
-        calls: Vec::with_capacity(bytes.len() / 4),
+        calls: Vec::with_capacity(chunks.iter().map(|c| c.len()).sum::<usize>() / 4),
         ..HartCalls::default()
     };
-    let (mut i, mut at, mut next_seq) = (0usize, 0u64, 0u64);
-    loop {
+    let (mut at, mut next_seq) = (0u64, 0u64);
+    for (n, bytes) in chunks.iter().enumerate() {
+        // Nothing may follow the end record.
+        if decode_plain_piece(bytes, &mut out, &mut at, &mut next_seq)? {
+            return (n + 1 == chunks.len()).then_some(out);
+        }
+    }
+    None
+}
+
+/// The calls of one piece of [`decode_plain`]'s stream into `out`, on
+/// from `*at` instructions and `*next_seq` places: `Some(true)` if the end
+/// record ends it, `Some(false)` if a call does, `None` as
+/// [`decode_plain`].
+#[inline(always)]
+fn decode_plain_piece(
+    bytes: &[u8],
+    out: &mut HartCalls,
+    at_: &mut u64,
+    next_seq_: &mut u64,
+) -> Option<bool> {
+    let (mut i, mut at, mut next_seq) = (0usize, *at_, *next_seq_);
+    while i < bytes.len() {
         // The common call in four one-byte varints — the gap in
         // instructions, the call (not `set_hz`, whose value follows), the
         // gap in places and an object met before or none — read as one
@@ -354,8 +391,7 @@ fn decode_plain(bytes: &[u8]) -> Option<HartCalls> {
         if code == END {
             out.last_pc = varint(bytes, &mut i)?;
             out.instructions = at;
-            // Nothing may follow the end record.
-            return (i == bytes.len()).then_some(out);
+            return (i == bytes.len()).then_some(true);
         }
         if code == DCACHE {
             let mut field = || u32::try_from(varint(bytes, &mut i)?).ok();
@@ -397,6 +433,8 @@ fn decode_plain(bytes: &[u8]) -> Option<HartCalls> {
         let class = out.classes.of(object, op);
         out.push(at, seq, class);
     }
+    (*at_, *next_seq_) = (at, next_seq);
+    Some(false)
 }
 
 /// Hart `hart`'s synchronisation events decoded by the protocol's checked
@@ -666,7 +704,7 @@ mod tests {
         let harts: Vec<HartCalls> = harts
             .iter()
             .enumerate()
-            .map(|(h, e)| decode_hart(h as u16, e).unwrap())
+            .map(|(h, e)| decode_hart(h as u16, &[&e[..]]).unwrap())
             .collect();
         let numbers = number(&harts);
         let ranks = ranks(&harts, &numbers);
@@ -734,20 +772,20 @@ mod tests {
         }));
         items.extend(e.end((1 << 40) + 7, 0x8000_0000));
         let bytes = leb128(items);
-        let plain = decode_plain(&bytes).expect("a plain stream");
+        let plain = decode_plain(&[&bytes[..]]).expect("a plain stream");
         let checked = decode_checked(3, &bytes).unwrap();
         assert_eq!(summary(&plain), summary(&checked));
         assert_eq!(plain.classes.classes.len(), 4);
         // Damaged: cut anywhere, or with a byte after the end. The plain
         // decoder leaves each to the checked one, which refuses it.
         for cut in 0..bytes.len() {
-            assert!(decode_plain(&bytes[..cut]).is_none());
-            assert!(decode_hart(3, &bytes[..cut]).is_err());
+            assert!(decode_plain(&[&bytes[..cut]]).is_none());
+            assert!(decode_hart(3, &[&bytes[..cut]]).is_err());
         }
         let mut longer = bytes.clone();
         longer.push(1);
-        assert!(decode_plain(&longer).is_none());
-        assert!(decode_hart(3, &longer).is_err());
+        assert!(decode_plain(&[&longer[..]]).is_none());
+        assert!(decode_hart(3, &[&longer[..]]).is_err());
         // Mostly calls of one byte a field (read four bytes at a time)
         // among others: objects new and known, none, `set_hz`, calls
         // beyond the flat table's, gaps of one byte and of more.
@@ -768,14 +806,67 @@ mod tests {
         }
         items.extend(e.end(at + 1, 0x8000_0000));
         let bytes = leb128(items);
-        let plain = decode_plain(&bytes).expect("a plain stream");
+        let plain = decode_plain(&[&bytes[..]]).expect("a plain stream");
         assert_eq!(
             summary(&plain),
             summary(&decode_checked(3, &bytes).unwrap())
         );
         for cut in 0..bytes.len() {
-            assert!(decode_plain(&bytes[..cut]).is_none());
+            assert!(decode_plain(&[&bytes[..cut]]).is_none());
         }
+    }
+
+    #[test]
+    fn a_stream_in_pieces_reads_as_the_whole_one() {
+        // Calls of every kind (as above), in pieces of 1 to 40 calls, the
+        // end record in the last, as one segment after another holds them.
+        let mut e = SyncEncoder::default();
+        let (mut at, mut seq, mut calls) = (0u64, 0u64, Vec::new());
+        for i in 0..300u64 {
+            at += [1, 7, 127, 128, 300][(i % 5) as usize] * u64::from(i % 7 != 3);
+            seq += 1 + [0, 0, 126, 127][(i % 4) as usize];
+            let op = [2u8, 3, SET_HZ, 20, 1][(i % 11 % 5) as usize];
+            let object = [Some(0x100), Some(0x200), None, Some(0x300 + i)][(i % 13 % 4) as usize];
+            calls.push(leb128(e.call(&SyncCall {
+                at,
+                op,
+                seq,
+                object: object.map(|o| (o, 4)),
+                value: 100_000_000 + i,
+            })));
+        }
+        calls.push(leb128(e.end(at + 1, 0x8000_0000).to_vec()));
+        let whole = calls.concat();
+        let expected = summary(&decode_plain(&[&whole[..]]).expect("a plain stream"));
+        let (mut pieces, mut left) = (Vec::new(), &calls[..]);
+        while !left.is_empty() {
+            let n = (pieces.len() * 7 % 40 + 1).min(left.len());
+            pieces.push(left[..n].concat());
+            left = &left[n..];
+        }
+        assert!(pieces.len() > 10);
+        let plain = decode_plain(&pieces).expect("pieces that end with calls");
+        assert_eq!(summary(&plain), expected);
+        // Cut inside a call (or with an empty piece after the end): the
+        // plain decoder leaves it to the checked one, which reads the
+        // pieces run together.
+        for cut in 1..whole.len() {
+            let pieces = [&whole[..cut], &whole[cut..]];
+            let ends_a_call = decode_plain(&pieces).is_some();
+            let boundary = calls
+                .iter()
+                .scan(0, |end, c| {
+                    *end += c.len();
+                    Some(*end)
+                })
+                .any(|end| end == cut);
+            assert_eq!(ends_a_call, boundary, "cut at {cut}");
+            assert_eq!(summary(&decode_hart(3, &pieces).unwrap()), expected);
+        }
+        let mut after_end = pieces.clone();
+        after_end.push(vec![1]);
+        assert!(decode_plain(&after_end).is_none());
+        assert!(decode_hart(3, &after_end).is_err());
     }
 
     #[test]
