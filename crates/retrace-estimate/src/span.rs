@@ -86,13 +86,6 @@ pub const TRIAL: u32 = 64;
 pub const MIN_HIT_PERCENT: u32 = 25;
 /// Stretches remembered at most (about 150 bytes each with their key).
 const MAX_SPANS: usize = 1 << 19;
-/// Room the memo makes at its first stretch. Growing from empty moves
-/// every stretch once per doubling; where control flow does not repeat a
-/// replay records tens of thousands (`isadec`: 28,000), and those moves
-/// cost about 2% of its host instructions. This room (about 6 MB of
-/// address space, touched only where stretches land) holds 28,672
-/// before the first move.
-const MEMO_ROOM: usize = 1 << 14;
 /// Branch bits a stretch may read at first (its key holds them); halved
 /// per start node while its stretches do not repeat.
 pub(crate) const BIT_WINDOW: u32 = 32;
@@ -1140,9 +1133,6 @@ fn record_span<R: Read>(
     // A stretch cut short by the escape or the run's end is still what
     // the key determines, as far as it goes: any stretch recorded under a
     // key is a valid one for it.
-    if spans.memo.capacity() == 0 {
-        spans.memo.reserve(MEMO_ROOM);
-    }
     if let std::collections::hash_map::Entry::Vacant(slot) = spans.memo.entry(key) {
         slot.insert(span);
         spans.stats.recorded += 1;
