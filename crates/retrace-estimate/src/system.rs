@@ -499,7 +499,7 @@ fn replay_system<S: TraceSource + ?Sized>(
             hz.len()
         )));
     }
-    let (events, _) = reader.collect_record_chunks(StreamKind::Sync)?;
+    let (events, _) = reader.collect_records(StreamKind::Sync)?;
     let core_index = |h: usize| if cores.len() == 1 { 0 } else { h };
     // The harts' replays, on as many threads as there are CPUs, each
     // taking the next hart not yet taken until none is left (harts' work

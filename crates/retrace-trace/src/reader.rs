@@ -175,7 +175,7 @@ pub struct TraceReader<R: Read> {
     cache: Option<SegmentCache>,
     /// With `only`: keep the streams of that kind where
     /// they are in the segment (`kept`, per hart: where and how long), not
-    /// copied ([`TraceReader::collect_record_chunks`]).
+    /// copied ([`TraceReader::collect_records`]).
     by_reference: bool,
     kept: Vec<(usize, usize)>,
     /// The segment loaded last, when it came from the cache.
@@ -196,7 +196,7 @@ fn seek_on<R: Seek>(input: &mut R, n: u64) -> std::io::Result<()> {
     input.seek_relative(n as i64)
 }
 
-/// A piece of one hart's record stream ([`TraceReader::collect_record_chunks`]):
+/// A piece of one hart's record stream ([`TraceReader::collect_records`]):
 /// bytes of a decompressed segment, which it keeps alive.
 #[derive(Clone)]
 pub struct RecordChunk {
@@ -331,8 +331,7 @@ impl<R: Read> TraceReader<R> {
         TraceReader::start(input, Some(cache.clone()), follow, None, Some(seek_on::<R>))
     }
 
-    /// [`TraceReader::sharing`], for [`TraceReader::collect_records`] and
-    /// [`TraceReader::collect_record_chunks`] of `kind` and nothing else:
+    /// [`TraceReader::sharing`], for [`TraceReader::collect_records`] of `kind` and nothing else:
     /// from the first segment on it keeps only the streams of that kind,
     /// and where they are, not copied. (A reader that loads its first
     /// segment whole copies every stream of it, which on a multi-hart
@@ -1137,30 +1136,12 @@ impl<R: Read> TraceReader<R> {
     /// are skipped): what a multi-hart replay needs of the synchronisation
     /// events before it starts, since each hart's turn depends on the
     /// others'. Each hart's items come as the varints the trace spells
-    /// them in, checked and run together ([`Varints`] reads them): memory
-    /// grows with the items, a few bytes per call.
-    pub fn collect_records(self, kind: StreamKind) -> Result<(Vec<Vec<u8>>, Totals), TraceError> {
-        let (chunks, totals) = self.collect_record_chunks(kind)?;
-        let out = chunks
-            .iter()
-            .map(|c| {
-                let mut all = Vec::with_capacity(c.iter().map(|c| c.len()).sum());
-                for c in c {
-                    all.extend_from_slice(c);
-                }
-                all
-            })
-            .collect();
-        Ok((out, totals))
-    }
-
-    /// [`TraceReader::collect_records`], each hart's items left in pieces,
-    /// one per segment, in order: a reader made by
+    /// them in, checked, in pieces, one per segment, in order (run
+    /// together, the stream): a reader made by
     /// [`TraceReader::sharing_only`] copies nothing of a segment it finds
     /// in the cache, and its pieces are where the cache keeps the segment
-    /// (the rest are copies). Run together, they are what
-    /// [`TraceReader::collect_records`] gives.
-    pub fn collect_record_chunks(
+    /// (the rest are copies).
+    pub fn collect_records(
         mut self,
         kind: StreamKind,
     ) -> Result<(Vec<Vec<RecordChunk>>, Totals), TraceError> {
