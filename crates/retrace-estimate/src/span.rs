@@ -96,6 +96,15 @@ pub(crate) const MIN_BIT_WINDOW: u32 = 4;
 /// windows, a hash probe, the checks before applying it) costs about as
 /// much as stepping through them: below 8 bits a node steps.
 pub(crate) const FAST_MIN_BIT_WINDOW: u32 = 8;
+/// Tries after which a `fast` start node that has found nothing at its
+/// window narrows it, without waiting for the whole [`TRIAL`]. A node
+/// whose futures repeat among *K* patterns misses its first *K* tries and
+/// then hits, so this must outlast the warm-up it cuts short: 16 narrowed
+/// nodes that would have hit (`hashtab` +23% host instructions, `sort` up
+/// to half again at the narrower windows), 32 keeps every program measured
+/// and saves those whose branches follow random data 5–6%
+/// (docs/PERFORMANCE.md).
+pub(crate) const FAST_FRUITLESS_TRIAL: u32 = 32;
 
 /// A memoised stretch of the walk.
 struct Span {
@@ -179,7 +188,7 @@ pub(crate) struct Spans {
     /// The walker's code epoch the memo's stretches ran in.
     epoch: u64,
     /// Per node: tries, hits and bit window.
-    starts: StartNodes<TRIAL, FAST_MIN_BIT_WINDOW>,
+    starts: FastStartNodes,
     pub(crate) stats: SpanStats,
 }
 
@@ -250,13 +259,21 @@ struct StartNode {
 /// Per start node, the bit window it starts stretches with, judged every
 /// `TRIES` tries: a node whose stretches are found less often than
 /// [`MIN_HIT_PERCENT`] tries a narrower window, and below `MIN_WINDOW`
-/// bits starts none.
+/// bits starts none. With `FRUITLESS` (not 0), a node that has found
+/// nothing in its first `FRUITLESS` tries at a window is judged then.
 #[derive(Default)]
-pub(crate) struct StartNodes<const TRIES: u32, const MIN_WINDOW: u32 = MIN_BIT_WINDOW>(
-    Vec<StartNode>,
-);
+pub(crate) struct StartNodes<
+    const TRIES: u32,
+    const MIN_WINDOW: u32 = MIN_BIT_WINDOW,
+    const FRUITLESS: u32 = 0,
+>(Vec<StartNode>);
 
-impl<const TRIES: u32, const MIN_WINDOW: u32> StartNodes<TRIES, MIN_WINDOW> {
+/// `fast`'s start nodes.
+type FastStartNodes = StartNodes<TRIAL, FAST_MIN_BIT_WINDOW, FAST_FRUITLESS_TRIAL>;
+
+impl<const TRIES: u32, const MIN_WINDOW: u32, const FRUITLESS: u32>
+    StartNodes<TRIES, MIN_WINDOW, FRUITLESS>
+{
     /// The bit window `node` starts stretches with (0: it does not), among
     /// `nodes` nodes.
     #[inline]
@@ -285,7 +302,8 @@ impl<const TRIES: u32, const MIN_WINDOW: u32> StartNodes<TRIES, MIN_WINDOW> {
         let t = &mut self.0[node as usize];
         t.tries += 1;
         t.hits += u32::from(hit);
-        if t.tries >= TRIES {
+        let fruitless = FRUITLESS > 0 && t.tries == FRUITLESS && t.hits == 0;
+        if t.tries >= TRIES || fruitless {
             if t.hits * 100 < t.tries * MIN_HIT_PERCENT {
                 // Not repeating at this width: try a narrower window, or
                 // give up below the narrowest.
@@ -485,7 +503,7 @@ fn learn_quick(
 fn quick_run<R: Read>(
     history: &mut TraceHistory<R>,
     est: &mut Estimator,
-    starts: &StartNodes<TRIAL, FAST_MIN_BIT_WINDOW>,
+    starts: &FastStartNodes,
     w: &mut Walker<PpId>,
 ) -> Result<(bool, bool), ReplayError> {
     let p = est.quick_parts(w.code_epoch);
