@@ -1189,4 +1189,51 @@ mod tests {
         assert_eq!(one_byte_records(u128::from_le_bytes([5; 16])), 16);
         assert_eq!(one_byte_records(0), 0);
     }
+
+    /// The windows a node goes through when its tries hit as `hit` says
+    /// (try number from 0 at each window), one entry per window change.
+    fn windows<N: Default, F: Fn(&mut N, u32, bool), W: Fn(&mut N) -> u32>(
+        count_try: F,
+        window: W,
+        hit: impl Fn(u32) -> bool,
+    ) -> Vec<(u32, u32)> {
+        let mut nodes = N::default();
+        let mut seen = vec![(0, window(&mut nodes))];
+        let mut at_window = 0;
+        for t in 1..=1000 {
+            count_try(&mut nodes, 0, hit(at_window));
+            at_window += 1;
+            let w = window(&mut nodes);
+            if w != seen.last().unwrap().1 {
+                seen.push((t, w));
+                at_window = 0;
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn a_fast_start_node_that_finds_nothing_is_judged_after_32_tries() {
+        let fast = |hit: fn(u32) -> bool| {
+            windows(
+                |n: &mut FastStartNodes, node, h| n.count_try(node, h),
+                |n| n.window(0, 1),
+                hit,
+            )
+        };
+        // Nothing ever: 32 tries at each window, then no stretches.
+        assert_eq!(fast(|_| false), [(0, 32), (32, 16), (64, 8), (96, 0)]);
+        // One hit among its first 32 tries: the whole trial of 64 (and a
+        // quarter of them is not reached).
+        assert_eq!(fast(|t| t == 31), [(0, 32), (64, 16), (128, 8), (192, 0)]);
+        // Hits after a warm-up of 31 misses, on every try after: kept.
+        assert_eq!(fast(|t| t >= 31), [(0, 32)]);
+        // `control`'s start nodes wait for their whole trial.
+        let control = windows(
+            |n: &mut StartNodes<TRIAL>, node, h| n.count_try(node, h),
+            |n| n.window(0, 1),
+            |_| false,
+        );
+        assert_eq!(control, [(0, 32), (64, 16), (128, 8), (192, 4), (256, 0)]);
+    }
 }
