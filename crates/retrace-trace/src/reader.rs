@@ -1156,23 +1156,26 @@ impl<R: Read> TraceReader<R> {
         let k = kind.index();
         loop {
             for (h, s) in self.harts.iter().enumerate() {
-                let bytes = match (self.by_reference, &self.loaded) {
-                    (true, Some(raw)) => &raw[self.kept[h].0..][..self.kept[h].1],
-                    (true, None) => &self.raw[self.kept[h].0..][..self.kept[h].1],
-                    (false, _) => &s.records[k][s.record_pos[k]..],
+                // Where the stream is, and the cached segment it is in
+                // when a piece can share it.
+                let (start, kept_len) = self.kept[h];
+                let (bytes, cached) = match (self.by_reference, &self.loaded) {
+                    (true, Some(raw)) => (&raw[start..][..kept_len], Some(raw)),
+                    (true, None) => (&self.raw[start..][..kept_len], None),
+                    (false, _) => (&s.records[k][s.record_pos[k]..], None),
                 };
                 let len =
                     varints_len(bytes, s.record_left[k]).ok_or_else(|| self.bad_varint(kind))?;
                 if len == 0 {
                     continue;
                 }
-                out[h].push(match (self.by_reference, &self.loaded) {
-                    (true, Some(raw)) => RecordChunk {
+                out[h].push(match cached {
+                    Some(raw) => RecordChunk {
                         segment: raw.clone(),
-                        start: self.kept[h].0,
-                        end: self.kept[h].0 + len,
+                        start,
+                        end: start + len,
                     },
-                    _ => RecordChunk {
+                    None => RecordChunk {
                         segment: std::sync::Arc::new(bytes[..len].to_vec()),
                         start: 0,
                         end: len,
